@@ -1,0 +1,123 @@
+# ember: the one build entry. `make` builds build/ember; `make demo`,
+# `make test` and `make bench` install what is missing first.
+# V=1 shows the full commands.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.SECONDARY:
+
+ARCH_RAW := $(shell uname -m)
+ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(ARCH_RAW)))
+ifeq ($(wildcard vmlinux/$(ARCH)/vmlinux.h),)
+$(error no vmlinux/$(ARCH)/vmlinux.h for this architecture ($(ARCH_RAW)): generate it with `bpftool btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h`)
+endif
+
+BUILD := build
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CXX ?= g++
+CC ?= gcc
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+WARN := -Wall -Wextra
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++2b $(WARN) -I. -Ibpf -I$(BUILD) -MMD -MP
+LDLIBS := -lbpf -lelf -lz
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf $(WARN) -Wno-unused-parameter
+
+FLAMEGRAPH_SRC := $(wildcard flamegraph/*.cpp)
+SYMBOLIZER_SRC := $(wildcard symbolizer/*.cpp)
+USER_SRC := $(filter-out user/main.cpp,$(wildcard user/*.cpp))
+LIB_SRC := $(FLAMEGRAPH_SRC) $(SYMBOLIZER_SRC) $(USER_SRC)
+LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o) $(BUILD)/obj/flamegraph/html_template.o
+BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(wildcard bpf/*.bpf.c))
+
+# Unit tests and the libraries they cover, under AddressSanitizer + UBSan.
+# -Wno-maybe-uninitialized: GCC 12 warns falsely inside <regex> under ASan.
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized
+UNIT_SRC := $(wildcard tests/unit/*.cpp)
+UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(BUILD)/obj/flamegraph/html_template.o
+
+# Workloads and fixtures: frame pointers on, so user stacks unwind.
+WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
+# GCC 12 ignores -mno-omit-leaf-frame-pointer (fixed in GCC 14); clang honours it.
+WORKLOAD_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra
+FIXTURES := $(BUILD)/fixtures/libfixture.so $(BUILD)/fixtures/libfixture-stripped.so
+
+.PHONY: all deps deps-test demo test unit integration browser bench clean
+all: $(BUILD)/ember
+
+deps:
+	$(Q)scripts/deps.sh build
+deps-test:
+	$(Q)scripts/deps.sh test
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/%.h vmlinux/$(ARCH)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+$(BUILD)/obj/%.o: %.cpp | $(BPF_SKELS)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/flamegraph.html
+	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -c $< -o $@
+
+$(BUILD)/ember: $(BUILD)/obj/user/main.o $(LIB_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/san/%.o: %.cpp | $(BPF_SKELS)
+	$(call msg,CXX-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) -c $< -o $@
+
+$(BUILD)/unit-tests: $(UNIT_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $^ $(LDLIBS) -ldl -o $@
+
+$(BUILD)/workloads/%: tests/workloads/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) $< -o $@ -lpthread
+
+$(BUILD)/fixtures/libfixture.so: tests/fixtures/fixture.cpp
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -O1 -g -fPIC -shared -fno-inline $< -o $@
+
+$(BUILD)/fixtures/libfixture-stripped.so: $(BUILD)/fixtures/libfixture.so
+	$(call msg,STRIP,$@)
+	$(Q)strip --strip-all $< -o $@
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(WORKLOADS)
+	$(Q)scripts/demo.sh
+
+test: deps-test
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES)
+	$(Q)tests/run.sh
+
+bench: deps-test
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(WORKLOADS)
+	$(Q)bench/record.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

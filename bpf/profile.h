@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Records that bpf/profile.bpf.c streams to userspace. Fixed-width fields,
+ * no pointers: this header is compiled both by clang -target bpf and by the
+ * C++ collector. */
+#ifndef EMBER_BPF_PROFILE_H
+#define EMBER_BPF_PROFILE_H
+
+/* Frames per stack the program can carry. The kernel clips every stack to
+ * the kernel.perf_event_max_stack sysctl (127 by default), so the effective
+ * limit is min(this, sysctl); the collector counts stacks that hit it. */
+#define EMBER_MAX_STACK_DEPTH 256
+#define EMBER_COMM_LEN 16
+
+/* One sample: header, then ustack_len user ips (leaf first), then
+ * kstack_len kernel ips (leaf first). Variable length in the ring buffer. */
+struct ember_sample {
+	__u64 time_ns;   /* bpf_ktime_get_ns() */
+	__u32 pid;       /* tgid, in the initial pid namespace */
+	__u32 tid;
+	__u32 cpu;
+	__u16 ustack_len;
+	__u16 kstack_len;
+	char comm[EMBER_COMM_LEN];         /* thread name */
+	char process_comm[EMBER_COMM_LEN]; /* thread group leader's name */
+	__u64 ips[2 * EMBER_MAX_STACK_DEPTH];
+};
+
+#define EMBER_SAMPLE_HEADER_SIZE ((unsigned long)&((struct ember_sample *)0)->ips)
+
+#endif

@@ -1,0 +1,133 @@
+#include "flamegraph/folded.h"
+
+#include <charconv>
+#include <istream>
+#include <ostream>
+
+namespace ember::flamegraph {
+namespace {
+
+struct Suffix {
+  std::string_view text;
+  FrameKind kind;
+};
+constexpr Suffix kSuffixes[] = {
+    {"_[k]", FrameKind::Kernel},
+    {"_[j]", FrameKind::Jit},
+    {"_[i]", FrameKind::Inlined},
+    {"_[0]", FrameKind::Interpreted},
+};
+
+// Longest line we accept: a 4096-frame stack of 256-byte names.
+constexpr size_t kMaxLineBytes = 1 << 20;
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// "[name tid=123]"
+bool is_thread_frame(std::string_view s) {
+  size_t at = s.rfind(" tid=");
+  return s.size() > 7 && s.front() == '[' && s.back() == ']' && at != std::string_view::npos &&
+         all_digits(s.substr(at + 5, s.size() - at - 6));
+}
+
+// "name (123)"
+bool is_process_frame(std::string_view s) {
+  size_t at = s.rfind(" (");
+  return at != std::string_view::npos && at > 0 && s.back() == ')' && all_digits(s.substr(at + 2, s.size() - at - 3));
+}
+
+}  // namespace
+
+std::string folded_name(const Frame& frame) {
+  std::string name = frame.name;
+  for (char& c : name)
+    if (c == ';') c = ':';
+    else if (c == '\n' || c == '\r') c = ' ';
+  for (const Suffix& s : kSuffixes)
+    if (s.kind == frame.kind) name += s.text;
+  return name;
+}
+
+Frame parse_folded_frame(std::string_view text, bool is_root) {
+  for (const Suffix& s : kSuffixes)
+    if (text.size() > s.text.size() && text.ends_with(s.text))
+      return Frame{std::string(text.substr(0, text.size() - s.text.size())), s.kind, {}};
+  if (is_thread_frame(text)) return Frame{std::string(text), FrameKind::Thread, {}};
+  if (is_root && is_process_frame(text)) return Frame{std::string(text), FrameKind::Process, {}};
+  FrameKind kind = text.find("::") != std::string_view::npos ? FrameKind::Cpp : FrameKind::Native;
+  return Frame{std::string(text), kind, {}};
+}
+
+void write_folded(const Profile& profile, std::ostream& out) {
+  std::vector<std::string> names;
+  names.reserve(profile.frames().size());
+  for (const Frame& f : profile.frames()) names.push_back(folded_name(f));
+  std::string line;
+  for (const Stack* s : profile.sorted_stacks()) {
+    line.clear();
+    for (size_t i = 0; i < s->frames.size(); ++i) {
+      if (i) line += ';';
+      line += names[s->frames[i]];
+    }
+    line += ' ';
+    line += std::to_string(s->weight);  // locale-independent
+    line += '\n';
+    out << line;
+  }
+}
+
+std::expected<FoldedReadResult, std::string> read_folded(std::istream& in) {
+  FoldedReadResult result;
+  std::string line;
+  std::vector<FrameId> ids;
+  size_t lineno = 0;
+  auto warn = [&](const std::string& why) {
+    result.warnings.push_back("line " + std::to_string(lineno) + ": " + why);
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    if (line.size() > kMaxLineBytes) {
+      warn("line longer than " + std::to_string(kMaxLineBytes) + " bytes, skipped");
+      continue;
+    }
+    size_t space = line.find_last_of(' ');
+    if (space == std::string::npos) {
+      warn("no count after the stack, skipped");
+      continue;
+    }
+    std::string_view count_text(line.data() + space + 1, line.size() - space - 1);
+    uint64_t weight = 0;
+    auto [end, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), weight);
+    if (ec != std::errc() || end != count_text.data() + count_text.size() || count_text.empty()) {
+      warn("count '" + std::string(count_text.substr(0, 32)) + "' is not a non-negative integer, skipped");
+      continue;
+    }
+    std::string_view stack(line.data(), space);
+    ids.clear();
+    bool empty_frame = false;
+    for (size_t pos = 0; pos <= stack.size();) {
+      size_t semi = stack.find(';', pos);
+      if (semi == std::string_view::npos) semi = stack.size();
+      std::string_view name = stack.substr(pos, semi - pos);
+      if (name.empty()) {
+        empty_frame = true;
+        break;
+      }
+      ids.push_back(result.profile.intern(parse_folded_frame(name, ids.empty())));
+      pos = semi + 1;
+    }
+    if (empty_frame) {
+      warn("empty frame name, skipped");
+      continue;
+    }
+    result.profile.add(ids, weight);
+  }
+  if (in.bad()) return std::unexpected("read error after line " + std::to_string(lineno));
+  return result;
+}
+
+}  // namespace ember::flamegraph

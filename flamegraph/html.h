@@ -1,0 +1,21 @@
+// The interactive HTML flamegraph: flamegraph.html (embedded at build time)
+// with the profile filled in as JSON. One self-contained file.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "flamegraph/profile.h"
+
+namespace ember::flamegraph {
+
+struct HtmlOptions {
+  std::string title;  // page heading; a default is derived from the event
+};
+
+void write_html(const Profile& profile, const HtmlOptions& options, std::ostream& out);
+
+// The JSON document the page reads (contract version 1, see flamegraph.html).
+std::string html_data_json(const Profile& profile, const HtmlOptions& options);
+
+}  // namespace ember::flamegraph

@@ -1,0 +1,83 @@
+// The profile model: frames with kinds, stacks with weights. Every reader
+// and writer in flamegraph/ and the collector in user/ speak this type.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace ember::flamegraph {
+
+// What produced a frame. Kept as data so writers can colour and suffix it;
+// the order is part of the HTML contract (see kinds[] in flamegraph.html).
+enum class FrameKind : uint8_t {
+  Kernel,
+  Native,       // C or unknown-language code in an ELF file
+  Cpp,          // demangled C++ (libjvm, libstdc++ ...)
+  Jit,          // JIT-compiled Java
+  Inlined,      // Java inlined into a JIT frame
+  Interpreted,  // interpreted Java
+  Alloc,        // allocated class, top of an allocation stack
+  Thread,       // pseudo-frame: one per thread (--threads)
+  Process,      // pseudo-frame: comm or "comm (pid)" at the root
+  Unknown,      // an address no symbol source could name
+};
+
+inline constexpr std::array<std::string_view, 10> kFrameKindNames = {
+    "kernel", "native", "cpp", "jit", "inlined", "interpreted", "alloc", "thread", "process", "unknown"};
+
+inline std::string_view kind_name(FrameKind k) { return kFrameKindNames[static_cast<size_t>(k)]; }
+
+struct Frame {
+  std::string name;
+  FrameKind kind = FrameKind::Native;
+  std::string module;  // file the code lives in; empty when not applicable
+
+  bool operator==(const Frame&) const = default;
+};
+
+using FrameId = uint32_t;
+
+struct Stack {
+  std::vector<FrameId> frames;  // root first
+  uint64_t weight = 0;
+};
+
+class Profile {
+ public:
+  std::string event = "cpu-clock";  // what was sampled
+  std::string unit = "samples";     // "samples", "ns" or "bytes"
+  // Facts shown with the graph and in reports (samples, lost, duration ...).
+  std::vector<std::pair<std::string, std::string>> info;
+
+  // Returns the id of an equal frame if there is one, else adds it.
+  FrameId intern(const Frame& frame);
+  // Adds weight to the stack (root first); equal stacks are merged.
+  void add(std::span<const FrameId> frames, uint64_t weight);
+
+  const std::vector<Frame>& frames() const { return frames_; }
+  const std::vector<Stack>& stacks() const { return stacks_; }
+  uint64_t total() const { return total_; }
+  // Stacks ordered by their frame ids: deterministic output, shared prefixes adjacent.
+  std::vector<const Stack*> sorted_stacks() const;
+
+ private:
+  struct FrameHash {
+    size_t operator()(const Frame& f) const;
+  };
+  struct IdsHash {
+    size_t operator()(const std::vector<FrameId>& ids) const;
+  };
+  std::vector<Frame> frames_;
+  std::unordered_map<Frame, FrameId, FrameHash> frame_ids_;
+  std::vector<Stack> stacks_;
+  std::unordered_map<std::vector<FrameId>, size_t, IdsHash> stack_index_;
+  uint64_t total_ = 0;
+};
+
+}  // namespace ember::flamegraph

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, only the packages ember is missing.
+#   scripts/deps.sh build   compile ember
+#   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core)
+#   scripts/deps.sh bench   test + the peers the benchmarks compare against (perf)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev)
+test=(catch2 chromium util-linux bsdutils)
+bench=(linux-perf)
+
+mode=${1:-build}
+case $mode in
+build) want=("${build[@]}") ;;
+test) want=("${build[@]}" "${test[@]}") ;;
+bench) want=("${build[@]}" "${test[@]}" "${bench[@]}") ;;
+*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+esac
+# Node 20+ (playwright-core's minimum) may come from another repository;
+# only ask Debian for it when there is no node at all.
+if [[ $mode != build ]] && ! command -v node >/dev/null; then want+=(nodejs npm); fi
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+	if [ "$(id -u)" != 0 ]; then
+		echo "ember: missing packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "ember: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ $mode != build && ! -d tests/browser/node_modules/playwright-core ]]; then
+	echo "ember: installing playwright-core for the browser tests"
+	(cd tests/browser && npm ci --no-audit --no-fund --silent)
+fi

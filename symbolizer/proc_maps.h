@@ -1,0 +1,37 @@
+// Parsers for the text files that describe a process's address space:
+// /proc/PID/maps and the JIT symbol files /tmp/perf-PID.map.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <string>
+#include <vector>
+
+namespace ember::symbolizer {
+
+struct Mapping {
+  uint64_t start = 0, end = 0;  // [start, end)
+  uint64_t offset = 0;          // file offset of `start`
+  uint64_t dev = 0, inode = 0;  // identity of the file; inode 0 = anonymous
+  bool executable = false;
+  std::string path;             // as the process sees it; may end in " (deleted)"
+};
+
+// Lines that do not parse are skipped.
+std::vector<Mapping> parse_proc_maps(std::istream& in);
+
+struct PerfMapEntry {
+  uint64_t start = 0, size = 0;
+  std::string name;
+};
+
+// "START SIZE name" in hex, one per line; later entries for the same range
+// win (JITs reuse code addresses). Garbage lines are skipped and counted.
+struct PerfMap {
+  std::vector<PerfMapEntry> entries;  // sorted by start
+  size_t bad_lines = 0;
+  const PerfMapEntry* find(uint64_t address) const;
+};
+PerfMap parse_perf_map(std::istream& in);
+
+}  // namespace ember::symbolizer

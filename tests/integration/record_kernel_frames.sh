@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# A syscall-heavy workload: kernel frames (_[k]) stand under its user frames
+# in the same stacks.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+"$EMBER" record -o "$TMP/out.folded" -- "$WORKLOADS/syscall_loop" 3 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+out=$TMP/out.folded
+assert_contains "$out" ';main;read_zero_loop;.*_\[k\];.*read.*_\[k\]' "no kernel read path under read_zero_loop"
+k=$(weight "$out" 'read_zero_loop;.*_\[k\]')
+all=$(total "$out")
+echo "stacks with kernel frames under read_zero_loop: $k of $all samples"
+(( 2 * k > all )) || fail "kernel frames in fewer than half the samples"
+# Kernel frames come after user frames, never before.
+assert_absent "$out" '_\[k\];[^;]*[^]];' "a user frame above a kernel frame"

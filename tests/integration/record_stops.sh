@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# A stop at any moment writes complete output: SIGINT and SIGTERM mid-run,
+# and -d. The status line shows on a terminal and not otherwise.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+background "$WORKLOADS/spinner" 30
+for sig in INT TERM; do
+	"$EMBER" record -o "$TMP/$sig.html" 2>"$TMP/$sig.err" &
+	pid=$!
+	sleep 1.5
+	kill -$sig $pid
+	wait $pid || fail "SIG$sig: ember exited $?: $(cat "$TMP/$sig.err")"
+	grep -q '</html>' "$TMP/$sig.html" || fail "SIG$sig: incomplete HTML"
+	grep -q '"samples":"[1-9]' "$TMP/$sig.html" || fail "SIG$sig: no samples in the page"
+	ls "$TMP" | grep -q '\.tmp\.' && fail "SIG$sig: temporary file left behind"
+done
+start=$(date +%s%N)
+"$EMBER" record -d 1 -o "$TMP/d.folded" 2>"$TMP/d.err" || fail "-d: ember exited $?"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+(( ms < 6000 )) || fail "-d 1 took $ms ms"
+grep -q $'\r' "$TMP/d.err" && fail "status line written to a non-terminal"
+command -v script >/dev/null || skip "no script(1) to test the terminal status line"
+script -qec "$EMBER record -d 2.5 -o $TMP/tty.folded" /dev/null >"$TMP/tty.out" 2>&1
+grep -q 'samples/s' "$TMP/tty.out" || fail "no status line on a terminal: $(head -c 300 "$TMP/tty.out")"
+echo "stops ok; -d 1 took $ms ms"

@@ -1,0 +1,105 @@
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "flamegraph/folded.h"
+
+using namespace ember::flamegraph;
+
+namespace {
+
+Profile sample_profile() {
+  Profile p;
+  FrameId proc = p.intern({"app", FrameKind::Process, {}});
+  FrameId main = p.intern({"main", FrameKind::Native, "/usr/bin/app"});
+  FrameId cpp = p.intern({"ns::Foo::bar(int)", FrameKind::Cpp, "/usr/bin/app"});
+  FrameId sys = p.intern({"__x64_sys_read", FrameKind::Kernel, "[kernel]"});
+  FrameId jit = p.intern({"com.example.Foo.run", FrameKind::Jit, {}});
+  FrameId inl = p.intern({"com.example.Foo.helper", FrameKind::Inlined, {}});
+  FrameId semi = p.intern({"a;b", FrameKind::Native, {}});
+  p.add(std::vector<FrameId>{proc, main, cpp, sys}, 5);
+  p.add(std::vector<FrameId>{proc, main, jit, inl}, 3);
+  p.add(std::vector<FrameId>{proc, main, cpp, sys}, 2);  // merged with the first
+  p.add(std::vector<FrameId>{proc, semi}, 1);
+  return p;
+}
+
+std::string folded(const Profile& p) {
+  std::ostringstream out;
+  write_folded(p, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("folded writer: suffixes, merged stacks, ';' replaced") {
+  std::string text = folded(sample_profile());
+  CHECK(text.find("app;main;ns::Foo::bar(int);__x64_sys_read_[k] 7\n") != std::string::npos);
+  CHECK(text.find("app;main;com.example.Foo.run_[j];com.example.Foo.helper_[i] 3\n") != std::string::npos);
+  CHECK(text.find("app;a:b 1\n") != std::string::npos);
+}
+
+TEST_CASE("folded round trip keeps kinds and weights") {
+  Profile original = sample_profile();
+  std::istringstream in(folded(original));
+  auto result = read_folded(in);
+  REQUIRE(result);
+  CHECK(result->warnings.empty());
+  const Profile& back = result->profile;
+  CHECK(back.total() == original.total());
+  CHECK(back.stacks().size() == original.stacks().size());
+  CHECK(folded(back) == folded(original));
+  auto kind_of = [&](const std::string& name) {
+    for (const Frame& f : back.frames())
+      if (f.name == name) return f.kind;
+    FAIL("no frame " << name);
+    return FrameKind::Unknown;
+  };
+  CHECK(kind_of("__x64_sys_read") == FrameKind::Kernel);
+  CHECK(kind_of("com.example.Foo.run") == FrameKind::Jit);
+  CHECK(kind_of("com.example.Foo.helper") == FrameKind::Inlined);
+  CHECK(kind_of("ns::Foo::bar(int)") == FrameKind::Cpp);
+  CHECK(kind_of("main") == FrameKind::Native);
+}
+
+TEST_CASE("folded reader recognises thread and process pseudo-frames") {
+  std::istringstream in("java (4242);[C2 CompilerThre tid=4250];start_thread 9\n");
+  auto result = read_folded(in);
+  REQUIRE(result);
+  const auto& frames = result->profile.frames();
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[0].kind == FrameKind::Process);
+  CHECK(frames[1].kind == FrameKind::Thread);
+  CHECK(frames[2].kind == FrameKind::Native);
+}
+
+TEST_CASE("folded reader skips malformed lines with their line numbers") {
+  std::istringstream in(
+      "a;b 3\n"
+      "no_count\n"
+      "a;b -4\n"
+      "a;b x12\n"
+      "a;;b 2\n"
+      "\n"
+      "# comment\n"
+      "a;c 1\r\n");
+  auto result = read_folded(in);
+  REQUIRE(result);
+  const auto& w = result->warnings;
+  REQUIRE(w.size() == 4);
+  CHECK(w[0].rfind("line 2:", 0) == 0);
+  CHECK(w[1].rfind("line 3:", 0) == 0);
+  CHECK(w[2].rfind("line 4:", 0) == 0);
+  CHECK(w[3].rfind("line 5:", 0) == 0);
+  CHECK(result->profile.total() == 4);
+  CHECK(result->profile.stacks().size() == 2);
+}
+
+TEST_CASE("folded reader survives a huge line") {
+  std::string huge(2 << 20, 'x');
+  std::istringstream in(huge + " 1\na 2\n");
+  auto result = read_folded(in);
+  REQUIRE(result);
+  CHECK(result->warnings.size() == 1);
+  CHECK(result->profile.total() == 2);
+}

@@ -1,0 +1,226 @@
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "symbolizer/symbolizer.h"
+
+using namespace ember::symbolizer;
+using ember::flamegraph::FrameKind;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixture_path(const char* name) {
+  const char* dir = std::getenv("EMBER_FIXTURES");
+  return std::string(dir ? dir : "build/fixtures") + "/" + name;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "ember-test-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write_file(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// Addresses of the fixture's functions as the dynamic linker placed them:
+// ground truth that does not go through ember's ELF reader.
+void check_fixture(const char* library) {
+  void* handle = dlopen(fixture_path(library).c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(handle != nullptr);
+  struct Case {
+    const char* symbol;
+    std::string expect;
+    FrameKind kind;
+  } cases[] = {
+      {"fixture_alpha", "fixture_alpha", FrameKind::Native},
+      {"fixture_beta", "fixture_beta", FrameKind::Native},
+      {"_ZN7fixture6Widget4spinEi", "fixture::Widget::spin(int)", FrameKind::Cpp},
+      {"_ZN7fixture6Widget5twiceEl", "fixture::Widget::twice(long)", FrameKind::Cpp},
+  };
+  std::vector<uint64_t> addrs;
+  for (const Case& c : cases) {
+    void* p = dlsym(handle, c.symbol);
+    REQUIRE(p != nullptr);
+    addrs.push_back(reinterpret_cast<uint64_t>(p) + 2);  // inside, not only at the entry
+  }
+  Symbolizer sym;
+  REQUIRE(sym.snapshot_process(getpid()));
+  auto out = sym.symbolize_user(getpid(), addrs);
+  REQUIRE(out.size() == addrs.size());
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    INFO(library << " " << cases[i].symbol);
+    CHECK(out[i].known);
+    CHECK(out[i].frame.name == cases[i].expect);
+    CHECK(out[i].frame.kind == cases[i].kind);
+    CHECK(out[i].frame.module.find(library) != std::string::npos);
+  }
+  dlclose(handle);
+}
+
+}  // namespace
+
+TEST_CASE("symbolizer names functions of a loaded library (.symtab)") { check_fixture("libfixture.so"); }
+
+TEST_CASE("symbolizer names functions of a stripped library (.dynsym)") { check_fixture("libfixture-stripped.so"); }
+
+TEST_CASE("symbolizer names this test binary's own code and libc") {
+  Symbolizer sym;
+  REQUIRE(sym.snapshot_process(getpid()));
+  uint64_t addrs[] = {reinterpret_cast<uint64_t>(&getpid)};
+  auto out = sym.symbolize_user(getpid(), addrs);
+  CHECK(out[0].known);
+  CHECK(out[0].frame.name.find("getpid") != std::string::npos);
+  CHECK(out[0].frame.module.find("libc") != std::string::npos);
+}
+
+// Kills and reaps the child however the test ends.
+struct ChildGuard {
+  pid_t pid;
+  ~ChildGuard() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+TEST_CASE("symbolizer keeps a process's mappings and files after it exits") {
+  pid_t child = fork();
+  if (child == 0) {
+    void* h = dlopen(fixture_path("libfixture.so").c_str(), RTLD_NOW);
+    if (h) pause();
+    _exit(1);
+  }
+  ChildGuard guard{child};
+  // Wait for the child to map the fixture.
+  std::string maps = "/proc/" + std::to_string(child) + "/maps";
+  bool mapped = false;
+  for (int i = 0; i < 200 && !mapped; ++i, usleep(10000)) {
+    std::ifstream in(maps);
+    std::stringstream s;
+    s << in.rdbuf();
+    mapped = s.str().find("libfixture.so") != std::string::npos;
+  }
+  REQUIRE(mapped);
+  Symbolizer sym;
+  REQUIRE(sym.snapshot_process(child));
+  // The child's address of fixture_beta: same library, same load address
+  // would be luck, so read it from its maps through a symbolizer lookup of
+  // our own copy's offset.
+  void* h = dlopen(fixture_path("libfixture.so").c_str(), RTLD_NOW);
+  REQUIRE(h);
+  Dl_info info{};
+  REQUIRE(dladdr(dlsym(h, "fixture_beta"), &info));
+  uint64_t offset = reinterpret_cast<uint64_t>(dlsym(h, "fixture_beta")) - reinterpret_cast<uint64_t>(info.dli_fbase);
+  uint64_t child_base = 0;
+  {
+    std::ifstream in(maps);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.find("libfixture.so") != std::string::npos && line.find(" 00000000 ") != std::string::npos) {
+        child_base = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+        break;
+      }
+  }
+  REQUIRE(child_base != 0);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  guard.pid = -1;
+  REQUIRE_FALSE(fs::exists("/proc/" + std::to_string(child)));
+
+  uint64_t addr[] = {child_base + offset + 1};
+  auto out = sym.symbolize_user(child, addr);
+  CHECK(out[0].known);
+  CHECK(out[0].frame.name == "fixture_beta");
+  dlclose(h);
+}
+
+TEST_CASE("symbolizer: perf maps, anonymous memory, unknown addresses") {
+  TempDir dir;
+  write_file(dir.path / "proc/77/maps",
+             "00400000-00401000 r-xp 00000000 00:00 0 \n"
+             "00500000-00501000 r-xp 00002000 fd:01 999999 /nonexistent/libgone.so\n"
+             "7fff0000-7fff2000 r-xp 00000000 00:00 0                          [vdso]\n");
+  write_file(dir.path / "tmp/perf-77.map",
+             "400100 40 LFoo;::bar\n"
+             "garbage line\n"
+             "400200 20 old\n"
+             "400200 20 Interpreter\n");
+  Options opts;
+  opts.proc_root = (dir.path / "proc").string();
+  opts.perf_map_dir = (dir.path / "tmp").string();
+  Symbolizer sym(opts);
+  REQUIRE(sym.snapshot_process(77));
+  uint64_t addrs[] = {0x400110, 0x400210, 0x400800, 0x500010, 0x7fff0010, 0x900000};
+  auto out = sym.symbolize_user(77, addrs);
+  CHECK(out[0].frame.name == "LFoo;::bar");
+  CHECK(out[0].frame.kind == FrameKind::Jit);
+  CHECK(out[1].frame.name == "Interpreter");  // the later entry for a reused range wins
+  CHECK(out[2].frame.name == "[anon]");
+  CHECK_FALSE(out[2].known);
+  CHECK(out[3].frame.name == "libgone.so+0x2010");  // module and file offset kept
+  CHECK(out[3].frame.kind == FrameKind::Unknown);
+  CHECK(out[4].frame.name == "[vdso]");
+  CHECK(out[5].frame.name == "[unknown]");
+  CHECK_FALSE(out[5].known);
+}
+
+TEST_CASE("kallsyms: text symbols, modules, and kptr_restrict") {
+  TempDir dir;
+  write_file(dir.path / "kallsyms",
+             "ffffffff81000000 T _stext\n"
+             "ffffffff81000100 t do_one_thing\n"
+             "ffffffff81000200 D some_data\n"
+             "ffffffffc0001000 t kvm_thing\t[kvm]\n");
+  Options opts;
+  opts.kallsyms_path = (dir.path / "kallsyms").string();
+  Symbolizer sym(opts);
+  uint64_t addrs[] = {0xffffffff81000150, 0xffffffff81000250, 0xffffffffc0001010, 0x10};
+  auto out = sym.symbolize_kernel(addrs);
+  CHECK(out[0].frame.name == "do_one_thing");
+  CHECK(out[0].frame.kind == FrameKind::Kernel);
+  CHECK(out[1].frame.name == "do_one_thing");  // data symbols are not functions
+  CHECK(out[2].frame.name == "kvm_thing");
+  CHECK(out[2].frame.module == "[kvm]");
+  CHECK_FALSE(out[3].known);
+  CHECK_FALSE(sym.kernel_symbols_hidden());
+
+  write_file(dir.path / "hidden", "0000000000000000 T _stext\n0000000000000000 t do_one_thing\n");
+  opts.kallsyms_path = (dir.path / "hidden").string();
+  Symbolizer hidden(opts);
+  CHECK(hidden.kernel_symbols_hidden());
+  REQUIRE(hidden.warnings().size() == 1);
+  CHECK(hidden.warnings()[0].find("kptr_restrict") != std::string::npos);
+}
+
+TEST_CASE("proc maps parser") {
+  std::istringstream in(
+      "55d0c3a00000-55d0c3a28000 r-xp 00002000 fd:01 1234   /usr/bin/foo bar\n"
+      "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n"
+      "not a mapping\n");
+  auto maps = parse_proc_maps(in);
+  REQUIRE(maps.size() == 2);
+  CHECK(maps[0].start == 0x55d0c3a00000);
+  CHECK(maps[0].offset == 0x2000);
+  CHECK(maps[0].inode == 1234);
+  CHECK(maps[0].executable);
+  CHECK(maps[0].path == "/usr/bin/foo bar");
+  CHECK_FALSE(maps[1].executable);
+  CHECK(maps[1].path.empty());
+}

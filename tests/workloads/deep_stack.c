@@ -1,0 +1,33 @@
+/* Recurses deeper than kernel.perf_event_max_stack (127 by default) and
+ * spins at the bottom, so every sample's user stack is truncated.
+ * Usage: deep_stack [depth] [seconds] (default 300, 3). */
+#include <stdlib.h>
+#include <time.h>
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) static void spin_at_bottom(double seconds)
+{
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		for (int i = 0; i < 100000; i++)
+			sink += i;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+}
+
+__attribute__((noinline)) void descend(int depth, double seconds)
+{
+	if (depth > 0)
+		descend(depth - 1, seconds);
+	else
+		spin_at_bottom(seconds);
+	sink++; /* not a tail call */
+}
+
+int main(int argc, char **argv)
+{
+	descend(argc > 1 ? atoi(argv[1]) : 300, argc > 2 ? atof(argv[2]) : 3.0);
+	return 0;
+}

@@ -1,0 +1,43 @@
+// The ember command line.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "user/record.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ember: a system-wide profiler for Linux (eBPF)", "ember"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ember 0.1");
+
+  ember::RecordOptions rec;
+  CLI::App* record = app.add_subcommand("record", "Sample stacks of the whole host, some processes, or a command");
+  record->add_option("-e,--event", rec.event, "What to sample: cpu-clock (default) or cycles (needs a hardware PMU)")
+      ->capture_default_str();
+  record->add_option("-F,--freq", rec.frequency, "Samples per second per CPU")->capture_default_str();
+  record->add_flag("-a,--all")->description("Profile every process on the host (the default without -p, --tid or a command)");
+  record->add_option("-p,--pid", rec.pids, "Profile only these processes (comma-separated)")->delimiter(',');
+  record->add_option("--tid", rec.tids, "Profile only these threads (comma-separated)")->delimiter(',');
+  record->add_option("--comm", rec.comm, "Profile only processes or threads whose name matches this regex");
+  record->add_option("-d,--duration", rec.duration, "Stop after this many seconds (default: Ctrl-C, or when the command exits)");
+  record->add_option("-o,--output", rec.output,
+                     "Output file; the format follows the extension: .html (flamegraph), .folded or .txt (folded stacks)")
+      ->capture_default_str();
+  record->add_flag("--threads", rec.thread_frames, "Add a frame per thread under its process");
+  record->add_flag("--pid-frames", rec.pid_frames, "Root frame per process as 'comm (pid)' instead of 'comm'");
+  record->add_flag("--kernel-only", rec.kernel_only, "Keep only kernel frames");
+  record->add_flag("--user-only", rec.user_only, "Keep only user-space frames");
+  record->add_flag("--idle", rec.idle, "Include samples of idle CPUs (swapper)");
+  record->add_flag("-v,--verbose", rec.verbose, "Show libbpf's messages (verifier log on load failures)");
+  record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
+  record->get_option("--kernel-only")->excludes("--user-only");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (*record) return ember::run_record(rec);
+  return 0;
+}

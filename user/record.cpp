@@ -1,0 +1,288 @@
+#include "user/record.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include "flamegraph/output.h"
+#include "symbolizer/symbolizer.h"
+#include "user/collector.h"
+#include "user/host.h"
+#include "user/sampler.h"
+
+namespace ember {
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+void install_stop_handlers() {
+  struct sigaction sa{};
+  sa.sa_handler = on_stop_signal;  // no SA_RESTART: poll() returns at once
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "ember: %s\n", message.c_str());
+  return 1;
+}
+
+// A command started stopped at a pipe, so it runs only once sampling does.
+struct Child {
+  pid_t pid = -1;
+  int go_fd = -1;    // write a byte to let it exec
+  int error_fd = -1;  // carries errno if exec fails; closed by a good exec
+};
+
+std::expected<Child, std::string> spawn_held(const std::vector<std::string>& command) {
+  int go[2], err[2];
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+    return std::unexpected(std::string("pipe: ") + std::strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) return std::unexpected(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    char byte;
+    close(go[1]);
+    close(err[0]);
+    if (read(go[0], &byte, 1) != 1) _exit(127);  // ember gave up before starting it
+    std::vector<char*> argv;
+    for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    execvp(argv[0], argv.data());
+    int e = errno;
+    (void)!write(err[1], &e, sizeof e);
+    _exit(127);
+  }
+  close(go[0]);
+  close(err[1]);
+  return Child{pid, go[1], err[0]};
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::expected<SampleEvent, std::string> parse_event(const std::string& name) {
+  if (name == "cpu-clock" || name == "cpu") return SampleEvent::CpuClock;
+  if (name == "cycles") return SampleEvent::Cycles;
+  return std::unexpected("unknown event '" + name + "': ember record samples cpu-clock (default) or cycles");
+}
+
+std::string format_count(uint64_t n) { return std::to_string(n); }
+
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+class StatusLine {
+ public:
+  StatusLine() : enabled_(isatty(STDERR_FILENO)) {}
+  void update(double elapsed, uint64_t samples, uint64_t lost) {
+    if (!enabled_ || elapsed - last_ < 1.0) return;
+    double rate = (samples - last_samples_) / (elapsed - last_);
+    last_ = elapsed;
+    last_samples_ = samples;
+    std::fprintf(stderr, "\r\033[Kember: recording %.0f s  %.0f samples/s  %llu lost", elapsed, rate,
+                 static_cast<unsigned long long>(lost));
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (enabled_ && last_ > 0) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+  double last_ = 0;
+  uint64_t last_samples_ = 0;
+};
+
+}  // namespace
+
+int run_record(const RecordOptions& o) {
+  // Everything a user can get wrong is checked before anything is loaded.
+  auto event = parse_event(o.event);
+  if (!event) return fail(event.error());
+  if (auto r = flamegraph::format_for_path(o.output); !r) return fail(r.error());
+  if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
+  if (o.command.empty() && !o.pids.empty() && !o.tids.empty())
+    return fail("give either -p or --tid, not both");
+  if (!o.command.empty() && (!o.pids.empty() || !o.tids.empty()))
+    return fail("a command (after --) cannot be combined with -p or --tid");
+  std::optional<std::regex> comm;
+  if (!o.comm.empty()) {
+    try {
+      comm.emplace(o.comm, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      return fail("--comm '" + o.comm + "' is not a valid regular expression: " + e.what());
+    }
+  }
+  for (uint32_t pid : o.pids)
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      return fail("no process with pid " + std::to_string(pid) + " (-p)");
+  for (uint32_t tid : o.tids)
+    if (!std::filesystem::exists("/proc/" + std::to_string(tid)))  // threads resolve though unlisted
+      return fail("no thread with tid " + std::to_string(tid) + " (--tid)");
+
+  HostFacts host = read_host_facts();
+  if (o.frequency < 1 || (host.max_sample_rate && o.frequency > host.max_sample_rate))
+    return fail("frequency " + std::to_string(o.frequency) + " Hz is out of range: use -F between 1 and " +
+                std::to_string(host.max_sample_rate) + " (kernel.perf_event_max_sample_rate)");
+  if (auto r = check_can_record(host); !r) return fail(r.error());
+  if (auto r = flamegraph::check_writable(o.output); !r) return fail(r.error());
+  raise_file_limit();
+
+  std::optional<Child> child;
+  if (!o.command.empty()) {
+    auto c = spawn_held(o.command);
+    if (!c) return fail("cannot start the command: " + c.error());
+    child = *c;
+  }
+  auto abandon_child = [&] {
+    if (child) {
+      close(child->go_fd);  // the child reads EOF and exits 127 without running
+      waitpid(child->pid, nullptr, 0);
+    }
+  };
+
+  SamplerConfig config;
+  config.event = *event;
+  config.frequency = o.frequency;
+  config.include_idle = o.idle;
+  config.verbose = o.verbose;
+  config.tids = o.tids;
+  if (child) {
+    config.pids = {static_cast<uint32_t>(child->pid)};
+    config.filter_pids = config.follow_forks = true;
+  } else if (!o.pids.empty()) {
+    config.pids = o.pids;
+    config.filter_pids = true;
+  }
+
+  symbolizer::Symbolizer symbolizer;
+  CollectorOptions copts;
+  copts.thread_frames = o.thread_frames;
+  copts.pid_frames = o.pid_frames;
+  copts.kernel_only = o.kernel_only;
+  copts.user_only = o.user_only;
+  copts.comm = std::move(comm);
+  copts.max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH);
+  Collector collector(copts, symbolizer);
+
+  install_stop_handlers();
+  auto sampler = Sampler::start(config, [&](const ember_sample& s) { collector.add(s); });
+  if (!sampler) {
+    abandon_child();
+    return fail(sampler.error());
+  }
+
+  std::optional<int> child_status;
+  if (child) {
+    char go = 1;
+    (void)!write(child->go_fd, &go, 1);
+    close(child->go_fd);
+    int err = 0;
+    if (read(child->error_fd, &err, sizeof err) == sizeof err) {
+      waitpid(child->pid, nullptr, 0);
+      return fail("cannot run '" + o.command[0] + "': " + std::strerror(err));
+    }
+    close(child->error_fd);
+  }
+
+  using Clock = std::chrono::steady_clock;
+  auto started = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  StatusLine status;
+  while (!g_stop_signal) {
+    (*sampler)->poll(100);
+    if (o.duration > 0 && elapsed() >= o.duration) break;
+    if (child) {
+      int st = 0;
+      if (waitpid(child->pid, &st, WNOHANG) == child->pid) {
+        child_status = st;
+        break;
+      }
+    }
+    SamplerCounters c = (*sampler)->counters();
+    status.update(elapsed(), c.seen, c.lost);
+  }
+  double seconds = elapsed();
+  (*sampler)->stop();
+  (*sampler)->poll(0);  // what was queued before the stop
+  status.clear();
+  if (child && !child_status && g_stop_signal) kill(child->pid, g_stop_signal);
+
+  SamplerCounters counters = (*sampler)->counters();
+  int cpus = (*sampler)->cpus();
+  sampler->reset();
+
+  collector.refresh_processes();
+  flamegraph::Profile profile = collector.build();
+  const CollectorStats& stats = collector.stats();
+  bool kernel_hidden = !o.user_only && symbolizer.kernel_symbols_hidden();
+
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", seconds);
+  profile.event = o.event;
+  profile.unit = "samples";
+  profile.info = {{"samples", format_count(stats.samples)},
+                  {"lost", format_count(counters.lost)},
+                  {"truncated", format_count(stats.truncated)},
+                  {"unknown addresses", format_count(stats.unknown_addresses)},
+                  {"duration", std::string(secs) + " s"},
+                  {"frequency", std::to_string(o.frequency) + " Hz"},
+                  {"cpus", std::to_string(cpus)},
+                  {"host", host_name()}};
+  flamegraph::HtmlOptions html;
+  html.title = "ember — " + o.event + ", " + secs + " s, host " + host_name();
+  auto written = flamegraph::write_profile(profile, o.output, html);
+
+  for (const std::string& w : symbolizer.warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
+  std::fprintf(stderr, "ember: recorded %s s on %d CPUs at %u Hz (%s)\n", secs, cpus, o.frequency, o.event.c_str());
+  std::fprintf(stderr, "  samples     %llu\n", static_cast<unsigned long long>(stats.samples));
+  std::fprintf(stderr, "  lost        %llu  (ring buffer full)\n", static_cast<unsigned long long>(counters.lost));
+  std::fprintf(stderr, "  truncated   %llu  (stacks at the %u-frame limit; raise kernel.perf_event_max_stack)\n",
+               static_cast<unsigned long long>(stats.truncated), copts.max_depth);
+  std::fprintf(stderr, "  unknown     %llu  addresses not symbolized (in %llu samples)%s\n",
+               static_cast<unsigned long long>(stats.unknown_addresses),
+               static_cast<unsigned long long>(stats.unknown_samples),
+               kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  if (counters.targets_full)
+    std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n",
+                 static_cast<unsigned long long>(counters.targets_full));
+  if (comm)
+    std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
+                 static_cast<unsigned long long>(stats.comm_filtered));
+  if (!o.idle)
+    std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n",
+                 static_cast<unsigned long long>(counters.idle));
+
+  if (child && !child_status) {
+    int st = 0;
+    waitpid(child->pid, &st, 0);
+    child_status = st;
+  }
+  if (!written) return fail(written.error());
+  std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", o.output.c_str(), profile.stacks().size());
+  return child_status ? exit_code_of(*child_status) : 0;
+}
+
+}  // namespace ember

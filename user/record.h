@@ -1,0 +1,30 @@
+// `ember record`: sample stacks, symbolize, write a flamegraph or folded file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+struct RecordOptions {
+  std::string event = "cpu-clock";
+  uint32_t frequency = 99;
+  std::vector<uint32_t> pids;
+  std::vector<uint32_t> tids;
+  std::string comm;              // regex over process and thread names
+  double duration = 0;           // seconds; 0 = until Ctrl-C, SIGTERM or the command exits
+  std::string output = "ember.html";
+  bool thread_frames = false;
+  bool pid_frames = false;
+  bool kernel_only = false;
+  bool user_only = false;
+  bool idle = false;
+  bool verbose = false;
+  std::vector<std::string> command;  // run and profile this, with its children
+};
+
+// Returns the process exit code: the command's own with `-- CMD`.
+int run_record(const RecordOptions& options);
+
+}  // namespace ember

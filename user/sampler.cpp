@@ -1,0 +1,160 @@
+#include "user/sampler.h"
+
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "profile.skel.h"
+
+namespace ember {
+namespace {
+
+bool g_verbose = false;
+
+int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
+  if (!g_verbose || level == LIBBPF_DEBUG) return 0;
+  return std::vfprintf(stderr, format, args);
+}
+
+std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+
+int open_perf_event(SampleEvent event, uint32_t frequency, int cpu) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  if (event == SampleEvent::Cycles) {
+    attr.type = PERF_TYPE_HARDWARE;
+    attr.config = PERF_COUNT_HW_CPU_CYCLES;
+  } else {
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  }
+  attr.freq = 1;
+  attr.sample_freq = frequency;
+  return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+// The ring buffer holds about half a second of worst-case traffic (both
+// stacks full) so a busy collector never loses samples; power of two, >= 4 MiB.
+uint32_t ring_bytes(uint32_t frequency, int cpus) {
+  uint64_t want = static_cast<uint64_t>(frequency) * cpus * sizeof(ember_sample) / 2;
+  uint64_t size = 4u << 20;
+  while (size < want && size < (1u << 30)) size <<= 1;
+  return static_cast<uint32_t>(size);
+}
+
+}  // namespace
+
+struct Sampler::State {
+  std::unique_ptr<profile_bpf, void (*)(profile_bpf*)> skel{nullptr, profile_bpf::destroy};
+  std::vector<bpf_link*> links;
+  ring_buffer* ring = nullptr;
+  SampleHandler handler;
+
+  ~State() {
+    if (ring) ring_buffer__free(ring);
+    for (bpf_link* l : links) bpf_link__destroy(l);
+  }
+};
+
+std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const SamplerConfig& config,
+                                                                     SampleHandler handler) {
+  g_verbose = config.verbose;
+  libbpf_set_print(libbpf_print);
+  std::unique_ptr<Sampler> sampler(new Sampler());
+  sampler->state_ = std::make_unique<State>();
+  State& st = *sampler->state_;
+  st.handler = std::move(handler);
+
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) return std::unexpected("cannot count CPUs: " + errno_text(ncpus));
+
+  st.skel.reset(profile_bpf::open());
+  if (!st.skel) return std::unexpected("cannot open the BPF program: " + errno_text(errno));
+  profile_bpf* skel = st.skel.get();
+  skel->rodata->filter_pids = config.filter_pids;
+  skel->rodata->filter_tids = !config.tids.empty();
+  skel->rodata->include_idle = config.include_idle;
+  skel->rodata->follow_forks = config.follow_forks;
+  bpf_map__set_max_entries(skel->maps.samples, ring_bytes(config.frequency, ncpus));
+  bpf_map__set_max_entries(skel->maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
+  bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
+  bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
+
+  if (int err = profile_bpf::load(skel))
+    return std::unexpected("cannot load the BPF program: " + errno_text(err) +
+                           (config.verbose ? "" : " (run with -v for the verifier's log)"));
+
+  uint8_t one = 1;
+  for (uint32_t pid : config.pids)
+    if (bpf_map__update_elem(skel->maps.target_pids, &pid, sizeof pid, &one, sizeof one, BPF_ANY))
+      return std::unexpected("cannot add pid " + std::to_string(pid) + " to the targets: " + errno_text(errno));
+  for (uint32_t tid : config.tids)
+    if (bpf_map__update_elem(skel->maps.target_tids, &tid, sizeof tid, &one, sizeof one, BPF_ANY))
+      return std::unexpected("cannot add tid " + std::to_string(tid) + " to the targets: " + errno_text(errno));
+
+  if (config.follow_forks) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_follow_fork);
+    if (!link) return std::unexpected("cannot follow child processes: " + errno_text(errno));
+    st.links.push_back(link);
+  }
+
+  st.ring = ring_buffer__new(
+      bpf_map__fd(skel->maps.samples),
+      [](void* ctx, void* data, size_t) {
+        static_cast<State*>(ctx)->handler(*static_cast<const ember_sample*>(data));
+        return 0;
+      },
+      &st, nullptr);
+  if (!st.ring) return std::unexpected("cannot open the ring buffer: " + errno_text(errno));
+
+  for (int cpu = 0; cpu < ncpus; ++cpu) {
+    int fd = open_perf_event(config.event, config.frequency, cpu);
+    if (fd < 0) {
+      int err = errno;
+      if (err == ENODEV) continue;  // possible but offline CPU
+      if (config.event == SampleEvent::Cycles && (err == ENOENT || err == EOPNOTSUPP))
+        return std::unexpected(
+            "event 'cycles' is not available: this machine has no hardware PMU (common in VMs); "
+            "use -e cpu-clock");
+      if (err == EACCES || err == EPERM)
+        return std::unexpected("perf_event_open refused (" + errno_text(err) +
+                               "): run as root, or lower kernel.perf_event_paranoid");
+      return std::unexpected("perf_event_open on CPU " + std::to_string(cpu) + " failed: " + errno_text(err));
+    }
+    sampler->perf_fds_.push_back(fd);
+    ++sampler->cpus_;
+    bpf_link* link = bpf_program__attach_perf_event(skel->progs.ember_sample, fd);
+    if (!link) return std::unexpected("cannot attach to the perf event on CPU " + std::to_string(cpu) + ": " +
+                                      errno_text(errno));
+    st.links.push_back(link);
+  }
+  if (sampler->cpus_ == 0) return std::unexpected("no online CPU to sample");
+  return sampler;
+}
+
+Sampler::~Sampler() { stop(); }
+
+void Sampler::poll(int timeout_ms) { ring_buffer__poll(state_->ring, timeout_ms); }
+
+void Sampler::stop() {
+  // Links before fds: the link holds its own reference to the event.
+  for (bpf_link* l : state_->links) bpf_link__destroy(l);
+  state_->links.clear();
+  for (int fd : perf_fds_) close(fd);
+  perf_fds_.clear();
+}
+
+SamplerCounters Sampler::counters() const {
+  const auto* bss = state_->skel->bss;
+  return {bss->samples_seen, bss->samples_lost, bss->samples_idle, bss->targets_full};
+}
+
+}  // namespace ember

@@ -1,0 +1,64 @@
+// Owns the loaded profile.bpf.c: per-CPU perf events, the target maps and
+// the ring buffer the samples arrive on.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <linux/types.h>  // __u32 and friends for profile.h
+extern "C" {
+#include "profile.h"
+}
+
+namespace ember {
+
+enum class SampleEvent { CpuClock, Cycles };
+
+struct SamplerConfig {
+  SampleEvent event = SampleEvent::CpuClock;
+  uint32_t frequency = 99;           // Hz, per CPU
+  std::vector<uint32_t> pids;        // with filter_pids: only these processes
+  bool filter_pids = false;
+  bool follow_forks = false;         // children of `pids` become targets
+  std::vector<uint32_t> tids;        // non-empty: only these threads
+  bool include_idle = false;
+  bool verbose = false;              // libbpf's own messages on stderr
+};
+
+struct SamplerCounters {
+  uint64_t seen = 0;          // samples that passed the in-kernel filters
+  uint64_t lost = 0;          // dropped: ring buffer full
+  uint64_t idle = 0;          // samples of idle CPUs
+  uint64_t targets_full = 0;  // child processes not followed: map full
+};
+
+using SampleHandler = std::function<void(const ember_sample& sample)>;
+
+class Sampler {
+ public:
+  static std::expected<std::unique_ptr<Sampler>, std::string> start(const SamplerConfig& config,
+                                                                     SampleHandler handler);
+  ~Sampler();
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  // Delivers pending samples to the handler; waits up to timeout_ms for one.
+  void poll(int timeout_ms);
+  // Stops sampling (closes the perf events); poll() still drains what is queued.
+  void stop();
+  SamplerCounters counters() const;
+  int cpus() const { return cpus_; }  // CPUs sampled
+
+ private:
+  Sampler() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+  std::vector<int> perf_fds_;
+  int cpus_ = 0;
+};
+
+}  // namespace ember
