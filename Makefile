@@ -51,13 +51,15 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard test
 WORKLOAD_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra
 FIXTURES := $(BUILD)/fixtures/libfixture.so $(BUILD)/fixtures/libfixture-stripped.so
 
-.PHONY: all deps deps-test demo test unit integration browser bench clean
+.PHONY: all deps deps-test deps-bench demo test bench clean
 all: $(BUILD)/ember
 
 deps:
 	$(Q)scripts/deps.sh build
 deps-test:
 	$(Q)scripts/deps.sh test
+deps-bench:
+	$(Q)scripts/deps.sh bench
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/%.h vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
@@ -113,7 +115,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES)
 	$(Q)tests/run.sh
 
-bench: deps-test
+bench: deps-bench
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(WORKLOADS)
 	$(Q)bench/record.sh
 

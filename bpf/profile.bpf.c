@@ -24,6 +24,9 @@ const volatile bool filter_pids = false;   /* only tgids in target_pids */
 const volatile bool filter_tids = false;   /* only tids in target_tids */
 const volatile bool include_idle = false;  /* sample the idle task (pid 0) */
 const volatile bool follow_forks = false;  /* children of targets become targets */
+/* Wake the collector only once this much is queued: a wakeup per sample
+ * costs a context switch per sample (the collector also polls on a timer). */
+const volatile __u64 wakeup_bytes = 0;
 
 /* Read by the collector at the end; every lost sample is counted. */
 __u64 samples_seen = 0;   /* samples that passed the filters */
@@ -72,6 +75,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	struct ember_sample *s;
 	__u32 zero = 0;
 	long ulen, klen, n;
+	__u64 wakeup;
 
 	if (tid == 0) {
 		__sync_fetch_and_add(&samples_idle, 1);
@@ -107,7 +111,9 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 
 	s->ustack_len = ulen;
 	s->kstack_len = klen;
-	if (bpf_ringbuf_output(&samples, s, EMBER_SAMPLE_HEADER_SIZE + (ulen + klen) * sizeof(__u64), 0))
+	wakeup = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+										  : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&samples, s, EMBER_SAMPLE_HEADER_SIZE + (ulen + klen) * sizeof(__u64), wakeup))
 		__sync_fetch_and_add(&samples_lost, 1);
 	return 0;
 }

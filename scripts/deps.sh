@@ -2,13 +2,13 @@
 # Installs, with apt-get, only the packages ember is missing.
 #   scripts/deps.sh build   compile ember
 #   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core)
-#   scripts/deps.sh bench   test + the peers the benchmarks compare against (perf)
+#   scripts/deps.sh bench   test + the peer the benchmarks compare against (perf) and GNU time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev)
 test=(catch2 chromium util-linux bsdutils)
-bench=(linux-perf)
+bench=(linux-perf time)
 
 mode=${1:-build}
 case $mode in

@@ -151,9 +151,14 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
   return out;
 }
 
+void Symbolizer::prefetch_kernel() {
+  if (!kernel_ && !kernel_loading_.valid())
+    kernel_loading_ = std::async(std::launch::async, KernelSymbols::load, options_.kallsyms_path);
+}
+
 const KernelSymbols* Symbolizer::kernel() {
   if (!kernel_) {
-    kernel_ = KernelSymbols::load(options_.kallsyms_path);
+    kernel_ = kernel_loading_.valid() ? kernel_loading_.get() : KernelSymbols::load(options_.kallsyms_path);
     if (!*kernel_)
       warnings_.push_back("kernel frames are unnamed: " + kernel_->error());
     else if ((*kernel_)->addresses_hidden())
@@ -174,9 +179,11 @@ std::vector<Symbol> Symbolizer::symbolize_kernel(std::span<const uint64_t> addre
   out.reserve(addresses.size());
   const KernelSymbols* k = kernel();
   for (uint64_t address : addresses) {
-    const KernelSymbols::Symbol* s = k ? k->find(address) : nullptr;
+    auto s = k ? k->find(address) : std::nullopt;
     if (s)
-      out.push_back({Frame{s->name, FrameKind::Kernel, s->module.empty() ? "[kernel]" : "[" + s->module + "]"}, true});
+      out.push_back({Frame{std::string(s->name), FrameKind::Kernel,
+                           s->module.empty() ? "[kernel]" : "[" + std::string(s->module) + "]"},
+                     true});
     else
       out.push_back({Frame{"[unknown]", FrameKind::Kernel, "[kernel]"}, false});
   }

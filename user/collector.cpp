@@ -25,19 +25,20 @@ size_t Collector::KeyHash::operator()(const Key& k) const {
 }
 
 uint32_t Collector::name_id(const char (&comm)[EMBER_COMM_LEN]) {
-  std::string name(comm, strnlen(comm, EMBER_COMM_LEN));
-  auto [it, inserted] = name_ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
-  if (inserted) {
-    names_.push_back(std::move(name));
-    comm_matches_.push_back(options_.comm ? std::regex_search(names_.back(), *options_.comm) : 1);
-  }
-  return it->second;
+  std::string_view name(comm, strnlen(comm, EMBER_COMM_LEN));
+  if (auto it = name_ids_.find(name); it != name_ids_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(names_.size());
+  name_ids_.emplace(name, id);
+  names_.emplace_back(name);
+  comm_matches_.push_back(options_.comm ? std::regex_search(names_.back(), *options_.comm) : 1);
+  return id;
 }
 
 uint32_t Collector::StackTable::intern(const __u64* ips, size_t n) {
-  std::string bytes(reinterpret_cast<const char*>(ips), n * sizeof(uint64_t));
-  auto [it, inserted] = ids_.try_emplace(std::move(bytes), static_cast<uint32_t>(by_id_.size()));
-  if (inserted) by_id_.push_back(&it->first);
+  std::string_view bytes(reinterpret_cast<const char*>(ips), n * sizeof(uint64_t));
+  if (auto it = ids_.find(bytes); it != ids_.end()) return it->second;
+  auto it = ids_.emplace(bytes, static_cast<uint32_t>(by_id_.size())).first;
+  by_id_.push_back(&it->first);
   return it->second;
 }
 

@@ -55,6 +55,13 @@ class Collector {
   struct KeyHash {
     size_t operator()(const Key& k) const;
   };
+  // Looks strings up by string_view: no allocation for ones already seen,
+  // which is nearly every stack and name on the per-sample path.
+  struct ViewHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using InternMap = std::unordered_map<std::string, uint32_t, ViewHash, std::equal_to<>>;
   // Unique ip sequences (leaf first), interned.
   class StackTable {
    public:
@@ -62,7 +69,7 @@ class Collector {
     std::span<const uint64_t> get(uint32_t id) const;
 
    private:
-    std::unordered_map<std::string, uint32_t> ids_;
+    InternMap ids_;
     std::vector<const std::string*> by_id_;
   };
 
@@ -72,7 +79,7 @@ class Collector {
   std::unordered_map<Key, uint64_t, KeyHash> counts_;
   // Names as sampled: a process that execs changes its name mid-recording.
   uint32_t name_id(const char (&comm)[EMBER_COMM_LEN]);
-  std::unordered_map<std::string, uint32_t> name_ids_;
+  InternMap name_ids_;
   std::vector<std::string> names_;
   std::vector<int8_t> comm_matches_;  // by name id: -1 unknown, else the --comm verdict
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen

@@ -178,6 +178,7 @@ int run_record(const RecordOptions& o) {
   }
 
   symbolizer::Symbolizer symbolizer;
+  if (!o.user_only) symbolizer.prefetch_kernel();
   CollectorOptions copts;
   copts.thread_frames = o.thread_frames;
   copts.pid_frames = o.pid_frames;

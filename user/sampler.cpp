@@ -83,7 +83,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   skel->rodata->filter_tids = !config.tids.empty();
   skel->rodata->include_idle = config.include_idle;
   skel->rodata->follow_forks = config.follow_forks;
-  bpf_map__set_max_entries(skel->maps.samples, ring_bytes(config.frequency, ncpus));
+  uint32_t ring_size = ring_bytes(config.frequency, ncpus);
+  bpf_map__set_max_entries(skel->maps.samples, ring_size);
+  skel->rodata->wakeup_bytes = ring_size / 4;
   bpf_map__set_max_entries(skel->maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
   bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
@@ -142,7 +144,12 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
 
 Sampler::~Sampler() { stop(); }
 
-void Sampler::poll(int timeout_ms) { ring_buffer__poll(state_->ring, timeout_ms); }
+void Sampler::poll(int timeout_ms) {
+  // Samples arrive without wakeups until a quarter of the ring is full, so
+  // the timeout is the usual way out of the wait: take what is queued.
+  ring_buffer__poll(state_->ring, timeout_ms);
+  ring_buffer__consume(state_->ring);
+}
 
 void Sampler::stop() {
   // Links before fds: the link holds its own reference to the event.

@@ -46,7 +46,8 @@ class Sampler {
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
-  // Delivers pending samples to the handler; waits up to timeout_ms for one.
+  // Waits up to timeout_ms (less if the ring fills up), then delivers every
+  // queued sample to the handler.
   void poll(int timeout_ms);
   // Stops sampling (closes the perf events); poll() still drains what is queued.
   void stop();

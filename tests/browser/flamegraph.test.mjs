@@ -218,7 +218,8 @@ async function run(args) {
   });
 
   await check('hover shows name and percent', async () => {
-    rows = await scanColumn(h, W / 2, H, 8);
+    // Deep enough to reach where real profiles branch (often 10+ frames up).
+    rows = await scanColumn(h, W / 2, H, 40);
     assert(rows.length >= 3, `only ${rows.length} rows found in the middle column`);
     assert(rows[0].label.name === 'all', `bottom row is ${rows[0].label.name}, expected all`);
     assertPercent(rows[0].tip.weight, 100, 'root');
