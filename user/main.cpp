@@ -15,10 +15,10 @@ int main(int argc, char** argv) {
   record->add_option("-e,--event", rec.event, "What to sample: cpu-clock (default) or cycles (needs a hardware PMU)")
       ->capture_default_str();
   record->add_option("-F,--freq", rec.frequency, "Samples per second per CPU")->capture_default_str();
-  record->add_flag("-a,--all")->description("Profile every process on the host (the default without -p, --tid or a command)");
+  record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid or a command)");
   record->add_option("-p,--pid", rec.pids, "Profile only these processes (comma-separated)")->delimiter(',');
   record->add_option("--tid", rec.tids, "Profile only these threads (comma-separated)")->delimiter(',');
-  record->add_option("--comm", rec.comm, "Profile only processes or threads whose name matches this regex");
+  record->add_option("--comm", rec.comm, "Profile only processes or threads whose name matches this (POSIX extended) regex");
   record->add_option("-d,--duration", rec.duration, "Stop after this many seconds (default: Ctrl-C, or when the command exits)");
   record->add_option("-o,--output", rec.output,
                      "Output file; the format follows the extension: .html (flamegraph), .folded or .txt (folded stacks)")

@@ -123,6 +123,8 @@ int run_record(const RecordOptions& o) {
   if (!event) return fail(event.error());
   if (auto r = flamegraph::format_for_path(o.output); !r) return fail(r.error());
   if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
+  if (o.all && (!o.pids.empty() || !o.tids.empty() || !o.command.empty()))
+    return fail("-a profiles every process: drop it, or drop -p, --tid and the command");
   if (o.command.empty() && !o.pids.empty() && !o.tids.empty())
     return fail("give either -p or --tid, not both");
   if (!o.command.empty() && (!o.pids.empty() || !o.tids.empty()))
@@ -212,6 +214,7 @@ int run_record(const RecordOptions& o) {
   auto started = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   StatusLine status;
+  bool targets_gone = false;
   while (!g_stop_signal) {
     (*sampler)->poll(100);
     if (o.duration > 0 && elapsed() >= o.duration) break;
@@ -222,6 +225,12 @@ int run_record(const RecordOptions& o) {
         break;
       }
     }
+    if (!o.pids.empty() && std::none_of(o.pids.begin(), o.pids.end(), [](uint32_t pid) {
+          return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
+        })) {
+      targets_gone = true;
+      break;
+    }
     SamplerCounters c = (*sampler)->counters();
     status.update(elapsed(), c.seen, c.lost);
   }
@@ -229,6 +238,7 @@ int run_record(const RecordOptions& o) {
   (*sampler)->stop();
   (*sampler)->poll(0);  // what was queued before the stop
   status.clear();
+  if (targets_gone) std::fprintf(stderr, "ember: every process given with -p has exited\n");
   if (child && !child_status && g_stop_signal) kill(child->pid, g_stop_signal);
 
   SamplerCounters counters = (*sampler)->counters();
@@ -266,9 +276,8 @@ int run_record(const RecordOptions& o) {
                static_cast<unsigned long long>(stats.unknown_addresses),
                static_cast<unsigned long long>(stats.unknown_samples),
                kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
-  if (counters.targets_full)
-    std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n",
-                 static_cast<unsigned long long>(counters.targets_full));
+  std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n",
+               static_cast<unsigned long long>(counters.targets_full));
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));

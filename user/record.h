@@ -10,9 +10,10 @@ namespace ember {
 struct RecordOptions {
   std::string event = "cpu-clock";
   uint32_t frequency = 99;
+  bool all = false;              // -a: explicit, and exclusive with any narrower scope
   std::vector<uint32_t> pids;
   std::vector<uint32_t> tids;
-  std::string comm;              // regex over process and thread names
+  std::string comm;              // POSIX extended regex over process and thread names
   double duration = 0;           // seconds; 0 = until Ctrl-C, SIGTERM or the command exits
   std::string output = "ember.html";
   bool thread_frames = false;

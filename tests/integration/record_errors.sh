@@ -20,6 +20,7 @@ expect_error 'frequency 0 Hz is out of range' record -F 0 -d 1 -o "$TMP/x.folded
 expect_error 'frequency 9999999 Hz is out of range.*perf_event_max_sample_rate' record -F 9999999 -d 1 -o "$TMP/x.folded"
 expect_error "cannot tell the output format.*\\.html" record -d 1 -o "$TMP/x.svg"
 expect_error 'cannot write .*No such file or directory' record -d 1 -o "$TMP/missing/x.html"
+expect_error '-a profiles every process' record -a -p 1 -d 1 -o "$TMP/x.folded"
 expect_error 'not a valid regular expression' record --comm '(' -d 1 -o "$TMP/x.folded"
 expect_error "cannot run 'no-such-command-xyz'" record -o "$TMP/x.folded" -- no-such-command-xyz
 [ -z "$(ls "$TMP" | grep -v -e '^out$' -e '^err$')" ] || fail "output left behind: $(ls "$TMP")"

@@ -27,3 +27,20 @@ rc=$?
 (( rc == 3 )) || fail "exit code of the command not returned: got $rc, want 3"
 assert_contains "$TMP/child.folded" '^cpu_split;.*run_split' "child of the command not profiled"
 assert_absent "$TMP/child.folded" '^spinner;' "a process outside the command recorded"
+
+# -p stops by itself once its processes have exited.
+"$WORKLOADS/spinner" 1.5 &
+short=$!
+start=$(date +%s)
+"$EMBER" record -p "$short" -o "$TMP/short.folded" 2>"$TMP/err" || fail "-p short: ember exited $?"
+(( $(date +%s) - start < 10 )) || fail "-p did not stop when its process exited"
+grep -q "every process given with -p has exited" "$TMP/err" || fail "-p: no message on exit"
+assert_contains "$TMP/short.folded" '^spinner;.*spinner_loop' "-p short: spinner missing"
+
+# --kernel-only and --user-only
+"$EMBER" record --kernel-only -o "$TMP/k.folded" -- "$WORKLOADS/syscall_loop" 1 2>"$TMP/err" || fail "--kernel-only: exit $?"
+assert_contains "$TMP/k.folded" '^syscall_loop;[^;]*_\[k\];' "--kernel-only: no kernel frames under the process"
+assert_absent "$TMP/k.folded" 'read_zero_loop' "--kernel-only: user frames kept"
+"$EMBER" record --user-only -o "$TMP/u.folded" -- "$WORKLOADS/syscall_loop" 1 2>"$TMP/err" || fail "--user-only: exit $?"
+assert_contains "$TMP/u.folded" 'read_zero_loop' "--user-only: user frames missing"
+assert_absent "$TMP/u.folded" '_\[k\]' "--user-only: kernel frames kept"

@@ -12,3 +12,13 @@ assert_contains "$TMP/out.folded" "^spinner \\($spinner\\);\\[spinner tid=$spinn
 n=$(weight "$TMP/out.folded" "^spinner \\($spinner\\);")
 (( n >= 100 )) || fail "spinner has only $n samples in 2 s at 99 Hz"
 echo "spinner: $n samples"
+
+# A process that starts and exits inside the recording is still named: its
+# mappings and files were captured at its first sample.
+"$EMBER" record -a -d 3 -o "$TMP/short.folded" 2>"$TMP/err" &
+ember=$!
+sleep 1
+"$WORKLOADS/cpu_split" 0.5
+wait $ember || fail "ember exited $?: $(cat "$TMP/err")"
+assert_contains "$TMP/short.folded" '^cpu_split;.*main;run_split;hot_a;work_unit [0-9]+$' \
+	"short-lived process not symbolized after it exited"
