@@ -5,6 +5,9 @@
 .DELETE_ON_ERROR:
 .SUFFIXES:
 .SECONDARY:
+# Parallel by default (reaches the sub-makes of demo, test and bench):
+# the sanitizer build of the unit tests is the slow part.
+MAKEFLAGS += -j$(shell nproc)
 
 ARCH_RAW := $(shell uname -m)
 ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(ARCH_RAW)))
@@ -51,8 +54,15 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard test
 WORKLOAD_CFLAGS := -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra
 FIXTURES := $(BUILD)/fixtures/libfixture.so $(BUILD)/fixtures/libfixture-stripped.so
 
+# The JVMTI agent: no exceptions, no RTTI, only the Agent_* entry points
+# exported, no libstdc++ at run time (it lives inside someone else's JVM).
+JAVA_HOME ?= $(patsubst %/bin/javac,%,$(realpath $(shell command -v javac)))
+AGENT := $(BUILD)/libember-agent.so
+AGENT_CXXFLAGS := -O2 -g -fPIC -std=c++2b $(WARN) -fno-exceptions -fno-rtti -fvisibility=hidden \
+	-I. -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
+
 .PHONY: all deps deps-test deps-bench demo test bench clean
-all: $(BUILD)/ember
+all: $(BUILD)/ember $(AGENT)
 
 deps:
 	$(Q)scripts/deps.sh build
@@ -84,6 +94,11 @@ $(BUILD)/ember: $(BUILD)/obj/user/main.o $(LIB_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
+$(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h)
+	$(call msg,AGENT,$@)
+	$(Q)test -f "$(JAVA_HOME)/include/jvmti.h" || { echo "no jvmti.h under JAVA_HOME=$(JAVA_HOME): install openjdk-17-jdk-headless (make deps)" >&2; exit 1; }
+	$(Q)$(CXX) $(AGENT_CXXFLAGS) -shared -Wl,--as-needed -Wl,-z,defs $(filter %.cpp,$^) -o $@
+
 $(BUILD)/san/%.o: %.cpp | $(BPF_SKELS)
 	$(call msg,CXX-SAN,$@)
 	$(Q)mkdir -p $(@D)
@@ -108,11 +123,11 @@ $(BUILD)/fixtures/libfixture-stripped.so: $(BUILD)/fixtures/libfixture.so
 	$(Q)strip --strip-all $< -o $@
 
 demo: deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(WORKLOADS)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS)
 	$(Q)scripts/demo.sh
 
 test: deps-test
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES)
 	$(Q)tests/run.sh
 
 bench: deps-bench

@@ -53,6 +53,16 @@ struct {
 	__type(value, __u8);
 } target_tids SEC(".maps");
 
+/* Processes seen lately. The first sample of a process wakes the collector
+ * at once, so it reads the process's mappings while it still runs: a
+ * 50 ms compiler job would be gone by the next timed poll. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen_pids SEC(".maps");
+
 /* Records are too large for the 512-byte BPF stack: build them here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -76,6 +86,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0;
 	long ulen, klen, n;
 	__u64 wakeup;
+	__u8 one = 1;
 
 	if (tid == 0) {
 		__sync_fetch_and_add(&samples_idle, 1);
@@ -111,8 +122,11 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 
 	s->ustack_len = ulen;
 	s->kstack_len = klen;
-	wakeup = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-										  : BPF_RB_NO_WAKEUP;
+	wakeup = BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes ||
+	    (pid && !bpf_map_lookup_elem(&seen_pids, &pid) &&
+	     !bpf_map_update_elem(&seen_pids, &pid, &one, BPF_NOEXIST)))
+		wakeup = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&samples, s, EMBER_SAMPLE_HEADER_SIZE + (ulen + klen) * sizeof(__u64), wakeup))
 		__sync_fetch_and_add(&samples_lost, 1);
 	return 0;
@@ -131,5 +145,17 @@ int BPF_PROG(ember_follow_fork, struct task_struct *parent, struct task_struct *
 	if (follow_forks && ppid != cpid && bpf_map_lookup_elem(&target_pids, &ppid) &&
 	    bpf_map_update_elem(&target_pids, &cpid, &one, BPF_ANY))
 		__sync_fetch_and_add(&targets_full, 1);
+	return 0;
+}
+
+/* Forgets a followed process when its last thread exits, so the table
+ * holds live processes only and a recycled pid is not mistaken for one. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ember_forget_exit, struct task_struct *task)
+{
+	__u32 pid = BPF_CORE_READ(task, tgid);
+
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+		bpf_map_delete_elem(&target_pids, &pid);
 	return 0;
 }

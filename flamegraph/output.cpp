@@ -44,6 +44,9 @@ std::expected<Format, std::string> format_for_path(const std::string& path) {
 }
 
 std::expected<void, std::string> check_writable(const std::string& path) {
+  struct stat st{};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return std::unexpected("cannot write " + path + ": it is a directory");
   TempFile tmp;
   return open_temp(path, tmp);
 }

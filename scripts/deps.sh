@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev)
+build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev openjdk-17-jdk-headless)
 test=(catch2 chromium util-linux bsdutils)
 bench=(linux-perf time)
 

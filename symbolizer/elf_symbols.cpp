@@ -27,7 +27,8 @@ ElfSymbols::~ElfSymbols() {
 
 std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::read(int fd, const std::string& name) {
   if (elf_version(EV_CURRENT) == EV_NONE) return std::unexpected("libelf: " + std::string(elf_errmsg(-1)));
-  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  // ELF_C_READ, not _MMAP: a mapped file truncated under us would SIGBUS.
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
   if (!elf) return std::unexpected(name + ": not readable as ELF: " + elf_errmsg(-1));
   std::unique_ptr<ElfSymbols> out(new ElfSymbols());
   out->elf_ = elf;

@@ -34,10 +34,10 @@ class ElfSymbols {
   };
   struct Symbol {
     uint64_t address, size;
-    const char* name;  // points into the mapped string table
+    const char* name;  // points into the string table libelf holds
     uint8_t rank;      // binding preference among aliases: global < weak < local
   };
-  void* elf_ = nullptr;  // Elf*, keeps the string tables mapped
+  void* elf_ = nullptr;  // Elf*, owns the string tables
   std::vector<Segment> segments_;
   std::vector<Symbol> symbols_;  // sorted by address, one per address
 };

@@ -57,6 +57,8 @@ bool Symbolizer::snapshot_process(uint32_t pid) {
   std::ifstream in(dir + "/maps");
   if (!in) return false;
   std::vector<Mapping> fresh = parse_proc_maps(in);
+  // Samples only land in code.
+  std::erase_if(fresh, [](const Mapping& m) { return !m.executable; });
   if (fresh.empty()) return false;  // exited between open and read, or a kernel thread
   Process& p = processes_[pid];
   // Mappings seen earlier that nothing replaced stay: the code may have
@@ -162,9 +164,10 @@ const KernelSymbols* Symbolizer::kernel() {
     if (!*kernel_)
       warnings_.push_back("kernel frames are unnamed: " + kernel_->error());
     else if ((*kernel_)->addresses_hidden())
-      warnings_.push_back(
-          "kernel frames are unnamed: kernel.kptr_restrict hides the addresses in " + options_.kallsyms_path +
-          "; run as root with `sysctl kernel.kptr_restrict=0` (or 1) to name them");
+      warnings_.push_back("kernel frames are unnamed: " + options_.kallsyms_path +
+                          " shows ember only zero addresses. kernel.kptr_restrict=2 hides them from everyone "
+                          "(fix: sysctl kernel.kptr_restrict=0); kernel.kptr_restrict=1 from processes without "
+                          "CAP_SYSLOG (fix: run as root, or add cap_syslog to ember's capabilities)");
   }
   return *kernel_ ? &**kernel_ : nullptr;
 }

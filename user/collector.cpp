@@ -1,5 +1,9 @@
 #include "user/collector.h"
 
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <unordered_set>
 
@@ -14,6 +18,21 @@ namespace {
 // Return addresses point after the call; naming the call itself needs -1.
 // The leaf is the interrupted instruction and stays as it is.
 uint64_t lookup_address(std::span<const uint64_t> ips, size_t i) { return i == 0 ? ips[i] : ips[i] - 1; }
+
+constexpr uint64_t kJitToken = uint64_t{1} << 63;
+bool is_jit_token(uint64_t ip) { return ip & kJitToken; }
+
+// The token for the pseudo-frame that ends a stack cut at a JIT frame.
+constexpr uint32_t kBrokenChainToken = 0;
+
+// JVM samples wait this long for the agent to publish their code.
+constexpr uint64_t kJitSettleNs = 300'000'000;
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
 
 }  // namespace
 
@@ -34,23 +53,116 @@ uint32_t Collector::name_id(const char (&comm)[EMBER_COMM_LEN]) {
   return id;
 }
 
-uint32_t Collector::StackTable::intern(const __u64* ips, size_t n) {
-  std::string_view bytes(reinterpret_cast<const char*>(ips), n * sizeof(uint64_t));
-  if (auto it = ids_.find(bytes); it != ids_.end()) return it->second;
-  auto it = ids_.emplace(bytes, static_cast<uint32_t>(by_id_.size())).first;
-  by_id_.push_back(&it->first);
-  return it->second;
+size_t Collector::StackTable::Hash::operator()(Ips ips) const {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the addresses
+  for (uint64_t ip : ips) h = (h ^ ip) * 1099511628211ULL;
+  return static_cast<size_t>(h ^ (h >> 32));
 }
 
-std::span<const uint64_t> Collector::StackTable::get(uint32_t id) const {
-  const std::string& s = *by_id_[id];
-  return {reinterpret_cast<const uint64_t*>(s.data()), s.size() / sizeof(uint64_t)};
+uint32_t Collector::StackTable::intern(Ips key) {
+  if (auto it = ids_.find(key); it != ids_.end()) return *it;
+  uint32_t id = static_cast<uint32_t>(spans_.size());
+  spans_.emplace_back(arena_.size(), key.size());
+  arena_.insert(arena_.end(), key.begin(), key.end());
+  ids_.insert(id);
+  return id;
 }
 
 Collector::Collector(CollectorOptions options, symbolizer::Symbolizer& symbolizer)
-    : options_(std::move(options)), symbolizer_(symbolizer) {}
+    : options_(std::move(options)), symbolizer_(symbolizer) {
+  jit_frames_.push_back({Frame{"[JIT frames without frame pointers: restart the JVM with -XX:+PreserveFramePointer]",
+                               FrameKind::Unknown, {}}});
+}
+
+Collector::Jvm::~Jvm() {
+  if (fd >= 0) close(fd);
+}
+
+size_t Collector::LocationHash::operator()(const symbolizer::JitMap::Location& l) const {
+  return std::hash<uint64_t>{}((l.start * 0x9e3779b97f4a7c15ULL) ^ l.load_ns ^ (uint64_t{l.pc} << 40));
+}
+
+void Collector::watch_jvm(uint32_t pid, std::string jitmap_path, bool frame_pointers) {
+  Jvm& jvm = jvms_[pid];
+  jvm.path = std::move(jitmap_path);
+  jvm.frame_pointers = frame_pointers;
+}
+
+void Collector::expect_jvms(std::string pattern, bool frame_pointers) {
+  expected_jvm_maps_ = std::move(pattern);
+  expected_frame_pointers_ = frame_pointers;
+}
+
+void Collector::update_jvms(bool final) {
+  uint64_t now = monotonic_ns();
+  uint64_t settled = final ? UINT64_MAX : now - kJitSettleNs;
+  // A JVM's agent opens its map early in start-up; give up on a process
+  // that has shown none for 5 s (it is not a JVM).
+  for (auto it = jvm_candidates_.begin(); it != jvm_candidates_.end();) {
+    std::string path = expected_jvm_maps_;
+    path.replace(path.find("{pid}"), 5, std::to_string(it->first));
+    if (access(path.c_str(), R_OK) == 0) {
+      watch_jvm(it->first, path, expected_frame_pointers_);
+      it = jvm_candidates_.erase(it);
+    } else {
+      it = now - it->second > 5'000'000'000 ? jvm_candidates_.erase(it) : std::next(it);
+    }
+  }
+  char buf[1 << 16];
+  for (auto& [pid, jvm] : jvms_) {
+    if (jvm.fd < 0) jvm.fd = open(jvm.path.c_str(), O_RDONLY | O_CLOEXEC);  // the agent may not have made it yet
+    ssize_t n;
+    while (jvm.fd >= 0 && (n = read(jvm.fd, buf, sizeof buf)) > 0) jvm.map.feed(std::string_view(buf, n));
+    while (!jvm.held.empty()) {
+      const auto& s = *reinterpret_cast<const ember_sample*>(jvm.held.front().data());
+      if (s.time_ns > settled) break;
+      add_jvm_sample(jvm, s);
+      jvm.held.pop_front();
+    }
+  }
+}
+
+uint32_t Collector::jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at) {
+  auto [it, inserted] = jvm.tokens.try_emplace(at, static_cast<uint32_t>(jit_frames_.size()));
+  if (inserted) jit_frames_.push_back(jvm.map.frames(at));
+  return it->second;
+}
+
+void Collector::add_jvm_sample(Jvm& jvm, const ember_sample& s) {
+  uint64_t ustack[EMBER_MAX_STACK_DEPTH];
+  size_t n = 0;
+  for (size_t i = 0; i < s.ustack_len; ++i) {
+    uint64_t address = i == 0 ? s.ips[i] : s.ips[i] - 1;
+    auto at = jvm.map.locate(address, s.time_ns);
+    if (!at) {
+      ustack[n++] = s.ips[i];
+      continue;
+    }
+    ustack[n++] = kJitToken | jit_token(jvm, at);
+    ++stats_.jit_frames;
+    // Compiled Java code uses the frame pointer as a general register
+    // unless asked not to: whatever the walk found above it is garbage.
+    if (at.compiled && !jvm.frame_pointers) {
+      ustack[n++] = kJitToken | kBrokenChainToken;
+      ++stats_.broken_java_stacks;
+      break;
+    }
+  }
+  add_resolved(s, std::span(ustack, n));
+}
 
 void Collector::add(const ember_sample& s) {
+  if (auto jvm = jvms_.find(s.pid); jvm != jvms_.end()) {
+    auto bytes = reinterpret_cast<const uint8_t*>(&s);
+    jvm->second.held.emplace_back(bytes, bytes + EMBER_SAMPLE_HEADER_SIZE + (s.ustack_len + s.kstack_len) * sizeof(__u64));
+    return;
+  }
+  uint64_t ustack[EMBER_MAX_STACK_DEPTH];
+  std::memcpy(ustack, s.ips, s.ustack_len * sizeof(uint64_t));  // __u64 is another type
+  add_resolved(s, std::span(ustack, s.ustack_len));
+}
+
+void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack) {
   uint32_t process = name_id(s.process_comm), thread = name_id(s.comm);
   if (!comm_matches_[process] && !comm_matches_[thread]) {
     ++stats_.comm_filtered;
@@ -58,14 +170,16 @@ void Collector::add(const ember_sample& s) {
   }
   if (s.ustack_len >= options_.max_depth || s.kstack_len >= options_.max_depth) ++stats_.truncated;
 
-  Key key{s.pid, s.tid, process, thread, ustacks_.intern(s.ips, s.ustack_len),
-          kstacks_.intern(s.ips + s.ustack_len, s.kstack_len)};
+  uint64_t kstack[EMBER_MAX_STACK_DEPTH];
+  std::memcpy(kstack, s.ips + s.ustack_len, s.kstack_len * sizeof(uint64_t));
+  Key key{s.pid, s.tid, process, thread, ustacks_.intern(ustack), kstacks_.intern(std::span(kstack, s.kstack_len))};
   ++counts_[key];
   ++stats_.samples;
   // Snapshot mappings now, while the process surely lives; again when its
   // name changes, which is how an exec shows (a new image is mapped).
   auto [it, first] = process_name_.try_emplace(s.pid, process);
   if ((first || it->second != process) && s.pid != 0 && s.ustack_len > 0) symbolizer_.snapshot_process(s.pid);
+  if (first && !expected_jvm_maps_.empty()) jvm_candidates_.emplace(s.pid, monotonic_ns());
   it->second = process;
 }
 
@@ -91,7 +205,8 @@ flamegraph::Profile Collector::build() {
     for (const auto& [key, count] : counts_) {
       auto u = ustacks_.get(key.ustack), k = kstacks_.get(key.kstack);
       if (!options_.kernel_only)
-        for (size_t i = 0; i < u.size(); ++i) user_addrs[key.pid].insert(lookup_address(u, i));
+        for (size_t i = 0; i < u.size(); ++i)
+          if (!is_jit_token(u[i])) user_addrs[key.pid].insert(lookup_address(u, i));
       if (!options_.user_only)
         for (size_t i = 0; i < k.size(); ++i) kernel_addrs.insert(lookup_address(k, i));
     }
@@ -121,19 +236,29 @@ flamegraph::Profile Collector::build() {
     if (options_.thread_frames)
       frames.push_back(profile.intern(
           Frame{"[" + names_[key.thread_name] + " tid=" + std::to_string(key.tid) + "]", FrameKind::Thread, {}}));
-    auto append = [&](std::span<const uint64_t> ips, const std::unordered_map<uint64_t, Named>& names) {
+    // Kernel addresses have the top bit set too: tokens live in user stacks only.
+    auto append = [&](std::span<const uint64_t> ips, const std::unordered_map<uint64_t, Named>& names, bool user) {
       for (size_t i = ips.size(); i-- > 0;) {
+        if (user && is_jit_token(ips[i])) {
+          const auto& jit = jit_frames_[ips[i] & ~kJitToken];
+          for (auto f = jit.rbegin(); f != jit.rend(); ++f) frames.push_back(profile.intern(*f));
+          continue;
+        }
         const Named& n = names.at(lookup_address(ips, i));
         frames.push_back(n.id);
         unknown |= !n.known;
       }
     };
-    if (!options_.kernel_only) append(ustacks_.get(key.ustack), user_names[key.pid]);
-    if (!options_.user_only) append(kstacks_.get(key.kstack), kernel_names);
+    if (!options_.kernel_only) append(ustacks_.get(key.ustack), user_names[key.pid], true);
+    if (!options_.user_only) append(kstacks_.get(key.kstack), kernel_names, false);
+    // --kernel-only: time in user space still counts, as one frame.
+    if (options_.kernel_only && kstacks_.get(key.kstack).empty())
+      frames.push_back(profile.intern(Frame{"[user space]", FrameKind::Unknown, {}}));
     profile.add(frames, count);
     if (unknown) stats_.unknown_samples += count;
   }
   stats_.processes = process_name_.size();
+  stats_.jvms = jvms_.size();
   stats_.unique_stacks = profile.stacks().size();
   return profile;
 }

@@ -4,10 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <regex>
 #include <string>
+#include <algorithm>
+#include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <linux/types.h>  // __u32 and friends for profile.h
@@ -15,6 +19,7 @@ extern "C" {
 #include "profile.h"
 }
 #include "flamegraph/profile.h"
+#include "symbolizer/jit_map.h"
 #include "symbolizer/symbolizer.h"
 
 namespace ember {
@@ -36,6 +41,9 @@ struct CollectorStats {
   uint64_t unknown_samples = 0;    // samples with at least one unnamed frame
   uint64_t processes = 0;
   uint64_t unique_stacks = 0;
+  uint64_t jvms = 0;             // JVMs whose code maps were read
+  uint64_t jit_frames = 0;       // user frames named through a JVM's code map
+  uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
 };
 
 class Collector {
@@ -44,6 +52,18 @@ class Collector {
   void add(const ember_sample& sample);
   // Re-reads the mappings of live processes (code loaded since their first sample).
   void refresh_processes();
+
+  // Names the JIT code of JVM `pid` through the code map its agent writes
+  // to `jitmap_path`. Without frame pointers in JIT code (no
+  // -XX:+PreserveFramePointer) stacks are cut above the first JIT frame.
+  void watch_jvm(uint32_t pid, std::string jitmap_path, bool frame_pointers);
+  // Watches, too, every new process whose code map appears at `pattern`
+  // ("{pid}" standing for its pid) within a few seconds of its first sample:
+  // the JVMs that `-- CMD` starts with the agent in JAVA_TOOL_OPTIONS.
+  void expect_jvms(std::string pattern, bool frame_pointers);
+  // Reads what the agents appended, then takes in the JVM samples held back
+  // until the code they ran in was surely published (all of them if final).
+  void update_jvms(bool final);
   flamegraph::Profile build();
   const CollectorStats& stats() const { return stats_; }
 
@@ -62,18 +82,65 @@ class Collector {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   using InternMap = std::unordered_map<std::string, uint32_t, ViewHash, std::equal_to<>>;
-  // Unique ip sequences (leaf first), interned.
+  // Unique ip sequences (leaf first), interned: one arena, found by content.
   class StackTable {
    public:
-    uint32_t intern(const __u64* ips, size_t n);
-    std::span<const uint64_t> get(uint32_t id) const;
+    StackTable() : ids_(0, Hash{this}, Equal{this}) {}
+    StackTable(const StackTable&) = delete;
+    uint32_t intern(std::span<const uint64_t> ips);
+    std::span<const uint64_t> get(uint32_t id) const {
+      return {arena_.data() + spans_[id].first, spans_[id].second};
+    }
 
    private:
-    InternMap ids_;
-    std::vector<const std::string*> by_id_;
+    using Ips = std::span<const uint64_t>;
+    struct Hash {
+      using is_transparent = void;
+      const StackTable* table;
+      size_t operator()(Ips ips) const;
+      size_t operator()(uint32_t id) const { return (*this)(table->get(id)); }
+    };
+    struct Equal {
+      using is_transparent = void;
+      const StackTable* table;
+      Ips ips(Ips s) const { return s; }
+      Ips ips(uint32_t id) const { return table->get(id); }
+      bool operator()(auto a, auto b) const { return std::ranges::equal(ips(a), ips(b)); }
+    };
+    std::vector<uint64_t> arena_;
+    std::vector<std::pair<size_t, size_t>> spans_;  // by id: offset, length
+    std::unordered_set<uint32_t, Hash, Equal> ids_;
   };
 
+  // A JVM's samples wait here ~0.3 s: JDK 17 publishes compiled methods from
+  // its service thread, a little after they start running.
+  struct LocationHash {
+    size_t operator()(const symbolizer::JitMap::Location& l) const;
+  };
+  struct Jvm {
+    std::string path;
+    int fd = -1;
+    bool frame_pointers = true;
+    symbolizer::JitMap map;
+    std::deque<std::vector<uint8_t>> held;  // raw ember_sample records
+    std::unordered_map<symbolizer::JitMap::Location, uint32_t, LocationHash> tokens;
+    Jvm() = default;
+    Jvm(const Jvm&) = delete;
+    ~Jvm();
+  };
+  // `ustack`: the sample's user stack, JIT addresses already replaced by tokens.
+  void add_resolved(const ember_sample& sample, std::span<const uint64_t> ustack);
+  void add_jvm_sample(Jvm& jvm, const ember_sample& sample);
+  uint32_t jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at);
+
   CollectorOptions options_;
+  std::unordered_map<uint32_t, Jvm> jvms_;
+  std::string expected_jvm_maps_;  // pattern, see expect_jvms()
+  bool expected_frame_pointers_ = true;
+  std::unordered_map<uint32_t, uint64_t> jvm_candidates_;  // pid -> first sample time
+  // User stack entries with the top bit set are tokens for JIT frames, not
+  // addresses (user addresses never have it): index into jit_frames_.
+  std::vector<std::vector<flamegraph::Frame>> jit_frames_;  // innermost first
   symbolizer::Symbolizer& symbolizer_;
   StackTable ustacks_, kstacks_;
   std::unordered_map<Key, uint64_t, KeyHash> counts_;
@@ -81,7 +148,7 @@ class Collector {
   uint32_t name_id(const char (&comm)[EMBER_COMM_LEN]);
   InternMap name_ids_;
   std::vector<std::string> names_;
-  std::vector<int8_t> comm_matches_;  // by name id: -1 unknown, else the --comm verdict
+  std::vector<int8_t> comm_matches_;  // by name id: the --comm verdict (1 without --comm)
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen
   CollectorStats stats_;
 };

@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   record->add_flag("--kernel-only", rec.kernel_only, "Keep only kernel frames");
   record->add_flag("--user-only", rec.user_only, "Keep only user-space frames");
   record->add_flag("--idle", rec.idle, "Include samples of idle CPUs (swapper)");
+  record->add_flag("--no-java{false}", rec.java, "Do not attach ember's agent to JVMs (Java frames stay unnamed)");
+  record->add_option("--java-attach", rec.java_attach, "Attach the agent only to these JVMs (comma-separated pids)")
+      ->delimiter(',');
+  record->add_flag("--no-preserve-frame-pointer{false}", rec.java_frame_pointers,
+                   "Do not add -XX:+PreserveFramePointer to JVMs started by the command");
   record->add_flag("-v,--verbose", rec.verbose, "Show libbpf's messages (verifier log on load failures)");
   record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
   record->get_option("--kernel-only")->excludes("--user-only");

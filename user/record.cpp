@@ -12,24 +12,32 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "flamegraph/output.h"
 #include "symbolizer/symbolizer.h"
 #include "user/collector.h"
 #include "user/host.h"
+#include "user/java.h"
+#include "user/java_attach.h"
 #include "user/sampler.h"
 
 namespace ember {
 namespace {
 
 volatile sig_atomic_t g_stop_signal = 0;
+volatile sig_atomic_t g_stop_sent = 0;  // by kill(), not by the terminal
 
-void on_stop_signal(int sig) { g_stop_signal = sig; }
+void on_stop_signal(int sig, siginfo_t* info, void*) {
+  g_stop_signal = sig;
+  g_stop_sent = info->si_code == SI_USER || info->si_code == SI_QUEUE;
+}
 
 void install_stop_handlers() {
   struct sigaction sa{};
-  sa.sa_handler = on_stop_signal;  // no SA_RESTART: poll() returns at once
+  sa.sa_sigaction = on_stop_signal;
+  sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: poll() returns at once
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
@@ -47,12 +55,23 @@ struct Child {
   int error_fd = -1;  // carries errno if exec fails; closed by a good exec
 };
 
-std::expected<Child, std::string> spawn_held(const std::vector<std::string>& command) {
+// `env`: variables to set in the command's environment ("NAME=value").
+std::expected<Child, std::string> spawn_held(const std::vector<std::string>& command,
+                                             const std::vector<std::string>& env) {
   int go[2], err[2];
-  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-    return std::unexpected(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(go, O_CLOEXEC) != 0) return std::unexpected(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(go[0]);
+    close(go[1]);
+    return std::unexpected(std::string("pipe: ") + std::strerror(e));
+  }
   pid_t pid = fork();
-  if (pid < 0) return std::unexpected(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {go[0], go[1], err[0], err[1]}) close(fd);
+    return std::unexpected(std::string("fork: ") + std::strerror(e));
+  }
   if (pid == 0) {
     char byte;
     close(go[1]);
@@ -63,6 +82,7 @@ std::expected<Child, std::string> spawn_held(const std::vector<std::string>& com
     argv.push_back(nullptr);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
     execvp(argv[0], argv.data());
     int e = errno;
     (void)!write(err[1], &e, sizeof e);
@@ -71,6 +91,14 @@ std::expected<Child, std::string> spawn_held(const std::vector<std::string>& com
   close(go[0]);
   close(err[1]);
   return Child{pid, go[1], err[0]};
+}
+
+// waitpid that outlasts signals (a second Ctrl-C must not lose the status).
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }
 
 int exit_code_of(int status) {
@@ -85,7 +113,19 @@ std::expected<SampleEvent, std::string> parse_event(const std::string& name) {
   return std::unexpected("unknown event '" + name + "': ember record samples cpu-clock (default) or cycles");
 }
 
-std::string format_count(uint64_t n) { return std::to_string(n); }
+// The process a thread belongs to (Tgid in /proc/TID/status; threads
+// resolve there though unlisted), or 0 if there is no such thread.
+pid_t thread_group_of(uint32_t tid) {
+  std::ifstream in("/proc/" + std::to_string(tid) + "/status");
+  std::string key;
+  pid_t tgid = 0;
+  while (in >> key)
+    if (key == "Tgid:") {
+      in >> tgid;
+      break;
+    }
+  return tgid;
+}
 
 std::string host_name() {
   char buf[256] = {};
@@ -137,11 +177,15 @@ int run_record(const RecordOptions& o) {
       return fail("--comm '" + o.comm + "' is not a valid regular expression: " + e.what());
     }
   }
-  for (uint32_t pid : o.pids)
-    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      return fail("no process with pid " + std::to_string(pid) + " (-p)");
+  for (uint32_t pid : o.pids) {
+    pid_t group = pid > 0 && pid <= INT32_MAX ? thread_group_of(pid) : 0;
+    if (group == 0) return fail("no process with pid " + std::to_string(pid) + " (-p)");
+    if (group != static_cast<pid_t>(pid))
+      return fail("pid " + std::to_string(pid) + " is a thread of process " + std::to_string(group) +
+                  ": use --tid " + std::to_string(pid) + ", or -p " + std::to_string(group));
+  }
   for (uint32_t tid : o.tids)
-    if (!std::filesystem::exists("/proc/" + std::to_string(tid)))  // threads resolve though unlisted
+    if (tid == 0 || tid > INT32_MAX || thread_group_of(tid) == 0)
       return fail("no thread with tid " + std::to_string(tid) + " (--tid)");
 
   HostFacts host = read_host_facts();
@@ -150,11 +194,19 @@ int run_record(const RecordOptions& o) {
                 std::to_string(host.max_sample_rate) + " (kernel.perf_event_max_sample_rate)");
   if (auto r = check_can_record(host); !r) return fail(r.error());
   if (auto r = flamegraph::check_writable(o.output); !r) return fail(r.error());
-  raise_file_limit();
 
+  // From here on a stop request is honoured, even during JVM attach.
+  install_stop_handlers();
+  std::optional<JavaSession> java;
+  if (o.java) java.emplace(default_agent_path());
   std::optional<Child> child;
   if (!o.command.empty()) {
-    auto c = spawn_held(o.command);
+    std::vector<std::string> env;
+    if (java) {
+      const char* existing = getenv("JAVA_TOOL_OPTIONS");
+      env.push_back("JAVA_TOOL_OPTIONS=" + java->tool_options(existing ? existing : "", o.java_frame_pointers));
+    }
+    auto c = spawn_held(o.command, env);
     if (!c) return fail("cannot start the command: " + c.error());
     child = *c;
   }
@@ -189,8 +241,20 @@ int run_record(const RecordOptions& o) {
   copts.comm = std::move(comm);
   copts.max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH);
   Collector collector(copts, symbolizer);
+  if (java) {
+    if (child) collector.expect_jvms(java->started_maps(), o.java_frame_pointers);
+    std::vector<pid_t> jvms;
+    if (!o.java_attach.empty())
+      jvms.assign(o.java_attach.begin(), o.java_attach.end());
+    else if (!o.pids.empty())
+      jvms.assign(o.pids.begin(), o.pids.end());
+    else if (!o.tids.empty())
+      for (uint32_t tid : o.tids) jvms.push_back(thread_group_of(tid));
+    else if (!child)
+      jvms = java::find_jvms();
+    java->attach(jvms, collector, [] { return g_stop_signal != 0; });
+  }
 
-  install_stop_handlers();
   auto sampler = Sampler::start(config, [&](const ember_sample& s) { collector.add(s); });
   if (!sampler) {
     abandon_child();
@@ -204,11 +268,12 @@ int run_record(const RecordOptions& o) {
     close(child->go_fd);
     int err = 0;
     if (read(child->error_fd, &err, sizeof err) == sizeof err) {
-      waitpid(child->pid, nullptr, 0);
+      wait_for(child->pid);
       return fail("cannot run '" + o.command[0] + "': " + std::strerror(err));
     }
     close(child->error_fd);
   }
+  raise_file_limit();  // after the fork: the command keeps the limits it was given
 
   using Clock = std::chrono::steady_clock;
   auto started = Clock::now();
@@ -225,12 +290,13 @@ int run_record(const RecordOptions& o) {
         break;
       }
     }
-    if (!o.pids.empty() && std::none_of(o.pids.begin(), o.pids.end(), [](uint32_t pid) {
-          return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
-        })) {
+    const std::vector<uint32_t>& targets = o.pids.empty() ? o.tids : o.pids;
+    if (!targets.empty() &&
+        std::none_of(targets.begin(), targets.end(), [](uint32_t id) { return thread_group_of(id) != 0; })) {
       targets_gone = true;
       break;
     }
+    collector.update_jvms(false);
     SamplerCounters c = (*sampler)->counters();
     status.update(elapsed(), c.seen, c.lost);
   }
@@ -238,12 +304,16 @@ int run_record(const RecordOptions& o) {
   (*sampler)->stop();
   (*sampler)->poll(0);  // what was queued before the stop
   status.clear();
-  if (targets_gone) std::fprintf(stderr, "ember: every process given with -p has exited\n");
-  if (child && !child_status && g_stop_signal) kill(child->pid, g_stop_signal);
+  if (targets_gone) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
+  // The terminal signals the whole process group: forward only what was
+  // sent to ember alone, or the command would see it twice.
+  if (child && !child_status && g_stop_signal && g_stop_sent) kill(child->pid, g_stop_signal);
 
   SamplerCounters counters = (*sampler)->counters();
   int cpus = (*sampler)->cpus();
   sampler->reset();
+  collector.update_jvms(true);
+  if (java) java->detach();
 
   collector.refresh_processes();
   flamegraph::Profile profile = collector.build();
@@ -254,10 +324,10 @@ int run_record(const RecordOptions& o) {
   std::snprintf(secs, sizeof secs, "%.1f", seconds);
   profile.event = o.event;
   profile.unit = "samples";
-  profile.info = {{"samples", format_count(stats.samples)},
-                  {"lost", format_count(counters.lost)},
-                  {"truncated", format_count(stats.truncated)},
-                  {"unknown addresses", format_count(stats.unknown_addresses)},
+  profile.info = {{"samples", std::to_string(stats.samples)},
+                  {"lost", std::to_string(counters.lost)},
+                  {"truncated", std::to_string(stats.truncated)},
+                  {"unknown addresses", std::to_string(stats.unknown_addresses)},
                   {"duration", std::string(secs) + " s"},
                   {"frequency", std::to_string(o.frequency) + " Hz"},
                   {"cpus", std::to_string(cpus)},
@@ -278,6 +348,10 @@ int run_record(const RecordOptions& o) {
                kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
   std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n",
                static_cast<unsigned long long>(counters.targets_full));
+  if (stats.jvms)
+    std::fprintf(stderr, "  java        %llu JVMs, %llu JIT frames named, %llu stacks cut at JIT code\n",
+                 static_cast<unsigned long long>(stats.jvms), static_cast<unsigned long long>(stats.jit_frames),
+                 static_cast<unsigned long long>(stats.broken_java_stacks));
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));
@@ -285,13 +359,16 @@ int run_record(const RecordOptions& o) {
     std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n",
                  static_cast<unsigned long long>(counters.idle));
 
-  if (child && !child_status) {
-    int st = 0;
-    waitpid(child->pid, &st, 0);
-    child_status = st;
+  if (!written) {
+    if (child && !child_status) wait_for(child->pid);
+    return fail(written.error());
   }
-  if (!written) return fail(written.error());
   std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", o.output.c_str(), profile.stacks().size());
+  // -d may end the recording before the command: it still runs to its end.
+  if (child && !child_status) {
+    std::fprintf(stderr, "ember: waiting for '%s' (pid %d) to exit\n", o.command[0].c_str(), child->pid);
+    child_status = wait_for(child->pid);
+  }
   return child_status ? exit_code_of(*child_status) : 0;
 }
 

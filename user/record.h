@@ -23,6 +23,9 @@ struct RecordOptions {
   bool idle = false;
   bool verbose = false;
   std::vector<std::string> command;  // run and profile this, with its children
+  bool java = true;                  // attach the agent to JVMs in scope
+  std::vector<uint32_t> java_attach; // attach only to these JVMs
+  bool java_frame_pointers = true;   // add -XX:+PreserveFramePointer to JVMs the command starts
 };
 
 // Returns the process exit code: the command's own with `-- CMD`.

@@ -19,6 +19,9 @@ namespace {
 
 bool g_verbose = false;
 
+// Samples handled per poll() at most, so a flood cannot starve the loop.
+constexpr size_t kMaxBatch = 16384;
+
 int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
   if (!g_verbose || level == LIBBPF_DEBUG) return 0;
   return std::vfprintf(stderr, format, args);
@@ -57,6 +60,7 @@ struct Sampler::State {
   std::vector<bpf_link*> links;
   ring_buffer* ring = nullptr;
   SampleHandler handler;
+  size_t batch = 0;  // samples delivered by the current poll()
 
   ~State() {
     if (ring) ring_buffer__free(ring);
@@ -89,6 +93,7 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   bpf_map__set_max_entries(skel->maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
   bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
+  bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
 
   if (int err = profile_bpf::load(skel))
     return std::unexpected("cannot load the BPF program: " + errno_text(err) +
@@ -103,16 +108,21 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       return std::unexpected("cannot add tid " + std::to_string(tid) + " to the targets: " + errno_text(errno));
 
   if (config.follow_forks) {
-    bpf_link* link = bpf_program__attach(skel->progs.ember_follow_fork);
-    if (!link) return std::unexpected("cannot follow child processes: " + errno_text(errno));
-    st.links.push_back(link);
+    for (bpf_program* prog : {skel->progs.ember_follow_fork, skel->progs.ember_forget_exit}) {
+      bpf_link* link = bpf_program__attach(prog);
+      if (!link) return std::unexpected("cannot follow child processes: " + errno_text(errno));
+      st.links.push_back(link);
+    }
   }
 
   st.ring = ring_buffer__new(
       bpf_map__fd(skel->maps.samples),
       [](void* ctx, void* data, size_t) {
-        static_cast<State*>(ctx)->handler(*static_cast<const ember_sample*>(data));
-        return 0;
+        auto* st = static_cast<State*>(ctx);
+        st->handler(*static_cast<const ember_sample*>(data));
+        // libbpf keeps consuming while samples keep coming: end the batch
+        // so the caller gets to check its deadline and signals.
+        return ++st->batch >= kMaxBatch ? -EAGAIN : 0;
       },
       &st, nullptr);
   if (!st.ring) return std::unexpected("cannot open the ring buffer: " + errno_text(errno));
@@ -145,10 +155,12 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
 Sampler::~Sampler() { stop(); }
 
 void Sampler::poll(int timeout_ms) {
-  // Samples arrive without wakeups until a quarter of the ring is full, so
-  // the timeout is the usual way out of the wait: take what is queued.
+  // Samples arrive without wakeups until a quarter of the ring is full (or
+  // a new process shows up), so the timeout is the usual way out of the
+  // wait: then take what is queued.
+  state_->batch = 0;
   ring_buffer__poll(state_->ring, timeout_ms);
-  ring_buffer__consume(state_->ring);
+  if (state_->batch < kMaxBatch) ring_buffer__consume(state_->ring);
 }
 
 void Sampler::stop() {

@@ -10,8 +10,9 @@ for counter in samples lost truncated unknown; do
 done
 samples=$(awk '$1 == "samples" { print $2 }' "$TMP/err")
 truncated=$(awk '$1 == "truncated" { print $2 }' "$TMP/err")
-(( samples > 100 )) || fail "only $samples samples"
+(( samples >= 30 )) || fail "only $samples samples"
 # Nearly all samples are at the bottom of a 300-deep recursion.
 (( truncated * 10 >= samples * 9 )) || fail "truncated $truncated of $samples samples, expected >= 90%"
 limit=$(cat /proc/sys/kernel/perf_event_max_stack)
+(( limit > 256 )) && limit=256 # ember carries at most 256 frames
 grep -q "$limit-frame limit" "$TMP/err" || fail "summary does not name the $limit-frame limit"

@@ -15,6 +15,11 @@ expect_error() {
 }
 
 expect_error 'no process with pid 999999999' record -p 999999999 -d 1 -o "$TMP/x.folded"
+expect_error 'no process with pid 4294967295' record -p 4294967295 -d 1 -o "$TMP/x.folded"
+expect_error 'no process with pid 0' record -p 0 -d 1 -o "$TMP/x.folded"
+mkdir "$TMP/adir.html"
+expect_error 'cannot write .*adir.html: it is a directory' record -d 1 -o "$TMP/adir.html"
+rmdir "$TMP/adir.html"
 expect_error "unknown event 'bogus'.*cpu-clock" record -e bogus -d 1 -o "$TMP/x.folded"
 expect_error 'frequency 0 Hz is out of range' record -F 0 -d 1 -o "$TMP/x.folded"
 expect_error 'frequency 9999999 Hz is out of range.*perf_event_max_sample_rate' record -F 9999999 -d 1 -o "$TMP/x.folded"
@@ -41,12 +46,14 @@ fi
 # kernel.kptr_restrict=2 hides kernel addresses even from root: record
 # anyway, warn, name the sysctl.
 old=$(cat /proc/sys/kernel/kptr_restrict)
+restore_kptr() { echo "$old" >/proc/sys/kernel/kptr_restrict; cleanup; }
+trap restore_kptr EXIT
 if echo 2 >/proc/sys/kernel/kptr_restrict 2>/dev/null; then
 	"$EMBER" record -o "$TMP/k.folded" -- "$WORKLOADS/syscall_loop" 1 >"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	echo "$old" >/proc/sys/kernel/kptr_restrict
 	(( rc == 0 )) || fail "kptr_restrict=2: ember exited $rc: $(cat "$TMP/err")"
-	grep -q 'kernel frames are unnamed.*kptr_restrict.*sysctl kernel.kptr_restrict=0' "$TMP/err" ||
+	grep -q 'kernel frames are unnamed.*kptr_restrict=2.*sysctl kernel.kptr_restrict=0' "$TMP/err" ||
 		fail "kptr_restrict=2: no warning: $(cat "$TMP/err")"
 	assert_contains "$TMP/k.folded" 'read_zero_loop;' "kptr_restrict=2: user frames missing"
 fi

@@ -12,9 +12,14 @@ sleep 0.3
 assert_contains "$TMP/pid.folded" '^spinner;' "-p: spinner missing"
 assert_absent "$TMP/pid.folded" '^(cpu_split|ember);' "-p: other processes recorded"
 
-"$EMBER" record --tid "$spinner" -d 1.5 -o "$TMP/tid.folded" 2>"$TMP/err" || fail "--tid: ember exited $?: $(cat "$TMP/err")"
-assert_contains "$TMP/tid.folded" '^spinner;' "--tid: spinner missing"
-assert_absent "$TMP/tid.folded" '^cpu_split;' "--tid: other threads recorded"
+# --tid on one of two busy threads of one process.
+background "$WORKLOADS/throughput" 30 2
+sleep 0.5
+tid=$(ls /proc/${BACKGROUND[-1]}/task | sort -n | sed -n 2p)
+"$EMBER" record --tid "$tid" --threads -d 1.5 -o "$TMP/tid.folded" 2>"$TMP/err" || fail "--tid: ember exited $?: $(cat "$TMP/err")"
+assert_contains "$TMP/tid.folded" "^throughput;\\[throughput tid=$tid\\];" "--tid: thread $tid missing"
+others=$(grep -v "^throughput;\[throughput tid=$tid\];" "$TMP/tid.folded" | head -1)
+[ -z "$others" ] || fail "--tid: another thread recorded: $others"
 
 "$EMBER" record --comm '^cpu_spl' -d 1.5 -o "$TMP/comm.folded" 2>"$TMP/err" || fail "--comm: ember exited $?: $(cat "$TMP/err")"
 assert_contains "$TMP/comm.folded" '^cpu_split;' "--comm: cpu_split missing"
@@ -34,7 +39,7 @@ short=$!
 start=$(date +%s)
 "$EMBER" record -p "$short" -o "$TMP/short.folded" 2>"$TMP/err" || fail "-p short: ember exited $?"
 (( $(date +%s) - start < 10 )) || fail "-p did not stop when its process exited"
-grep -q "every process given with -p has exited" "$TMP/err" || fail "-p: no message on exit"
+grep -q "every target (-p, --tid) has exited" "$TMP/err" || fail "-p: no message on exit"
 assert_contains "$TMP/short.folded" '^spinner;.*spinner_loop' "-p short: spinner missing"
 
 # --kernel-only and --user-only

@@ -20,6 +20,6 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 (( ms < 6000 )) || fail "-d 1 took $ms ms"
 grep -q $'\r' "$TMP/d.err" && fail "status line written to a non-terminal"
 command -v script >/dev/null || skip "no script(1) to test the terminal status line"
-script -qec "$EMBER record -d 2.5 -o $TMP/tty.folded" /dev/null >"$TMP/tty.out" 2>&1
+timeout 30 script -qec "$EMBER record -d 2.5 -o $TMP/tty.folded" /dev/null </dev/null >"$TMP/tty.out" 2>&1
 grep -q 'samples/s' "$TMP/tty.out" || fail "no status line on a terminal: $(head -c 300 "$TMP/tty.out")"
 echo "stops ok; -d 1 took $ms ms"

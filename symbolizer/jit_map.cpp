@@ -1,0 +1,184 @@
+#include "symbolizer/jit_map.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace ember::symbolizer {
+
+using flamegraph::Frame;
+using flamegraph::FrameKind;
+
+namespace {
+
+bool number(std::string_view& s, uint64_t& out, int base) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  if (ec != std::errc() || p == s.data()) return false;
+  s.remove_prefix(p - s.data());
+  return true;
+}
+
+std::string_view rest_of(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  return s;
+}
+
+}  // namespace
+
+void JitMap::feed(std::string_view text) {
+  while (!text.empty()) {
+    size_t eol = text.find('\n');
+    if (eol == std::string_view::npos) {
+      partial_.append(text);
+      return;
+    }
+    if (partial_.empty()) {
+      line(text.substr(0, eol));
+    } else {
+      partial_.append(text.substr(0, eol));
+      line(partial_);
+      partial_.clear();
+    }
+    text.remove_prefix(eol + 1);
+  }
+}
+
+void JitMap::retire(std::map<uint64_t, Blob>::iterator it, uint64_t when) {
+  it->second.unload_ns = when;
+  max_retired_size_ = std::max(max_retired_size_, it->second.size);
+  if (last_loaded_ == &it->second) last_loaded_ = nullptr;
+  retired_.emplace(it->first, std::move(it->second));
+  live_.erase(it);
+}
+
+void JitMap::line(std::string_view s) {
+  if (s.empty() || s.front() == '#') return;
+  char tag = s.front();
+  s.remove_prefix(1);
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  switch (tag) {
+    case 'M':
+      if (number(s, a, 10) && a < (1u << 24)) {
+        if (names_.size() <= a) names_.resize(a + 1);
+        names_[a] = std::string(rest_of(s));
+        return;
+      }
+      break;
+    case 'L':
+    case 'S': {
+      if (!number(s, a, 10) || !number(s, b, 16) || !number(s, c, 16) || c == 0) break;
+      if (tag == 'L' && !number(s, d, 10)) break;
+      // Whatever this code overlaps was freed before it was placed here.
+      auto it = live_.lower_bound(b);
+      if (it != live_.begin()) --it;
+      while (it != live_.end() && it->first < b + c) {
+        auto next = std::next(it);
+        if (it->first + it->second.size > b) retire(it, a);
+        it = next;
+      }
+      Blob& blob = live_[b];
+      blob = Blob{b, c, a, UINT64_MAX, static_cast<uint32_t>(d), tag == 'S' ? std::string(rest_of(s)) : "", {}};
+      last_loaded_ = tag == 'L' ? &blob : nullptr;
+      return;
+    }
+    case 'I': {
+      if (!last_loaded_ || !number(s, a, 16)) break;
+      InlinePc pc{a, static_cast<uint32_t>(inline_ids_.size()), 0};
+      s = rest_of(s);
+      while (!s.empty()) {
+        if (!number(s, b, 10)) break;
+        inline_ids_.push_back(static_cast<uint32_t>(b));
+        ++pc.count;
+        if (!s.empty() && s.front() == ',') s.remove_prefix(1);
+      }
+      if (pc.count == 0) break;
+      auto& pcs = last_loaded_->pcs;
+      if (!pcs.empty() && pcs.back().offset > pc.offset)  // the JVM lists them in order; stay safe
+        pcs.insert(std::upper_bound(pcs.begin(), pcs.end(), pc.offset,
+                                    [](uint64_t o, const InlinePc& p) { return o < p.offset; }),
+                   pc);
+      else
+        pcs.push_back(pc);
+      return;
+    }
+    case 'U': {
+      if (!number(s, a, 10) || !number(s, b, 16)) break;
+      if (auto it = live_.find(b); it != live_.end()) retire(it, a);
+      return;
+    }
+  }
+  ++bad_lines_;
+}
+
+std::string_view JitMap::name(uint32_t id) const {
+  return id < names_.size() && !names_[id].empty() ? std::string_view(names_[id]) : "[unknown method]";
+}
+
+const JitMap::Blob* JitMap::containing(const std::multimap<uint64_t, Blob>& blobs, uint64_t address,
+                                       uint64_t time_ns, uint64_t max_size) {
+  for (auto it = blobs.upper_bound(address); it != blobs.begin();) {
+    --it;
+    if (it->first + max_size <= address) break;
+    const Blob& b = it->second;
+    if (address < b.start + b.size && b.load_ns <= time_ns && time_ns < b.unload_ns) return &b;
+  }
+  return nullptr;
+}
+
+JitMap::Location JitMap::locate(uint64_t address, uint64_t time_ns) const {
+  const Blob* blob = nullptr;
+  auto it = live_.upper_bound(address);
+  if (it != live_.begin()) {
+    const Blob& b = std::prev(it)->second;
+    // Published a little after it started running (JDK 17 posts the event
+    // from the service thread), so load time does not gate live code.
+    if (address < b.start + b.size) blob = &b;
+  }
+  if (const Blob* old = containing(retired_, address, time_ns, max_retired_size_))
+    if (!blob || old->unload_ns <= blob->load_ns) blob = old;
+  if (!blob) return {};
+  Location at{blob->start, blob->load_ns, UINT32_MAX, blob->method != 0};
+  if (blob->method != 0) {
+    // The inlining at the first debug-info pc at or after the address: call
+    // sites record their return address, which is `address + 1` for a
+    // caller frame (the collector looks up return address - 1).
+    auto pc = std::lower_bound(blob->pcs.begin(), blob->pcs.end(), address - blob->start,
+                               [](const InlinePc& p, uint64_t o) { return p.offset < o; });
+    if (pc != blob->pcs.end()) at.pc = static_cast<uint32_t>(pc - blob->pcs.begin());
+  }
+  return at;
+}
+
+const JitMap::Blob* JitMap::find_blob(uint64_t start, uint64_t load_ns) const {
+  if (auto it = live_.find(start); it != live_.end() && it->second.load_ns == load_ns) return &it->second;
+  auto [from, to] = retired_.equal_range(start);
+  for (auto it = from; it != to; ++it)
+    if (it->second.load_ns == load_ns) return &it->second;
+  return nullptr;
+}
+
+std::vector<Frame> JitMap::frames(const Location& at) const {
+  const Blob* blob = find_blob(at.start, at.load_ns);
+  if (!blob) return {};
+  if (blob->method == 0) {
+    bool interpreter = blob->stub == "Interpreter";
+    return {Frame{blob->stub, interpreter ? FrameKind::Interpreted : FrameKind::Native, "[jvm generated code]"}};
+  }
+  std::vector<Frame> out;
+  if (at.pc < blob->pcs.size()) {
+    const InlinePc& pc = blob->pcs[at.pc];
+    for (uint32_t i = 0; i < pc.count; ++i) {
+      bool outermost = i + 1 == pc.count;
+      out.push_back(Frame{std::string(name(inline_ids_[pc.first + i])), outermost ? FrameKind::Jit : FrameKind::Inlined, {}});
+    }
+  }
+  if (out.empty()) out.push_back(Frame{std::string(name(blob->method)), FrameKind::Jit, {}});
+  return out;
+}
+
+void JitMap::forget_before(uint64_t time_ns) {
+  for (auto it = retired_.begin(); it != retired_.end();)
+    it = it->second.unload_ns < time_ns ? retired_.erase(it) : std::next(it);
+}
+
+}  // namespace ember::symbolizer

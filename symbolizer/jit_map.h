@@ -1,0 +1,79 @@
+// The code map a JVM publishes through libember-agent.so: which Java method
+// (and which inlined callees) a JIT address belonged to at a given time, and
+// where the interpreter and stubs are. Written by agent/jitmap_writer.cpp as
+// text lines, appended while the JVM runs:
+//   # ember-jitmap 1 pid N
+//   M <id> <name>                  method id -> "com.example.Foo.bar"
+//   L <ns> <start> <size> <id>     compiled method loaded at [start, start+size)
+//   I <pc_off> <id>,<id>,...       after its L: the frames at start+pc_off, innermost first
+//   U <ns> <start>                 the compiled method at start was freed
+//   S <ns> <start> <size> <name>   generated code: interpreter, stubs, adapters
+// Times are CLOCK_MONOTONIC nanoseconds, the clock of the BPF samples.
+// Addresses and sizes are hex.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flamegraph/profile.h"
+
+namespace ember::symbolizer {
+
+class JitMap {
+ public:
+  // Feeds appended text; a trailing partial line is kept for the next call.
+  void feed(std::string_view text);
+
+  // Where an address fell: a code blob (by its start and load time, unique
+  // over the JVM's life) and the debug-info pc inside it. Cheap to compare,
+  // so callers can cache frames per location.
+  struct Location {
+    uint64_t start = 0, load_ns = 0;
+    uint32_t pc = UINT32_MAX;  // index of the inlining record, if any
+    bool compiled = false;     // a JIT-compiled method (else interpreter or stub)
+    explicit operator bool() const { return start != 0; }
+    bool operator==(const Location&) const = default;
+  };
+  // The code that covered `address` at `time_ns`, if the JVM published any.
+  Location locate(uint64_t address, uint64_t time_ns) const;
+  // The frames at a location, innermost (leaf) first; empty once forgotten.
+  std::vector<flamegraph::Frame> frames(const Location& at) const;
+  // Forgets freed code older than `time_ns` (no pending sample is older).
+  void forget_before(uint64_t time_ns);
+
+  size_t methods() const { return names_.size(); }
+  size_t live_blobs() const { return live_.size(); }
+  size_t bad_lines() const { return bad_lines_; }
+
+ private:
+  struct InlinePc {
+    uint64_t offset;
+    uint32_t first, count;  // into inline_ids_
+  };
+  struct Blob {
+    uint64_t start = 0, size = 0, load_ns = 0, unload_ns = UINT64_MAX;
+    uint32_t method = 0;        // compiled method id; 0 for generated code
+    std::string stub;           // generated code's name
+    std::vector<InlinePc> pcs;  // sorted by offset
+  };
+  void line(std::string_view s);
+  void retire(std::map<uint64_t, Blob>::iterator it, uint64_t when);
+  std::string_view name(uint32_t id) const;
+  const Blob* find_blob(uint64_t start, uint64_t load_ns) const;
+  static const Blob* containing(const std::multimap<uint64_t, Blob>& blobs, uint64_t address, uint64_t time_ns,
+                                uint64_t max_size);
+
+  std::string partial_;
+  std::vector<std::string> names_;  // by method id
+  std::vector<uint32_t> inline_ids_;
+  std::map<uint64_t, Blob> live_;         // by start; live code never overlaps
+  std::multimap<uint64_t, Blob> retired_;  // freed code, kept for samples taken before
+  uint64_t max_retired_size_ = 0;
+  Blob* last_loaded_ = nullptr;  // where I lines go
+  size_t bad_lines_ = 0;
+};
+
+}  // namespace ember::symbolizer

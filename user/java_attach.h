@@ -1,0 +1,60 @@
+// HotSpot's dynamic attach, as jcmd speaks it: a UNIX socket the JVM opens
+// on request, one command per connection. Needs no JDK on ember's side.
+#pragma once
+
+#include <sys/types.h>
+
+#include <expected>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember::java {
+
+// A running HotSpot JVM, as ember reaches it.
+struct JvmProcess {
+  pid_t pid = 0;
+  pid_t ns_pid = 0;           // its pid inside its own pid namespace: names its socket
+  uid_t uid = 0;              // effective ids: the attach listener only answers these, or root
+  gid_t gid = 0;
+  bool own_mount_ns = false;  // its mount namespace is not ember's (a container)
+  std::string root;           // "/proc/PID/root": its filesystem, seen from ember
+};
+
+// The JVM's reply: `code` is its first line, `output` everything after it.
+struct AttachResult {
+  int code = 0;
+  std::string output;
+};
+
+// Whether `pid` is a HotSpot JVM (it maps libjvm.so), and its ids.
+std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid);
+
+// The pids of the running HotSpot JVMs that ember may inspect.
+std::vector<pid_t> find_jvms();
+
+// Runs one attach-listener command ("properties", "printflag", "jcmd",
+// "load"...) with up to 3 arguments, starting the listener first if the JVM
+// has not opened its socket yet (trigger file + SIGQUIT). `timeout_ms`
+// bounds the wait for the socket and, separately, the wait for the reply.
+// A non-zero `code` is the command's own failure, returned, not an error.
+std::expected<AttachResult, std::string> attach_command(pid_t pid, std::string_view command,
+                                                        std::span<const std::string> args,
+                                                        int timeout_ms = 5000);
+
+// Loads a JVMTI agent into the JVM and runs its Agent_OnAttach; fails unless
+// that returns 0. `agent_path` must be absolute and is opened by the JVM, so
+// inside its mount namespace (a container's filesystem, not ember's).
+std::expected<void, std::string> load_agent(pid_t pid, const std::string& agent_path,
+                                            const std::string& options, int timeout_ms = 5000);
+
+// The request and reply alone, over an existing socket, with ember's own
+// ids: no trigger, no signal. attach_command ends here; tests point it at a
+// fake JVM. `pid` only names the JVM in messages.
+std::expected<AttachResult, std::string> attach_command_at(const std::string& socket_path, pid_t pid,
+                                                           std::string_view command,
+                                                           std::span<const std::string> args,
+                                                           int timeout_ms = 5000);
+
+}  // namespace ember::java
