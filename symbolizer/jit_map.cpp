@@ -18,6 +18,8 @@ bool number(std::string_view& s, uint64_t& out, int base) {
   return true;
 }
 
+constexpr uint64_t kPublishSlackNs = 1'000'000'000;
+
 std::string_view rest_of(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   return s;
@@ -130,9 +132,9 @@ JitMap::Location JitMap::locate(uint64_t address, uint64_t time_ns) const {
   auto it = live_.upper_bound(address);
   if (it != live_.begin()) {
     const Blob& b = std::prev(it)->second;
-    // Published a little after it started running (JDK 17 posts the event
-    // from the service thread), so load time does not gate live code.
-    if (address < b.start + b.size) blob = &b;
+    // Code runs a little before it is published (JDK 17 posts the load
+    // event from its service thread): allow a second of slack.
+    if (address < b.start + b.size && time_ns + kPublishSlackNs >= b.load_ns) blob = &b;
   }
   if (const Blob* old = containing(retired_, address, time_ns, max_retired_size_))
     if (!blob || old->unload_ns <= blob->load_ns) blob = old;

@@ -52,11 +52,15 @@ std::string JavaSession::map_name(pid_t ns_pid) const {
   return "/tmp/ember-" + std::to_string(getpid()) + "-" + std::to_string(ns_pid) + ".jitmap";
 }
 
-void JavaSession::attach(const std::vector<pid_t>& pids, Collector& collector, const std::function<bool()>& stop) {
+void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& collector,
+                         const std::function<bool()>& stop) {
   for (pid_t pid : pids) {
     if (stop()) return;
     auto jvm = java::inspect_jvm(pid);
-    if (!jvm) continue;  // not a JVM: nothing to do
+    if (!jvm) {
+      if (named) std::fprintf(stderr, "ember: --java-attach: %s\n", jvm.error().c_str());
+      continue;
+    }
     auto agent = agent_for(*jvm, agent_path_);
     if (!agent) {
       std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, agent.error().c_str());

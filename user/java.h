@@ -22,9 +22,10 @@ class JavaSession {
   JavaSession& operator=(const JavaSession&) = delete;
 
   // Attaches to each pid that is a HotSpot JVM and has the collector name
-  // its JIT code. Failures are reported per JVM and do not stop the others.
-  // Gives up on the rest once `stop` says so.
-  void attach(const std::vector<pid_t>& pids, Collector& collector, const std::function<bool()>& stop);
+  // its JIT code. Failures are reported per JVM and do not stop the others;
+  // pids that are not JVMs are passed over, or reported if `named` (the user
+  // asked for them). Gives up on the rest once `stop` says so.
+  void attach(const std::vector<pid_t>& pids, bool named, Collector& collector, const std::function<bool()>& stop);
 
   // For `-- CMD`: the JAVA_TOOL_OPTIONS that load the agent into any JVM the
   // command starts (existing options kept). Their code maps appear at

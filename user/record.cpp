@@ -252,7 +252,7 @@ int run_record(const RecordOptions& o) {
       for (uint32_t tid : o.tids) jvms.push_back(thread_group_of(tid));
     else if (!child)
       jvms = java::find_jvms();
-    java->attach(jvms, collector, [] { return g_stop_signal != 0; });
+    java->attach(jvms, !o.java_attach.empty(), collector, [] { return g_stop_signal != 0; });
   }
 
   auto sampler = Sampler::start(config, [&](const ember_sample& s) { collector.add(s); });

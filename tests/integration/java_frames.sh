@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Java: combined kernel + native + Java stacks, at start-up (-- java) and by
+# attaching to a running JVM; the same top methods both ways; the
+# -XX:+PreserveFramePointer diagnosis; 20 attach/detach cycles under load;
+# JVMs that refuse or are not JVMs.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
+javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+JAVA=(java -cp "$TMP/classes")
+
+# share_of FILE A B: A's share (per mille) of the samples in A or B
+share_of() {
+	local a b
+	a=$(weight "$1" "$2_\\[(j|i)\\]( |;)")
+	b=$(weight "$1" "$3_\\[(j|i)\\]( |;)")
+	(( a + b > 0 )) || { echo 0; return; }
+	echo $(( 1000 * a / (a + b) ))
+}
+
+# --- start-up: the agent comes in through JAVA_TOOL_OPTIONS
+"$EMBER" record -F 199 --threads -o "$TMP/start.folded" -- "${JAVA[@]}" Workload 6 2>"$TMP/start.err" ||
+	fail "start-up: ember exited $?: $(cat "$TMP/start.err")"
+out=$TMP/start.folded
+assert_contains "$out" '^java;\[java tid=[0-9]+\];.*JavaMain;.*;Workload\.main_\[(j|i)\];(.*;)?Workload\.hotA_\[(j|i)\]' \
+	"no java;...;JavaMain;...;Workload.main_[j];...;Workload.hotA chain"
+assert_contains "$out" ';start_thread;|thread_native_entry' "no JVM native frames at the thread root"
+assert_contains "$out" 'Workload\.writeChunk_\[(j|i)\];.*;[a-z_0-9]+_\[k\]' "no kernel frames under a Java method"
+assert_contains "$out" '^java;\[C[12] CompilerThre tid=[0-9]+\];' "JIT compiler thread not under its name"
+start_share=$(share_of "$out" Workload.hotA Workload.hotB)
+echo "start-up: hotA share of hotA+hotB $start_share/1000"
+# Complete stacks: Java samples whose stack reaches the thread's entry.
+java_samples=$(weight "$out" 'Workload\.(hotA|hotB)_')
+complete=$(weight "$out" '(JavaMain|thread_native_entry).*Workload\.(hotA|hotB)_')
+echo "complete Java stacks: $complete of $java_samples"
+(( java_samples >= 100 )) || fail "only $java_samples samples in hotA/hotB"
+(( 100 * complete >= 90 * java_samples )) || fail "only $complete of $java_samples Java stacks reach the thread root"
+
+# --- attach to a running JVM: the same top methods
+"${JAVA[@]}" -XX:+PreserveFramePointer Workload 60 >/dev/null &
+jvm=$!
+BACKGROUND+=($jvm)
+sleep 2
+"$EMBER" record -p "$jvm" -F 199 -d 4 -o "$TMP/attach.folded" 2>"$TMP/attach.err" ||
+	fail "attach: ember exited $?: $(cat "$TMP/attach.err")"
+grep -q "PreserveFramePointer" "$TMP/attach.err" && fail "attach: false PreserveFramePointer warning: $(cat "$TMP/attach.err")"
+assert_contains "$TMP/attach.folded" 'Workload\.main_\[(j|i)\];(.*;)?Workload\.hotA_\[(j|i)\]' "attach: no main;...;hotA chain"
+attach_share=$(share_of "$TMP/attach.folded" Workload.hotA Workload.hotB)
+echo "attached: hotA share $attach_share/1000"
+diff=$(( attach_share - start_share ))
+(( diff < 0 )) && diff=$(( -diff ))
+(( diff <= 150 )) || fail "top methods differ: hotA share $start_share at start-up, $attach_share attached"
+
+# --- 20 attach/detach cycles under load leave the JVM healthy
+for i in $(seq 20); do
+	"$EMBER" record -p "$jvm" -d 0.2 -o "$TMP/cycle.folded" 2>"$TMP/cycle.err" || fail "cycle $i: ember exited $?: $(cat "$TMP/cycle.err")"
+done
+kill -0 "$jvm" || fail "JVM died during attach/detach cycles"
+"$EMBER" record -p "$jvm" -d 1 -o "$TMP/after.folded" 2>/dev/null || fail "attach after the cycles failed"
+assert_contains "$TMP/after.folded" 'Workload\.hotA_\[(j|i)\]' "no Java frames after 20 cycles"
+ls /tmp/ember-*-"$jvm".jitmap 2>/dev/null && fail "code maps left behind after the cycles"
+
+# --- no -XX:+PreserveFramePointer: said once with the fix, no garbage frames
+"${JAVA[@]}" Workload 30 >/dev/null &
+nofp=$!
+BACKGROUND+=($nofp)
+sleep 2
+"$EMBER" record -p "$nofp" -d 2 -o "$TMP/nofp.folded" 2>"$TMP/nofp.err" || fail "no-fp: ember exited $?"
+[ "$(grep -c 'runs without -XX:+PreserveFramePointer' "$TMP/nofp.err")" = 1 ] || fail "no-fp: message not said once: $(cat "$TMP/nofp.err")"
+assert_contains "$TMP/nofp.folded" 'Workload\.hot[AB]_\[(j|i)\]' "no-fp: leaf Java frames missing"
+bad=$(grep -E '_\[(j|i)\]' "$TMP/nofp.folded" | grep -v '^java;\[JIT frames without frame pointers' | head -1)
+[ -z "$bad" ] || fail "no-fp: a JIT stack without the break marker: $bad"
+
+# --- bad targets: not a JVM; a JVM that refuses attach. Others keep being profiled.
+"$EMBER" record --java-attach $$ -d 0.5 -o "$TMP/notjvm.folded" 2>"$TMP/notjvm.err" || fail "not-a-JVM: ember exited $?"
+grep -q "is not a HotSpot JVM" "$TMP/notjvm.err" || fail "not-a-JVM: no message: $(cat "$TMP/notjvm.err")"
+"${JAVA[@]}" -XX:+DisableAttachMechanism Workload 30 >/dev/null &
+BACKGROUND+=($!)
+refusing=$!
+background "$WORKLOADS/spinner" 30
+sleep 1.5
+"$EMBER" record -p "$refusing,${BACKGROUND[-1]}" -d 2 -o "$TMP/refuse.folded" 2>"$TMP/refuse.err" ||
+	fail "refusing JVM: ember exited $?: $(cat "$TMP/refuse.err")"
+grep -q "DisableAttachMechanism" "$TMP/refuse.err" || fail "refusing JVM: no message: $(cat "$TMP/refuse.err")"
+assert_contains "$TMP/refuse.folded" '^spinner;.*spinner_loop' "refusing JVM stopped the other target's profile"
+assert_contains "$TMP/refuse.folded" '^java;' "refusing JVM's native samples missing"

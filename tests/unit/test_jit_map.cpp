@@ -1,0 +1,88 @@
+#include <catch2/catch.hpp>
+
+#include "symbolizer/jit_map.h"
+
+using ember::flamegraph::FrameKind;
+using ember::symbolizer::JitMap;
+
+namespace {
+
+std::vector<std::string> names(const JitMap& map, uint64_t address, uint64_t time) {
+  std::vector<std::string> out;
+  auto at = map.locate(address, time);
+  if (!at) return out;
+  for (const auto& f : map.frames(at)) out.push_back(f.name + "/" + std::string(ember::flamegraph::kind_name(f.kind)));
+  return out;
+}
+
+using V = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("jit map: compiled methods, inlining by pc, stubs") {
+  JitMap map;
+  map.feed(
+      "# ember-jitmap 1 pid 42\n"
+      "M 1 Foo.outer\n"
+      "M 2 Foo.inner\n"
+      "M 3 Foo.leaf\n"
+      "S 100 7f0000001000 800 Interpreter\n"
+      "S 100 7f0000002000 40 StubRoutines::call_stub\n"
+      "L 200 7f0000010000 400 1\n"
+      "I 20 3,2,1\n"
+      "I 80 2,1\n");
+  CHECK(names(map, 0x7f0000001100, 300) == V{"Interpreter/interpreted"});
+  CHECK(names(map, 0x7f0000002010, 300) == V{"StubRoutines::call_stub/native"});
+  // Before the first debug pc: the frames recorded there, innermost first.
+  CHECK(names(map, 0x7f0000010010, 300) == V{"Foo.leaf/inlined", "Foo.inner/inlined", "Foo.outer/jit"});
+  CHECK(names(map, 0x7f0000010050, 300) == V{"Foo.inner/inlined", "Foo.outer/jit"});
+  // After the last debug pc: the method itself.
+  CHECK(names(map, 0x7f0000010200, 300) == V{"Foo.outer/jit"});
+  CHECK(names(map, 0x7f0000010400, 300).empty());  // one past the end
+  CHECK(names(map, 0x7f0000000100, 300).empty());
+  CHECK(map.methods() == 4);  // ids 0..3
+  CHECK(map.bad_lines() == 0);
+}
+
+TEST_CASE("jit map: freed code keeps its name for samples taken before, not after") {
+  JitMap map;
+  map.feed(
+      "M 1 Gen.old\n"
+      "M 2 Gen.new\n"
+      "L 100 7f0000010000 100 1\n"
+      "U 500 7f0000010000\n"
+      "L 600 7f0000010000 100 2\n");
+  CHECK(names(map, 0x7f0000010010, 300) == V{"Gen.old/jit"});  // sampled while the old code lived
+  CHECK(names(map, 0x7f0000010010, 700) == V{"Gen.new/jit"});
+  // Between free and reuse: the new code, which may have run before its
+  // (late) load event.
+  CHECK(names(map, 0x7f0000010010, 550) == V{"Gen.new/jit"});
+
+  // Overlapping new code retires the old without an explicit unload.
+  map.feed("M 3 Gen.third\nL 900 7f0000010040 100 3\n");
+  CHECK(names(map, 0x7f0000010050, 800) == V{"Gen.new/jit"});
+  CHECK(names(map, 0x7f0000010050, 950) == V{"Gen.third/jit"});
+  CHECK(names(map, 0x7f0000010010, 950).empty());  // Gen.new is gone
+
+  map.forget_before(1000);
+  CHECK(names(map, 0x7f0000010010, 300).empty());
+
+  // Far older than any load event (more than the 1 s of slack): not this code.
+  map.feed("M 4 Gen.late\nL 5000000000 7f0000030000 100 4\n");
+  CHECK(names(map, 0x7f0000030010, 1000000000).empty());
+  CHECK(names(map, 0x7f0000030010, 4500000000) == V{"Gen.late/jit"});
+}
+
+TEST_CASE("jit map: partial lines wait, garbage is counted, code published late still names") {
+  JitMap map;
+  map.feed("M 1 A.b\nL 10 7f00");
+  CHECK(map.live_blobs() == 0);
+  map.feed("00010000 100 1\nthis is not a line\nL x y z\nI 5\n");
+  CHECK(map.live_blobs() == 1);
+  CHECK(map.bad_lines() == 3);
+  // JDK 17 posts loads from its service thread: a sample can predate the event.
+  CHECK(names(map, 0x7f0000010010, 5) == V{"A.b/jit"});
+  // A method id with no name yet.
+  map.feed("L 20 7f0000020000 10 9\n");
+  CHECK(names(map, 0x7f0000020001, 30) == V{"[unknown method]/jit"});
+}
