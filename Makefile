@@ -131,8 +131,9 @@ test: deps-test
 	$(Q)tests/run.sh
 
 bench: deps-bench
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(WORKLOADS)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS)
 	$(Q)bench/record.sh
+	$(Q)bench/java.sh
 
 clean:
 	rm -rf $(BUILD)

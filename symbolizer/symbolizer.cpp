@@ -75,6 +75,11 @@ bool Symbolizer::snapshot_process(uint32_t pid) {
   return true;
 }
 
+bool Symbolizer::maps(uint32_t pid, uint64_t address) const {
+  auto it = processes_.find(pid);
+  return it != processes_.end() && find_mapping(it->second.mappings, address) != nullptr;
+}
+
 Symbolizer::MappedFile* Symbolizer::file_for(uint32_t pid, const Mapping& m) {
   auto& slot = files_[{m.dev, m.inode}];
   if (slot) return slot.get();

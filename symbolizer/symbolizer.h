@@ -46,6 +46,9 @@ class Symbolizer {
   // is gone.
   bool snapshot_process(uint32_t pid);
   bool has_process(uint32_t pid) const { return processes_.count(pid) != 0; }
+  // Whether the last snapshot of `pid` maps `address` (else the process
+  // mapped code since, e.g. a dlopen'ed libjvm.so: snapshot it again).
+  bool maps(uint32_t pid, uint64_t address) const;
 
   // `addresses` are instruction addresses; pass return addresses minus one.
   std::vector<Symbol> symbolize_user(uint32_t pid, std::span<const uint64_t> addresses);

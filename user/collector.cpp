@@ -176,9 +176,19 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
   ++counts_[key];
   ++stats_.samples;
   // Snapshot mappings now, while the process surely lives; again when its
-  // name changes, which is how an exec shows (a new image is mapped).
+  // name changes (an exec maps a new image) or a frame lies outside what
+  // was mapped (a library loaded since), at most every 100 ms.
   auto [it, first] = process_name_.try_emplace(s.pid, process);
-  if ((first || it->second != process) && s.pid != 0 && s.ustack_len > 0) symbolizer_.snapshot_process(s.pid);
+  if (s.pid != 0 && !ustack.empty()) {
+    bool stale = first || it->second != process ||
+                 std::any_of(ustack.begin(), ustack.end(),
+                             [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(s.pid, ip); });
+    uint64_t& last = last_snapshot_[s.pid];
+    if (stale && (first || s.time_ns >= last + 100'000'000)) {
+      symbolizer_.snapshot_process(s.pid);
+      last = s.time_ns;
+    }
+  }
   if (first && !expected_jvm_maps_.empty()) jvm_candidates_.emplace(s.pid, monotonic_ns());
   it->second = process;
 }

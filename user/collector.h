@@ -150,6 +150,7 @@ class Collector {
   std::vector<std::string> names_;
   std::vector<int8_t> comm_matches_;  // by name id: the --comm verdict (1 without --comm)
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen
+  std::unordered_map<uint32_t, uint64_t> last_snapshot_;  // pid -> when (ns), to rate-limit
   CollectorStats stats_;
 };
 
