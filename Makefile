@@ -61,7 +61,7 @@ AGENT := $(BUILD)/libember-agent.so
 AGENT_CXXFLAGS := -O2 -g -fPIC -std=c++2b $(WARN) -fno-exceptions -fno-rtti -fvisibility=hidden \
 	-I. -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all deps deps-test deps-bench demo test bench clean
+.PHONY: all deps deps-test deps-bench deps-fuzz demo test bench fuzz clean
 all: $(BUILD)/ember $(AGENT)
 
 deps:
@@ -70,6 +70,8 @@ deps-test:
 	$(Q)scripts/deps.sh test
 deps-bench:
 	$(Q)scripts/deps.sh bench
+deps-fuzz:
+	$(Q)scripts/deps.sh fuzz
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/%.h vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
@@ -108,7 +110,7 @@ $(BUILD)/unit-tests: $(UNIT_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $^ $(LDLIBS) -ldl -o $@
 
-$(BUILD)/workloads/%: tests/workloads/%.c
+$(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) $< -o $@ -lpthread
@@ -118,16 +120,50 @@ $(BUILD)/fixtures/libfixture.so: tests/fixtures/fixture.cpp
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) -O1 -g -fPIC -shared -fno-inline $< -o $@
 
+# The real pprof tool, from Debian's Go sources (no network): the oracle for
+# ember's pprof output.
+$(BUILD)/pprof:
+	$(call msg,GO,$@)
+	$(Q)GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE=$(abspath $(BUILD))/gocache go build -o $@ github.com/google/pprof
+
 $(BUILD)/fixtures/libfixture-stripped.so: $(BUILD)/fixtures/libfixture.so
 	$(call msg,STRIP,$@)
 	$(Q)strip --strip-all $< -o $@
+
+# Fuzzing the readers: replays of the kept corpus run in `make test`;
+# `make fuzz` grows the corpus with AFL++ (FUZZ_SECONDS per target). Its
+# gcc plugin (afl-g++-fast) refuses Debian 12's gcc build and clang 14 lacks
+# C++23 <expected>, so the classic afl-g++ instrumentation it is.
+FUZZ_TARGETS := folded pprof
+FLAMEGRAPH_LIB_SRC := $(FLAMEGRAPH_SRC)
+$(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp $(FLAMEGRAPH_LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(BUILD)/obj/flamegraph/html_template.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.cpp %.o,$^) -lz -o $@
+
+$(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp $(FLAMEGRAPH_LIB_SRC) flamegraph/html_template.S flamegraph/flamegraph.html
+	$(call msg,AFL,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++ -std=c++2b -O1 -g -I. -fsanitize=address,undefined $< tests/fuzz/replay.cpp \
+		$(FLAMEGRAPH_LIB_SRC) flamegraph/html_template.S -lz -o $@
+
+FUZZ_SECONDS ?= 60
+fuzz: deps-fuzz
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=$(BUILD)/fuzz/afl-%)
+	$(Q)for t in $(FUZZ_TARGETS); do \
+		AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 \
+		timeout -s INT $(FUZZ_SECONDS) afl-fuzz -m none -i tests/fuzz/corpus/$$t -o $(BUILD)/fuzz/out-$$t -- $(BUILD)/fuzz/afl-$$t @@; \
+		cp -n $(BUILD)/fuzz/out-$$t/default/queue/id:* tests/fuzz/corpus/$$t/ 2>/dev/null; \
+		ls $(BUILD)/fuzz/out-$$t/default/crashes/id:* 2>/dev/null && { echo "fuzz: crashes in $$t"; exit 1; }; \
+	done; true
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS)
 	$(Q)scripts/demo.sh
 
 test: deps-test
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES) $(BUILD)/pprof \
+		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
 	$(Q)tests/run.sh
 
 bench: deps-bench

@@ -8,9 +8,7 @@
 # Environment: BENCH_SECONDS (10), REPS (2), ASYNC_PROFILER_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "$(id -u)" = 0 ] || { echo "bench: run as root" >&2; exit 1; }
-SECS=${BENCH_SECONDS:-10}
-REPS=${REPS:-2}
+. bench/lib.sh
 AP=${ASYNC_PROFILER_DIR:-}
 [ -n "$AP" ] && [ ! -f "$AP/lib/libasyncProfiler.so" ] && { echo "bench: no $AP/lib/libasyncProfiler.so" >&2; AP=; }
 [ -n "$AP" ] || echo "bench: ASYNC_PROFILER_DIR not set: ember figures only"
@@ -45,24 +43,16 @@ run() {
 	echo "$requests $complete"
 }
 
-measure() {
-	local sum=0 comp=0 r c
-	for ((i = 0; i < REPS; i++)); do
-		read -r r c < <(run "$@")
-		sum=$((sum + r)) comp=$((comp + c))
-	done
-	echo "$((sum / REPS)) $((comp / REPS))"
-}
 
 echo "bench: $(nproc) CPUs, $SECS s x $REPS runs per setting, $(java -version 2>&1 | head -1)"
-read -r base _ < <(measure none 0)
+read -r base _ < <(measure run none 0)
 echo "baseline: $base requests"
 printf '\n%-6s %-15s %12s %10s %10s\n' freq profiler requests slowdown complete
 for freq in 99 999; do
 	profilers=(ember)
 	[ -n "$AP" ] && profilers+=(async-profiler)
 	for prof in "${profilers[@]}"; do
-		read -r r c < <(measure "$prof" "$freq")
+		read -r r c < <(measure run "$prof" "$freq")
 		awk -v f="$freq" -v p="$prof" -v r="$r" -v b="$base" -v c="$c" 'BEGIN {
 			printf "%-6s %-15s %12d %9.2f%% %9.1f%%\n", f, p, r, 100 * (b - r) / b, c / 10 }'
 	done

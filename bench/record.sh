@@ -12,9 +12,7 @@
 # timed up to `perf script` only, which flatters perf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "$(id -u)" = 0 ] || { echo "bench: run as root" >&2; exit 1; }
-SECS=${BENCH_SECONDS:-10}
-REPS=${REPS:-2}
+. bench/lib.sh
 RSS_SECS=${RSS_SECONDS:-60}
 FG=${FLAMEGRAPH_DIR:-}
 EMBER=build/ember
@@ -58,23 +56,14 @@ run_with() {
 	echo "$(requests "$out") $(( $(now_ms) - t0 ))"
 }
 
-# mean over REPS of "requests stop_ms"
-measure() {
-	local sum_r=0 sum_s=0 r s
-	for ((i = 0; i < REPS; i++)); do
-		read -r r s < <(run_with "$@")
-		sum_r=$((sum_r + r)) sum_s=$((sum_s + s))
-	done
-	echo "$((sum_r / REPS)) $((sum_s / REPS))"
-}
 
 echo "bench: $(nproc) CPUs, workload $SECS s x $REPS runs per setting, $(uname -r)"
-read -r base _ < <(measure none 0)
+read -r base _ < <(measure run_with none 0)
 echo "baseline: $base requests"
 printf '\n%-6s %-8s %12s %10s %16s\n' freq profiler requests slowdown stop-to-graph
 for freq in 99 999; do
-	read -r er es < <(measure ember "$freq")
-	read -r pr ps < <(measure perf "$freq")
+	read -r er es < <(measure run_with ember "$freq")
+	read -r pr ps < <(measure run_with perf "$freq")
 	eslow=$(awk -v b="$base" -v r="$er" 'BEGIN { printf "%.2f", 100 * (b - r) / b }')
 	pslow=$(awk -v b="$base" -v r="$pr" 'BEGIN { printf "%.2f", 100 * (b - r) / b }')
 	printf '%-6s %-8s %12s %9s%% %13s ms\n' "$freq" ember "$er" "$eslow" "$es"

@@ -65,6 +65,33 @@ class StringPool {
   std::vector<const std::string*> order_;
 };
 
+// Stacks delta-coded against the previous one: prefix, n, n ids, weight.
+// `ids` maps the profile's frame ids to the page's.
+void append_stacks(std::string& out, const Profile& profile, const std::vector<uint32_t>& ids) {
+  out += '[';
+  std::vector<uint32_t> prev, cur;
+  bool first = true;
+  for (const Stack* s : profile.sorted_stacks()) {
+    cur.clear();
+    for (FrameId f : s->frames) cur.push_back(ids[f]);
+    size_t prefix = 0;
+    while (prefix < prev.size() && prefix < cur.size() && prev[prefix] == cur[prefix]) ++prefix;
+    if (!first) out += ',';
+    first = false;
+    append_uint(out, prefix);
+    out += ',';
+    append_uint(out, cur.size() - prefix);
+    for (size_t i = prefix; i < cur.size(); ++i) {
+      out += ',';
+      append_uint(out, cur[i]);
+    }
+    out += ',';
+    append_uint(out, s->weight);
+    prev.swap(cur);
+  }
+  out += ']';
+}
+
 }  // namespace
 
 std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
@@ -72,13 +99,33 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
   StringPool names, modules;
   modules.add("");
   std::string frames;
-  for (const Frame& f : profile.frames()) {
+  auto add_frame = [&](const Frame& f) {
     if (!frames.empty()) frames += ',';
     append_uint(frames, names.add(f.name));
     frames += ',';
     append_uint(frames, static_cast<uint64_t>(f.kind));
     frames += ',';
     append_uint(frames, modules.add(f.module));
+  };
+  // The page's frame ids: the profile's, then the base's frames it lacks.
+  std::vector<uint32_t> ids, base_ids;
+  for (const Frame& f : profile.frames()) {
+    ids.push_back(static_cast<uint32_t>(ids.size()));
+    add_frame(f);
+  }
+  if (options.base) {
+    std::unordered_map<std::string, uint32_t> known;  // folded spelling + module -> page id
+    auto key = [](const Frame& f) { return f.name + '\0' + std::to_string(static_cast<int>(f.kind)) + '\0' + f.module; };
+    for (size_t i = 0; i < profile.frames().size(); ++i) known.emplace(key(profile.frames()[i]), i);
+    uint32_t next = static_cast<uint32_t>(ids.size());
+    for (const Frame& f : options.base->frames()) {
+      auto [it, inserted] = known.try_emplace(key(f), next);
+      if (inserted) {
+        ++next;
+        add_frame(f);
+      }
+      base_ids.push_back(it->second);
+    }
   }
 
   std::string out;
@@ -100,29 +147,21 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
   modules.append_json(out);
   out += ",\"frames\":[";
   out += frames;
-  // Stacks delta-coded against the previous one: prefix, n, n ids, weight.
-  out += "],\"stacks\":[";
-  const std::vector<FrameId>* prev = nullptr;
-  bool first = true;
-  for (const Stack* s : profile.sorted_stacks()) {
-    size_t prefix = 0;
-    if (prev)
-      while (prefix < prev->size() && prefix < s->frames.size() && (*prev)[prefix] == s->frames[prefix]) ++prefix;
-    if (!first) out += ',';
-    first = false;
-    append_uint(out, prefix);
-    out += ',';
-    append_uint(out, s->frames.size() - prefix);
-    for (size_t i = prefix; i < s->frames.size(); ++i) {
-      out += ',';
-      append_uint(out, s->frames[i]);
-    }
-    out += ',';
-    append_uint(out, s->weight);
-    prev = &s->frames;
-  }
-  out += "],\"total\":";
+  out += "],\"stacks\":";
+  append_stacks(out, profile, ids);
+  out += ",\"total\":";
   append_uint(out, profile.total());
+  if (options.base) {
+    out += ",\"label\":";
+    append_json_string(out, options.label);
+    out += ",\"base\":{\"stacks\":";
+    append_stacks(out, *options.base, base_ids);
+    out += ",\"total\":";
+    append_uint(out, options.base->total());
+    out += ",\"label\":";
+    append_json_string(out, options.base_label);
+    out += '}';
+  }
   out += ",\"info\":{";
   for (size_t i = 0; i < profile.info.size(); ++i) {
     if (i) out += ',';

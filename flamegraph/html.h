@@ -11,6 +11,10 @@ namespace ember::flamegraph {
 
 struct HtmlOptions {
   std::string title;  // page heading; a default is derived from the event
+  // A differential flamegraph: the profile is NEW, drawn in its shape and
+  // coloured by each frame's change of share against `base`.
+  const Profile* base = nullptr;
+  std::string label, base_label;  // what NEW and BASE are (file names)
 };
 
 void write_html(const Profile& profile, const HtmlOptions& options, std::ostream& out);

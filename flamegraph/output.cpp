@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "flamegraph/folded.h"
+#include "flamegraph/pprof.h"
 
 namespace ember::flamegraph {
 namespace {
@@ -39,8 +40,9 @@ std::expected<Format, std::string> format_for_path(const std::string& path) {
   auto ends = [&](std::string_view ext) { return path.size() > ext.size() && path.ends_with(ext); };
   if (ends(".html")) return Format::Html;
   if (ends(".folded") || ends(".txt") || ends(".collapsed")) return Format::Folded;
+  if (ends(".pb.gz") || ends(".pprof")) return Format::Pprof;
   return std::unexpected("cannot tell the output format of '" + path +
-                         "': use an extension .html (flamegraph) or .folded/.txt (folded stacks)");
+                         "': use an extension .html (flamegraph), .folded/.txt (folded stacks) or .pb.gz (pprof)");
 }
 
 std::expected<void, std::string> check_writable(const std::string& path) {
@@ -55,12 +57,17 @@ std::expected<void, std::string> write_profile(const Profile& profile, const std
                                                const HtmlOptions& html) {
   auto format = format_for_path(path);
   if (!format) return std::unexpected(format.error());
-  std::ostringstream body;
-  if (*format == Format::Html)
-    write_html(profile, html, body);
-  else
-    write_folded(profile, body);
-  std::string data = std::move(body).str();
+  std::string data;
+  if (*format == Format::Pprof) {
+    data = encode_pprof(profile);
+  } else {
+    std::ostringstream body;
+    if (*format == Format::Html)
+      write_html(profile, html, body);
+    else
+      write_folded(profile, body);
+    data = std::move(body).str();
+  }
 
   TempFile tmp;
   if (auto r = open_temp(path, tmp); !r) return r;

@@ -10,9 +10,9 @@
 
 namespace ember::flamegraph {
 
-enum class Format { Html, Folded };
+enum class Format { Html, Folded, Pprof };
 
-// .html -> Html; .folded, .txt, .collapsed -> Folded.
+// .html -> Html; .folded, .txt, .collapsed -> Folded; .pb.gz, .pprof -> Pprof.
 std::expected<Format, std::string> format_for_path(const std::string& path);
 
 // Fails, with the reason, if `path` could not be created now (missing

@@ -52,6 +52,9 @@ class Profile {
  public:
   std::string event = "cpu-clock";  // what was sampled
   std::string unit = "samples";     // "samples", "ns" or "bytes"
+  uint64_t period_ns = 0;           // with "samples": CPU time one sample stands for, if known
+  uint64_t start_unix_ns = 0;       // when the recording began, if known
+  uint64_t duration_ns = 0;         // how long it lasted, if known
   // Facts shown with the graph and in reports (samples, lost, duration ...).
   std::vector<std::pair<std::string, std::string>> info;
 

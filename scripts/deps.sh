@@ -3,19 +3,22 @@
 #   scripts/deps.sh build   compile ember
 #   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core)
 #   scripts/deps.sh bench   test + the peer the benchmarks compare against (perf) and GNU time
+#   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev openjdk-17-jdk-headless)
-test=(catch2 chromium util-linux bsdutils)
+test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev)
 bench=(linux-perf time)
+fuzz=(afl++)
 
 mode=${1:-build}
 case $mode in
 build) want=("${build[@]}") ;;
 test) want=("${build[@]}" "${test[@]}") ;;
 bench) want=("${build[@]}" "${test[@]}" "${bench[@]}") ;;
-*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+fuzz) want=("${build[@]}" "${test[@]}" "${fuzz[@]}") ;;
+*) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;
 esac
 # Node 20+ (playwright-core's minimum) may come from another repository;
 # only ask Debian for it when there is no node at all.

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "user/record.h"
+#include "user/tools.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ember: a system-wide profiler for Linux (eBPF)", "ember"};
@@ -37,6 +38,24 @@ int main(int argc, char** argv) {
   record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
   record->get_option("--kernel-only")->excludes("--user-only");
 
+  std::string convert_in, convert_out;
+  CLI::App* convert = app.add_subcommand("convert", "Convert a profile between folded stacks, pprof and HTML");
+  convert->add_option("input", convert_in, "Folded stacks or pprof (.pb.gz), told apart by content")->required();
+  convert->add_option("-o,--output", convert_out, "Output; the format follows the extension: .html, .folded/.txt, .pb.gz")
+      ->required();
+
+  std::string report_in;
+  size_t report_rows = 20;
+  CLI::App* report = app.add_subcommand("report", "Print the top functions of a profile by self time");
+  report->add_option("input", report_in, "Folded stacks or pprof")->required();
+  report->add_option("-n,--top", report_rows, "How many functions")->capture_default_str();
+
+  std::string diff_base, diff_new, diff_out = "diff.html";
+  CLI::App* diff = app.add_subcommand("diff", "Differential flamegraph: NEW's shape, coloured by change against BASE");
+  diff->add_option("base", diff_base, "The earlier profile (folded or pprof)")->required();
+  diff->add_option("new", diff_new, "The later profile (folded or pprof)")->required();
+  diff->add_option("-o,--output", diff_out, "Output .html")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -44,5 +63,8 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (*record) return ember::run_record(rec);
+  if (*convert) return ember::run_convert(convert_in, convert_out);
+  if (*report) return ember::run_report(report_in, report_rows);
+  if (*diff) return ember::run_diff(diff_base, diff_new, diff_out);
   return 0;
 }

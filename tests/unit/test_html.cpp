@@ -49,7 +49,9 @@ TEST_CASE("html data: names cannot break out of the script element") {
   FrameId quote = p.intern({"say \"hi\"\\ & <b>\n", FrameKind::Native, {}});
   p.add(std::vector<FrameId>{evil, quote}, 1);
   std::ostringstream out;
-  write_html(p, {"<title>"}, out);
+  HtmlOptions options;
+  options.title = "<title>";
+  write_html(p, options, out);
   std::string html = out.str();
   CHECK(html.find("</script><script>alert") == std::string::npos);
   CHECK(html.find("\\u003c/script\\u003e\\u003cscript\\u003ealert(1)") != std::string::npos);

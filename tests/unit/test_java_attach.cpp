@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "tests/unit/temp_dir.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -73,17 +75,6 @@ pid_t spawn(const std::vector<std::string>& argv, const fs::path& dir) {
   return pid;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "ember-attach-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // Sleeper.class, compiled once for every test case; empty `missing` if ready.
 struct Java {

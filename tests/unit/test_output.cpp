@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "tests/unit/temp_dir.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -10,14 +12,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "ember-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 Profile tiny() {
   Profile p;

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "tests/unit/temp_dir.h"
+
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,14 +26,6 @@ std::string fixture_path(const char* name) {
   return std::string(dir ? dir : "build/fixtures") + "/" + name;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "ember-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 void write_file(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());

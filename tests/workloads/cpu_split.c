@@ -2,7 +2,7 @@
  * hot_a does 7 units of work for every 3 that hot_b does (70/30).
  * Usage: cpu_split [seconds] (default 5). */
 #include <stdlib.h>
-#include <time.h>
+#include "elapsed.h"
 
 static volatile unsigned long sink;
 
@@ -28,13 +28,11 @@ __attribute__((noinline)) void hot_b(void)
 
 __attribute__((noinline)) void run_split(double seconds)
 {
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	struct timespec start = now();
 	do {
 		hot_a();
 		hot_b();
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+	} while (seconds_since(start) < seconds);
 }
 
 int main(int argc, char **argv)

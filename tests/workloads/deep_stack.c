@@ -2,19 +2,17 @@
  * spins at the bottom, so every sample's user stack is truncated.
  * Usage: deep_stack [depth] [seconds] (default 300, 3). */
 #include <stdlib.h>
-#include <time.h>
+#include "elapsed.h"
 
 static volatile unsigned long sink;
 
 __attribute__((noinline)) static void spin_at_bottom(double seconds)
 {
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	struct timespec start = now();
 	do {
 		for (int i = 0; i < 100000; i++)
 			sink += i;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+	} while (seconds_since(start) < seconds);
 }
 
 __attribute__((noinline)) void descend(int depth, double seconds)

@@ -1,19 +1,17 @@
 /* An unrelated busy process for system-wide tests: spins in spinner_loop
  * until killed or for the given seconds. Usage: spinner [seconds]. */
 #include <stdlib.h>
-#include <time.h>
+#include "elapsed.h"
 
 static volatile unsigned long sink;
 
 __attribute__((noinline)) void spinner_loop(double seconds)
 {
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	struct timespec start = now();
 	do {
 		for (int i = 0; i < 100000; i++)
 			sink += i;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+	} while (seconds_since(start) < seconds);
 }
 
 int main(int argc, char **argv)

@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
-#include <time.h>
+#include "elapsed.h"
 
 static char buffer[1 << 20];
 
@@ -27,13 +27,11 @@ static inline long raw_read(int fd, void *buf, unsigned long len)
 
 __attribute__((noinline)) void read_zero_loop(int fd, double seconds)
 {
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	struct timespec start = now();
 	do {
 		for (int i = 0; i < 64; i++)
 			raw_read(fd, buffer, sizeof(buffer));
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+	} while (seconds_since(start) < seconds);
 }
 
 int main(int argc, char **argv)

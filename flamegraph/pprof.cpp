@@ -1,0 +1,456 @@
+#include "flamegraph/pprof.h"
+
+#include <zlib.h>
+
+#include <charconv>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "flamegraph/folded.h"
+
+namespace ember::flamegraph {
+namespace {
+
+// --- protobuf wire format, just what profile.proto needs -----------------
+
+enum Wire { kVarint = 0, kLen = 2 };
+
+class Writer {
+ public:
+  void varint(uint64_t v) {
+    while (v >= 0x80) {
+      out_ += static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    out_ += static_cast<char>(v);
+  }
+  void tag(int field, Wire wire) { varint(static_cast<uint64_t>(field) << 3 | wire); }
+  void uint(int field, uint64_t v) {
+    if (v == 0) return;  // proto3 default
+    tag(field, kVarint);
+    varint(v);
+  }
+  void bytes(int field, std::string_view s) {
+    tag(field, kLen);
+    varint(s.size());
+    out_ += s;
+  }
+  void message(int field, const Writer& m) { bytes(field, m.out_); }
+  void packed(int field, const std::vector<uint64_t>& values) {
+    if (values.empty()) return;
+    Writer w;
+    for (uint64_t v : values) w.varint(v);
+    bytes(field, w.out_);
+  }
+  const std::string& str() const { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  bool done() const { return pos_ >= data_.size(); }
+  bool ok() const { return ok_; }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= data_.size()) return fail();
+      uint8_t b = static_cast<uint8_t>(data_[pos_++]);
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return v;
+    }
+    return fail();
+  }
+  // Next field; false at the end or on error.
+  bool next(int& field, int& wire) {
+    if (done() || !ok_) return false;
+    uint64_t key = varint();
+    field = static_cast<int>(key >> 3);
+    wire = static_cast<int>(key & 7);
+    return ok_ && field > 0;
+  }
+  std::string_view bytes() {
+    uint64_t n = varint();
+    if (!ok_ || n > data_.size() - pos_) {
+      fail();
+      return {};
+    }
+    std::string_view s = data_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  void skip(int wire) {
+    switch (wire) {
+      case kVarint: varint(); break;
+      case kLen: bytes(); break;
+      case 1: advance(8); break;
+      case 5: advance(4); break;
+      default: fail();
+    }
+  }
+  // Repeated uint64: packed (one length-delimited run) or one varint.
+  void repeated(int wire, std::vector<uint64_t>& out) {
+    if (wire == kVarint) {
+      out.push_back(varint());
+    } else if (wire == kLen) {
+      Reader r(bytes());
+      while (ok_ && !r.done() && r.ok()) out.push_back(r.varint());
+      ok_ = ok_ && r.ok();
+    } else {
+      fail();
+    }
+  }
+
+ private:
+  uint64_t fail() {
+    ok_ = false;
+    return 0;
+  }
+  void advance(size_t n) {
+    if (n > data_.size() - pos_) fail();
+    else pos_ += n;
+  }
+  std::string_view data_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// --- gzip ------------------------------------------------------------------
+
+std::string gzip(const std::string& raw) {
+  z_stream z{};
+  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);  // +16: gzip wrapper
+  std::string out(deflateBound(&z, raw.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
+  z.avail_in = static_cast<uInt>(raw.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// A bound on inflated size: a corrupt or hostile file must not eat memory.
+constexpr size_t kMaxInflated = size_t{2} << 30;
+
+std::expected<std::string, std::string> gunzip(std::string_view in) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return std::unexpected("zlib: cannot start inflating");  // +32: auto-detect gzip
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  std::string out;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    size_t have = out.size();
+    out.resize(have + (1 << 20));
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + have);
+    z.avail_out = 1 << 20;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.resize(have + (1 << 20) - z.avail_out);
+    if (out.size() > kMaxInflated) rc = Z_MEM_ERROR;
+    if (rc == Z_BUF_ERROR && z.avail_in == 0) break;  // truncated input
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END)
+    return std::unexpected(rc == Z_MEM_ERROR ? "inflates to more than 2 GiB" : "corrupt or truncated gzip data");
+  return out;
+}
+
+// --- pseudo-frames <-> labels ---------------------------------------------
+
+// "comm (123)" -> comm, 123; "comm" -> comm, 0.
+std::pair<std::string, uint64_t> split_process(const std::string& name) {
+  size_t open = name.rfind(" (");
+  if (open != std::string::npos && name.back() == ')') {
+    uint64_t pid = 0;
+    auto [p, ec] = std::from_chars(name.data() + open + 2, name.data() + name.size() - 1, pid);
+    if (ec == std::errc() && p == name.data() + name.size() - 1) return {name.substr(0, open), pid};
+  }
+  return {name, 0};
+}
+
+// "[name tid=123]" -> name, 123.
+std::pair<std::string, uint64_t> split_thread(const std::string& name) {
+  size_t at = name.rfind(" tid=");
+  uint64_t tid = 0;
+  if (name.size() > 2 && at != std::string::npos) {
+    std::from_chars(name.data() + at + 5, name.data() + name.size() - 1, tid);
+    return {name.substr(1, at - 1), tid};
+  }
+  return {name, 0};
+}
+
+}  // namespace
+
+std::string encode_pprof(const Profile& profile) {
+  std::vector<std::string> strings{""};
+  std::unordered_map<std::string, uint64_t> string_ids{{"", 0}};
+  auto str = [&](const std::string& s) {
+    auto [it, inserted] = string_ids.try_emplace(s, strings.size());
+    if (inserted) strings.push_back(s);
+    return it->second;
+  };
+
+  Writer out;
+  auto value_type = [&](int field, const std::string& type, const std::string& unit) {
+    Writer w;
+    w.uint(1, str(type));
+    w.uint(2, str(unit));
+    out.message(field, w);
+  };
+  bool cpu_time = profile.unit == "samples" && profile.period_ns > 0;
+  if (profile.unit == "samples") {
+    value_type(1, "samples", "count");
+    if (cpu_time) value_type(1, "cpu", "nanoseconds");
+  } else {
+    value_type(1, profile.event, profile.unit == "ns" ? "nanoseconds" : profile.unit);
+  }
+
+  // Mappings by module, functions by (name, kind), locations by frame.
+  std::map<std::string, uint64_t> mappings;
+  for (const Frame& f : profile.frames())
+    if (!f.module.empty()) mappings.emplace(f.module, mappings.size() + 1);
+  for (const auto& [module, id] : mappings) {
+    Writer m;
+    m.uint(1, id);
+    m.uint(5, str(module));
+    m.uint(7, 1);  // has_functions
+    out.message(3, m);
+  }
+  for (size_t i = 0; i < profile.frames().size(); ++i) {
+    const Frame& f = profile.frames()[i];
+    if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;  // labels instead
+    Writer fn;
+    fn.uint(1, i + 1);
+    fn.uint(2, str(f.name));
+    fn.uint(3, str(folded_name(f)));
+    out.message(5, fn);
+    Writer line;
+    line.uint(1, i + 1);
+    Writer loc;
+    loc.uint(1, i + 1);
+    if (!f.module.empty()) loc.uint(2, mappings[f.module]);
+    loc.message(4, line);
+    out.message(4, loc);
+  }
+
+  for (const Stack* s : profile.sorted_stacks()) {
+    Writer sample;
+    std::vector<uint64_t> locations;
+    for (auto it = s->frames.rbegin(); it != s->frames.rend(); ++it) {  // leaf first
+      const Frame& f = profile.frames()[*it];
+      if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;
+      locations.push_back(*it + 1);
+    }
+    sample.packed(1, locations);
+    std::vector<uint64_t> values{s->weight};
+    if (cpu_time) values.push_back(s->weight * profile.period_ns);
+    sample.packed(2, values);
+    auto label = [&](const std::string& key, const std::string* text, uint64_t num) {
+      Writer l;
+      l.uint(1, str(key));
+      if (text) l.uint(2, str(*text));
+      l.uint(3, num);
+      sample.message(3, l);
+    };
+    for (FrameId id : s->frames) {
+      const Frame& f = profile.frames()[id];
+      if (f.kind == FrameKind::Process) {
+        auto [comm, pid] = split_process(f.name);
+        label("comm", &comm, 0);
+        if (pid) label("pid", nullptr, pid);
+      } else if (f.kind == FrameKind::Thread) {
+        auto [thread, tid] = split_thread(f.name);
+        label("thread", &thread, 0);
+        if (tid) label("tid", nullptr, tid);
+      }
+    }
+    out.message(2, sample);
+  }
+
+  out.uint(9, profile.start_unix_ns);
+  out.uint(10, profile.duration_ns);
+  if (cpu_time) {
+    Writer period_type;
+    period_type.uint(1, str("cpu"));
+    period_type.uint(2, str("nanoseconds"));
+    out.message(11, period_type);
+    out.uint(12, profile.period_ns);
+  }
+  out.uint(14, str(profile.unit == "samples" ? "samples" : profile.event));
+  // The string table goes last: every string is known by now.
+  for (const std::string& s : strings) out.bytes(6, s);
+  return gzip(out.str());
+}
+
+std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
+  std::string inflated;
+  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
+    auto r = gunzip(bytes);
+    if (!r) return std::unexpected("pprof: " + r.error());
+    inflated = std::move(*r);
+    bytes = inflated;
+  }
+  struct RawSample {
+    std::vector<uint64_t> locations, values;
+    std::vector<std::string_view> labels;  // raw Label messages
+  };
+  struct RawLocation {
+    uint64_t mapping = 0;
+    std::vector<uint64_t> functions;  // innermost first (pprof's line order)
+  };
+  std::vector<std::string_view> strings;
+  std::vector<std::pair<uint64_t, uint64_t>> sample_types;  // type, unit
+  std::vector<RawSample> samples;
+  std::unordered_map<uint64_t, RawLocation> locations;
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> functions;  // name, system_name
+  std::unordered_map<uint64_t, uint64_t> mappings;                        // id -> filename
+  uint64_t default_type = 0, period = 0, time_nanos = 0, duration = 0;
+
+  Reader r(bytes);
+  int field, wire;
+  auto pair_of = [](std::string_view m, int a, int b) {
+    Reader s(m);
+    std::pair<uint64_t, uint64_t> out{};
+    int f, w;
+    while (s.next(f, w)) {
+      if (f == a && w == kVarint) out.first = s.varint();
+      else if (f == b && w == kVarint) out.second = s.varint();
+      else s.skip(w);
+    }
+    return out;
+  };
+  while (r.next(field, wire)) {
+    if (wire != kLen) {
+      uint64_t v = wire == kVarint ? r.varint() : (r.skip(wire), 0);
+      if (field == 9) time_nanos = v;
+      if (field == 10) duration = v;
+      if (field == 12) period = v;
+      if (field == 14) default_type = v;
+      continue;
+    }
+    std::string_view m = r.bytes();
+    Reader s(m);
+    int f, w;
+    switch (field) {
+      case 1: sample_types.push_back(pair_of(m, 1, 2)); break;
+      case 2: {
+        RawSample sample;
+        while (s.next(f, w)) {
+          if (f == 1) s.repeated(w, sample.locations);
+          else if (f == 2) s.repeated(w, sample.values);
+          else if (f == 3 && w == kLen) sample.labels.push_back(s.bytes());
+          else s.skip(w);
+        }
+        if (!s.ok()) return std::unexpected("pprof: corrupt sample");
+        samples.push_back(std::move(sample));
+        break;
+      }
+      case 3: {
+        auto [id, filename] = pair_of(m, 1, 5);
+        mappings[id] = filename;
+        break;
+      }
+      case 4: {
+        uint64_t id = 0;
+        RawLocation loc;
+        while (s.next(f, w)) {
+          if (f == 1 && w == kVarint) id = s.varint();
+          else if (f == 2 && w == kVarint) loc.mapping = s.varint();
+          else if (f == 4 && w == kLen) loc.functions.push_back(pair_of(s.bytes(), 1, 2).first);
+          else s.skip(w);
+        }
+        if (!s.ok()) return std::unexpected("pprof: corrupt location");
+        locations[id] = std::move(loc);
+        break;
+      }
+      case 5: {
+        uint64_t id = 0, name = 0, system_name = 0;
+        while (s.next(f, w)) {
+          if (f == 1 && w == kVarint) id = s.varint();
+          else if (f == 2 && w == kVarint) name = s.varint();
+          else if (f == 3 && w == kVarint) system_name = s.varint();
+          else s.skip(w);
+        }
+        if (!s.ok()) return std::unexpected("pprof: corrupt function");
+        functions[id] = {name, system_name};
+        break;
+      }
+      case 6: strings.push_back(m); break;
+      case 11: break;  // period_type: the period's unit, implied by the sample types
+      default: break;
+    }
+  }
+  if (!r.ok()) return std::unexpected("pprof: corrupt or truncated protobuf");
+  if (sample_types.empty()) return std::unexpected("pprof: no sample types: not a profile");
+  auto text = [&](uint64_t i) -> std::string_view { return i < strings.size() ? strings[i] : std::string_view(); };
+
+  size_t value_index = sample_types.size() - 1;  // pprof's rule without a default
+  for (size_t i = 0; i < sample_types.size(); ++i)
+    if (default_type && sample_types[i].first == default_type) value_index = i;
+
+  Profile profile;
+  std::string_view type = text(sample_types[value_index].first), unit = text(sample_types[value_index].second);
+  profile.unit = unit == "count" ? "samples" : unit == "nanoseconds" ? "ns" : std::string(unit);
+  profile.event = type == "samples" ? "cpu-clock" : std::string(type);
+  profile.period_ns = profile.unit == "samples" ? period : 0;
+  profile.start_unix_ns = time_nanos;
+  profile.duration_ns = duration;
+
+  std::vector<FrameId> frames;
+  for (const RawSample& s : samples) {
+    if (value_index >= s.values.size()) continue;
+    frames.clear();
+    std::string comm, thread;
+    uint64_t pid = 0, tid = 0;
+    for (std::string_view l : s.labels) {
+      Reader lr(l);
+      uint64_t key = 0, str = 0, num = 0;
+      int f, w;
+      while (lr.next(f, w)) {
+        if (f == 1 && w == kVarint) key = lr.varint();
+        else if (f == 2 && w == kVarint) str = lr.varint();
+        else if (f == 3 && w == kVarint) num = lr.varint();
+        else lr.skip(w);
+      }
+      std::string_view k = text(key);
+      if (k == "comm") comm = text(str);
+      else if (k == "pid") pid = num;
+      else if (k == "thread") thread = text(str);
+      else if (k == "tid") tid = num;
+    }
+    if (!comm.empty())
+      frames.push_back(profile.intern(
+          Frame{pid ? comm + " (" + std::to_string(pid) + ")" : comm, FrameKind::Process, {}}));
+    if (!thread.empty())
+      frames.push_back(profile.intern(
+          Frame{"[" + thread + " tid=" + std::to_string(tid) + "]", FrameKind::Thread, {}}));
+    for (auto loc_id = s.locations.rbegin(); loc_id != s.locations.rend(); ++loc_id) {  // root first
+      auto loc = locations.find(*loc_id);
+      if (loc == locations.end()) return std::unexpected("pprof: a sample names a missing location");
+      auto mapping = mappings.find(loc->second.mapping);
+      std::string module(mapping == mappings.end() ? std::string_view() : text(mapping->second));
+      const auto& fns = loc->second.functions;
+      for (size_t i = fns.size(); i-- > 0;) {  // outermost line last in pprof
+        auto fn = functions.find(fns[i]);
+        if (fn == functions.end()) return std::unexpected("pprof: a location names a missing function");
+        std::string name(text(fn->second.first));
+        Frame frame = parse_folded_frame(text(fn->second.second), false);
+        if (frame.name != name) frame = parse_folded_frame(name, false);  // not written by ember
+        frame.name = name;
+        if (i + 1 < fns.size() && frame.kind == FrameKind::Jit) frame.kind = FrameKind::Inlined;  // inlined into the next line
+        frame.module = module;
+        frames.push_back(profile.intern(frame));
+      }
+    }
+    uint64_t v = s.values[value_index];
+    if (static_cast<int64_t>(v) > 0) profile.add(frames, v);
+  }
+  return profile;
+}
+
+}  // namespace ember::flamegraph
