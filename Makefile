@@ -170,6 +170,7 @@ bench: deps-bench
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS)
 	$(Q)bench/record.sh
 	$(Q)bench/java.sh
+	$(Q)bench/viewer.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -4,11 +4,15 @@
 //
 //   node tests/browser/flamegraph.test.mjs FILE.html [--screenshot out.png] [--search REGEX]
 //
+// The basics are checked here; transforms, reverse, sort, the function table,
+// the sandwich view, URL state and saved defaults in features.mjs (run from
+// here too). Differential pages: diff.test.mjs.
 // Prints `ok - name` / `not ok - name: reason` per check; exits 1 on any failure.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { featureChecks } from './features.mjs';
+import { assert, assertPercent, check, failed, launch } from './lib.mjs';
 
 // Default matches nested frames (ksys_read above vfs_read) in the fixture and
 // in ember's recordings of tests/workloads/syscall_loop.
@@ -71,30 +75,6 @@ function makeModel(data) {
   return { data, stacks, total, pathWeight, matchedShare, naiveShare };
 }
 
-// ------------------------------------------------------------ tiny harness
-
-let failures = 0;
-async function check(name, fn) {
-  try {
-    const note = await fn();
-    console.log(`ok - ${name}${note ? ' # ' + note : ''}`);
-  } catch (e) {
-    failures++;
-    const reason = String((e && e.message) || e).split('\n')[0];
-    console.log(`not ok - ${name}: ${reason.length > 300 ? reason.slice(0, 300) + '…' : reason}`);
-  }
-}
-
-function assert(cond, msg) { if (!cond) throw new Error(msg); }
-
-function assertPercent(text, expected, what) {
-  const m = /([\d.]+)%/.exec(text || '');
-  assert(m, `${what}: no percentage in ${JSON.stringify(text)}`);
-  const shown = parseFloat(m[1]), digits = (m[1].split('.')[1] || '').length;
-  assert(Math.abs(shown - expected) <= 0.5 * 10 ** -digits + 1e-9,
-    `${what}: shows ${m[1]}%, expected ${expected.toFixed(4)}%`);
-}
-
 // ------------------------------------------------------------ page helpers
 
 function pageHelpers(page) {
@@ -152,18 +132,26 @@ async function scanColumn(h, x, height, want) {
     if (tip) rows.push({ startY: y, tip });
     current = key;
   }
-  return rows.filter((r) => r.endY !== undefined).slice(0, want).map((r) => ({ y: (r.startY + r.endY) / 2, label: { name: r.tip.name, meta: r.tip.meta }, tip: r.tip }));
+  // Direct recursion stacks identical rows into one run: split runs by the
+  // height of the root row (always a single row).
+  const done = rows.filter((r) => r.endY !== undefined);
+  const rowH = done.length ? done[0].startY - done[0].endY : 0;
+  const split = [];
+  for (const r of done) {
+    const n = Math.max(1, Math.round((r.startY - r.endY) / rowH));
+    for (let i = 0; i < n; i++) split.push({ startY: r.startY - i * rowH, endY: r.startY - (i + 1) * rowH, tip: r.tip });
+  }
+  return split.slice(0, want).map((r) => ({ y: (r.startY + r.endY) / 2, label: { name: r.tip.name, meta: r.tip.meta }, tip: r.tip }));
 }
 
 // ------------------------------------------------------------ checks
 
 async function run(args) {
   const model = makeModel(readEmbeddedData(args.file));
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
-  const page = await browser.newPage({ viewport: VIEWPORT, colorScheme: 'light' });
+  const browser = await launch();
+  // One context, so pages opened by later checks share localStorage (saved defaults).
+  const context = await browser.newContext({ viewport: VIEWPORT, colorScheme: 'light' });
+  const page = await context.newPage();
   page.setDefaultTimeout(5000);
   const dialogs = [], pageErrors = [];
   page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
@@ -390,6 +378,8 @@ async function run(args) {
     assert(!(await h.visible('#help')), 'Escape did not close help');
   });
 
+  await featureChecks({ page, file: args.file, data: model.data, pageErrors, dialogs });
+
   await check('no dialog fired', async () => { assert(dialogs.length === 0, `dialogs: ${JSON.stringify(dialogs)}`); });
   await check('no page errors', async () => {
     assert(pageErrors.length === 0, `${pageErrors.length} error(s), first: ${pageErrors[0]}`);
@@ -411,8 +401,8 @@ async function run(args) {
 
 const args = parseArgs(process.argv.slice(2));
 run(args).then(() => {
-  console.log(failures ? `# ${failures} check(s) failed` : '# all checks passed');
-  process.exit(failures ? 1 : 0);
+  console.log(failed() ? `# ${failed()} check(s) failed` : '# all checks passed');
+  process.exit(failed() ? 1 : 0);
 }, (e) => {
   console.log(`not ok - harness: ${e && e.stack || e}`);
   process.exit(1);

@@ -1,12 +1,19 @@
 // Builds a self-contained flamegraph page from flamegraph/flamegraph.html and
 // a synthetic, deterministic profile (JSON contract version 1).
 //
-//   node tests/browser/make_fixture.mjs OUT.html [--big] [--unit samples|ns|bytes]
+//   node tests/browser/make_fixture.mjs OUT.html [--big] [--unit samples|ns|bytes] [--diff]
 //
 // Default: ~5,000 unique stacks. --big: 100,000 unique stacks of depth 8-60.
 // The profile holds kernel, native, cpp, jit, inlined, interpreted, alloc,
-// thread, process and unknown frames, a 250-deep recursive stack, and frame
-// names / a title that try to inject HTML.
+// thread, process and unknown frames, a 250-deep recursive stack, recursion
+// with gaps (a recursive-descent parser), Java lambda classes with ids, and
+// frame names / a title that try to inject HTML.
+//
+// --diff: a differential page. BASE is the profile above; NEW is the same
+// with every weight doubled, plus known changes under myapp's main:
+// app::Diff::growing() goes from 2% to 10% of the total, app::Diff::shrinking()
+// from 10% to 2%, app::Diff::added() (3%) exists only in NEW and
+// app::Diff::removed() (3%) only in BASE; each calls app::Diff::work().
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,15 +24,16 @@ const XSS_PROCESS = '</script><script>alert(1)</script>';
 const XSS_THREAD = '<img src=x onerror=alert(2)>';
 
 function parseArgs(argv) {
-  const args = { out: null, big: false, unit: 'samples' };
+  const args = { out: null, big: false, unit: 'samples', diff: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--big') args.big = true;
+    else if (argv[i] === '--diff') args.diff = true;
     else if (argv[i] === '--unit') args.unit = argv[++i];
     else if (!args.out) args.out = argv[i];
     else throw new Error('unexpected argument: ' + argv[i]);
   }
   if (!args.out || !['samples', 'ns', 'bytes'].includes(args.unit)) {
-    throw new Error('usage: make_fixture.mjs OUT.html [--big] [--unit samples|ns|bytes]');
+    throw new Error('usage: make_fixture.mjs OUT.html [--big] [--unit samples|ns|bytes] [--diff]');
   }
   return args;
 }
@@ -167,7 +175,59 @@ function generate({ big, unit }) {
   for (const s of byKey.values()) total += s.weight;
   const deep = deepStack(pools, threads);
   byKey.set(deep.join(','), { stack: deep, weight: Math.round(total * 0.03) });
-  return { pools, list: [...byKey.values()] };
+  // Added after the random stacks, with their own PRNG, so those stay as they were.
+  const extraRand = mulberry32(0x1a3b);
+  for (const stack of [...lambdaStacks(pools, threads), ...parserStacks(pools, threads, extraRand)]) {
+    byKey.set(stack.join(','), { stack, weight: Math.max(1, Math.round(total * (0.002 + 0.003 * extraRand()))) });
+  }
+  return { pools, threads, list: [...byKey.values()], total };
+}
+
+// Java lambdas: one class per call site with a generated id, the case for a
+// "replace" transform (e.g. \$\$Lambda\$\d+/0x[0-9a-f]+ -> $$Lambda).
+function lambdaStacks(pools, threads) {
+  const jit = (n) => pools.frame(n, 'jit', '[jit]');
+  const prefix = [...threads[1].prefix, jit('Ljava/lang/Thread;::run'),
+    jit('Ljava/util/concurrent/ThreadPoolExecutor$Worker;::run'), jit('Ljava/app/Dispatcher;::dispatch')];
+  const out = [];
+  for (let i = 0; i < 8; i++) {
+    const id = 17 + 23 * i, addr = (0x800c01000 + 0x2a8 * i).toString(16).padStart(16, '0');
+    out.push([...prefix, jit(`Ljava/app/Handler$$Lambda$${id}/0x${addr};::apply`), jit(`Ljava/app/Handler;::lambda$handle$${i % 3}`)]);
+  }
+  return out;
+}
+
+// A recursive-descent parser: parseExpr -> parseTerm -> parseFactor ->
+// parseExpr ... so functions recur with other frames in between.
+function parserStacks(pools, threads, rand) {
+  const cpp = (n) => pools.frame(n, 'cpp', APP);
+  const cycle = ['app::Parser::parseExpr(Lexer&)', 'app::Parser::parseTerm(Lexer&)', 'app::Parser::parseFactor(Lexer&)'].map(cpp);
+  const leaves = ['app::Lexer::next()', 'app::Lexer::peek() const', 'app::Ast::makeNode(Kind)'].map(cpp);
+  const out = [];
+  for (let i = 0; i < 24; i++) {
+    const len = 2 + Math.floor(rand() * 12);
+    const stack = [...threads[0].prefix, cpp('app::Parser::parse(std::string_view)')];
+    for (let j = 0; j < len; j++) stack.push(cycle[j % 3]);
+    stack.push(leaves[i % 3]);
+    out.push(stack);
+  }
+  return out;
+}
+
+// NEW for --diff: BASE with doubled weights and the known changes.
+function diffProfiles(pools, threads, list, total) {
+  const cpp = (n) => pools.frame(n, 'cpp', APP);
+  const main = threads[0].prefix, work = cpp('app::Diff::work()');
+  const at = (name) => [...main, cpp(name), work];
+  const base = list.map((s) => ({ stack: s.stack, weight: s.weight }));
+  const now = list.map((s) => ({ stack: s.stack, weight: 2 * s.weight }));
+  base.push({ stack: at('app::Diff::growing()'), weight: Math.round(0.02 * total) },
+    { stack: at('app::Diff::shrinking()'), weight: Math.round(0.10 * total) },
+    { stack: at('app::Diff::removed()'), weight: Math.round(0.03 * total) });
+  now.push({ stack: at('app::Diff::growing()'), weight: Math.round(0.10 * 2 * total) },
+    { stack: at('app::Diff::shrinking()'), weight: Math.round(0.02 * 2 * total) },
+    { stack: at('app::Diff::added()'), weight: Math.round(0.03 * 2 * total) });
+  return { base, now };
 }
 
 function compareStacks(a, b) {
@@ -197,11 +257,15 @@ function escapeForScript(json) {
 
 function main() {
   const args = parseArgs(process.argv.slice(2));
-  const { pools, list } = generate(args);
-  const total = list.reduce((sum, s) => sum + s.weight, 0);
+  const gen = generate(args);
+  const { pools } = gen;
+  let list = gen.list, base = null;
+  if (args.diff) ({ now: list, base } = diffProfiles(pools, gen.threads, gen.list, gen.total));
+  const sum = (l) => l.reduce((acc, s) => acc + s.weight, 0);
+  const total = sum(list);
   const data = {
     version: 1,
-    title: `ember — cpu-clock, 10.0 s, host <b>fixture</b>${args.big ? ' (big)' : ''}`,
+    title: `ember — cpu-clock, 10.0 s, host <b>fixture</b>${args.big ? ' (big)' : ''}${args.diff ? ' (diff)' : ''}`,
     event: 'cpu-clock',
     unit: args.unit,
     kinds: KINDS,
@@ -212,12 +276,16 @@ function main() {
     total,
     info: { samples: total, lost: 12, truncated: 1, unknown: 3, duration_s: 10.0, host: '<i>fixture</i>' },
   };
+  if (base) {
+    data.label = 'new.folded';
+    data.base = { stacks: encodeStacks(base), total: sum(base), label: 'base.folded' };
+  }
   const template = readFileSync(TEMPLATE, 'utf8');
   if (template.split(PLACEHOLDER).length !== 2) throw new Error(`${TEMPLATE} must contain ${PLACEHOLDER} exactly once`);
   // A function replacement, so '$' sequences in the data are not special.
   const html = template.replace(PLACEHOLDER, () => escapeForScript(JSON.stringify(data)));
   writeFileSync(args.out, html);
-  console.log(`wrote ${args.out}: ${list.length} stacks, ${pools.frames.length / 3} frames, ${(html.length / 1e6).toFixed(2)} MB`);
+  console.log(`wrote ${args.out}: ${list.length} stacks${base ? ` (base ${base.length})` : ''}, ${pools.frames.length / 3} frames, ${(html.length / 1e6).toFixed(2)} MB`);
 }
 
 main();

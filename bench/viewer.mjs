@@ -1,0 +1,118 @@
+// Speed of the flamegraph viewer (flamegraph/flamegraph.html) in headless Chromium.
+//
+//   node bench/viewer.mjs FILE.html [--runs N] [--search REGEX]
+//
+// Per run the page is loaded afresh, then:
+//   first paint  navigation start -> the page's `ember:ready` mark (data parsed,
+//                tree built and laid out, first frame drawn)
+//   search       input event in the search box -> the next animation frame,
+//                which the redraw precedes (so the redraw is included)
+//   zoom         click on a frame -> the next animation frame after the redraw
+//   reverse, sort by weight, transform: the same for those controls (no target; for information)
+// Prints the median of N runs (default 5) and the file size.
+// Targets on `tests/browser/make_fixture.mjs --big` (100k stacks): first paint
+// < 1.5 s, search < 100 ms, zoom < 100 ms.
+import { statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const require = createRequire(new URL('../tests/browser/package.json', import.meta.url));
+const { chromium } = require('playwright-core');
+
+function parseArgs(argv) {
+  const args = { file: null, runs: 5, search: '_read|Record' };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--runs') args.runs = Math.max(1, parseInt(argv[++i], 10) || 1);
+    else if (argv[i] === '--search') args.search = argv[++i];
+    else if (!args.file) args.file = argv[i];
+    else throw new Error('unexpected argument: ' + argv[i]);
+  }
+  if (!args.file) throw new Error('usage: bench/viewer.mjs FILE.html [--runs N] [--search REGEX]');
+  return args;
+}
+
+const median = (xs) => {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (!s.length) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+// In the page: performs action `act`, resolves with the time until the
+// animation frame after the one the page's redraw was queued for.
+function afterFrame(page, act, arg) {
+  return page.evaluate(([act, arg]) => new Promise((done) => {
+    const $ = (id) => document.getElementById(id);
+    const input = (id, value) => { $(id).value = value; $(id).dispatchEvent(new Event('input', { bubbles: true })); };
+    const t0 = performance.now();
+    if (act === 'search') input('search', arg);
+    else if (act === 'key') document.dispatchEvent(new KeyboardEvent('keydown', { key: arg, bubbles: true }));
+    else if (act === 'zoom') {
+      // The middle of the canvas, four rows above the root (flame orientation, scrolled to the root).
+      const c = $('flame'), r = c.getBoundingClientRect();
+      c.dispatchEvent(new MouseEvent('click', { bubbles: true, clientX: r.left + r.width / 2, clientY: r.bottom - 4 - 18 * 4.5 }));
+    } else if (act === 'transform') {
+      $('tf-kind').value = 'replace';
+      $('tf-kind').dispatchEvent(new Event('change'));
+      $('tf-re').value = '_\\d+';
+      $('tf-to').value = '_N';
+      $('tf-add').click();
+    } else if (act === 'clearTransforms') $('tf-clear').click();
+    requestAnimationFrame(() => done(performance.now() - t0));
+  }), [act, arg]);
+}
+
+async function run(args) {
+  const file = resolve(args.file);
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  const results = { ready: [], search: [], searchCompute: [], zoom: [], reverse: [], sort: [], transform: [] };
+  const errors = [];
+  for (let i = 0; i < args.runs; i++) {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForSelector('body[data-state]', { timeout: 60000 });
+    const st = await page.evaluate(() => document.body.dataset.state);
+    if (st !== 'ready') throw new Error('page state: ' + st);
+    const measure = (n) => page.evaluate((n) => {
+      const e = performance.getEntriesByName('ember:' + n).pop();
+      return e ? e.duration : NaN;
+    }, n);
+    results.ready.push(await measure('ready'));
+    await afterFrame(page, 'none');   // let the first frames settle
+    results.search.push(await afterFrame(page, 'search', args.search));
+    results.searchCompute.push((await measure('search')) + (await measure('draw')));
+    await afterFrame(page, 'search', '');
+    results.zoom.push(await afterFrame(page, 'zoom'));
+    await afterFrame(page, 'key', 'Escape');
+    results.reverse.push(await afterFrame(page, 'key', 'r'));
+    await afterFrame(page, 'key', 'r');
+    results.sort.push(await afterFrame(page, 'key', 'w'));
+    await afterFrame(page, 'key', 'w');
+    results.transform.push(await afterFrame(page, 'transform'));
+    await afterFrame(page, 'clearTransforms');
+    await page.close();
+  }
+  await browser.close();
+  if (errors.length) throw new Error('page error: ' + errors[0]);
+
+  const ms = (xs) => median(xs).toFixed(1).padStart(8) + ' ms';
+  const size = statSync(file).size;
+  console.log(`file         ${args.file}: ${(size / 1e6).toFixed(2)} MB`);
+  console.log(`runs         ${args.runs} (medians)`);
+  console.log(`first paint  ${ms(results.ready)}   (navigation start -> ember:ready)`);
+  console.log(`search       ${ms(results.search)}   (input -> next frame; search + redraw compute ${median(results.searchCompute).toFixed(1)} ms)`);
+  console.log(`zoom         ${ms(results.zoom)}   (click -> next frame)`);
+  console.log(`reverse      ${ms(results.reverse)}   (r -> next frame; rebuilds the tree)`);
+  console.log(`sort weight  ${ms(results.sort)}   (w -> next frame)`);
+  console.log(`transform    ${ms(results.transform)}   (replace _\\d+ -> _N, -> next frame)`);
+}
+
+run(parseArgs(process.argv.slice(2))).catch((e) => {
+  console.error(e && e.stack || e);
+  process.exit(1);
+});
