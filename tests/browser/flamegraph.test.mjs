@@ -72,7 +72,13 @@ function makeModel(data) {
     .reduce((sum, s) => sum + s.weight, 0) / total;
   const naiveShare = (re) => stacks
     .reduce((sum, s) => sum + s.weight * s.frames.filter((f) => re.test(name(f))).length, 0) / total;
-  return { data, stacks, total, pathWeight, matchedShare, naiveShare };
+  // Distinct outermost matches (by frame path from the root): the stops of
+  // next / previous match.
+  const matchStops = (re) => new Set(stacks.flatMap((s) => {
+    const i = s.frames.findIndex((f) => re.test(name(f)));
+    return i < 0 ? [] : [s.frames.slice(0, i + 1).join(',')];
+  })).size;
+  return { data, stacks, total, pathWeight, matchedShare, naiveShare, matchStops };
 }
 
 // ------------------------------------------------------------ page helpers
@@ -249,6 +255,30 @@ async function run(args) {
     assert(px.magenta > 0, 'no highlighted (magenta) pixels after search');
     const naive = 100 * model.naiveShare(re);
     return Math.abs(naive - expected) > 0.01 ? `nested matches not double-counted (naive ${naive.toFixed(2)}%)` : '';
+  });
+
+  await check('Enter / Shift+Enter in search zoom to the next / previous match', async () => {
+    const re = new RegExp(args.search);
+    const stops = model.matchStops(re);
+    await page.focus('#search');
+    await page.keyboard.press('Enter');
+    await h.settle();
+    const first = await h.text('#matched');
+    assert(first.endsWith(` · 1/${stops}`), `readout ${JSON.stringify(first)}, expected 1/${stops}`);
+    const crumbs = await page.locator('#crumbs button').allTextContents();
+    assert(re.test(crumbs[crumbs.length - 1]), `zoomed to ${JSON.stringify(crumbs[crumbs.length - 1])}, not a match`);
+    if (stops > 1) {
+      await page.keyboard.press('Enter');
+      await h.settle();
+      assert((await h.text('#matched')).endsWith(` · 2/${stops}`), 'Enter did not move to match 2');
+      await page.keyboard.press('Shift+Enter');
+      await h.settle();
+      assert((await h.text('#matched')).endsWith(` · 1/${stops}`), 'Shift+Enter did not move back to match 1');
+    }
+    await page.keyboard.press('Escape');  // leave the box
+    await page.click('#reset');
+    await h.settle();
+    return `${stops} stops`;
   });
 
   await check('invalid regex shows an error, no exception', async () => {
