@@ -8,11 +8,10 @@
 // the sandwich view, URL state and saved defaults in features.mjs (run from
 // here too). Differential pages: diff.test.mjs.
 // Prints `ok - name` / `not ok - name: reason` per check; exits 1 on any failure.
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { featureChecks } from './features.mjs';
-import { assert, assertPercent, check, failed, launch } from './lib.mjs';
+import { assert, assertPercent, check, decodeStacks, failed, launch, readEmbeddedData } from './lib.mjs';
 
 // Default matches nested frames (ksys_read above vfs_read) in the fixture and
 // in ember's recordings of tests/workloads/syscall_loop.
@@ -32,27 +31,6 @@ function parseArgs(argv) {
 }
 
 // ------------------------------------------------------------ expectations from the embedded JSON
-
-function readEmbeddedData(file) {
-  const html = readFileSync(file, 'utf8');
-  const m = html.match(/<script id="ember-data" type="application\/json">([\s\S]*?)<\/script>/);
-  if (!m) throw new Error('no ember-data script in ' + file);
-  return JSON.parse(m[1]);
-}
-
-// Independent decoder (deliberately not shared with the page).
-function decodeStacks(enc) {
-  const out = [];
-  let prev = [];
-  for (let i = 0; i < enc.length;) {
-    const prefix = enc[i], n = enc[i + 1];
-    const frames = prev.slice(0, prefix).concat(enc.slice(i + 2, i + 2 + n));
-    out.push({ frames, weight: enc[i + 2 + n] });
-    prev = frames;
-    i += n + 3;
-  }
-  return out;
-}
 
 function makeModel(data) {
   const stacks = decodeStacks(data.stacks);
