@@ -3,6 +3,7 @@
 #include <charconv>
 #include <istream>
 #include <ostream>
+#include <sstream>
 
 namespace ember::flamegraph {
 namespace {
@@ -76,6 +77,12 @@ void write_folded(const Profile& profile, std::ostream& out) {
     line += '\n';
     out << line;
   }
+}
+
+std::string folded_text(const Profile& profile) {
+  std::ostringstream out;
+  write_folded(profile, out);
+  return std::move(out).str();
 }
 
 std::expected<FoldedReadResult, std::string> read_folded(std::istream& in) {

@@ -14,6 +14,7 @@
 namespace ember::flamegraph {
 
 void write_folded(const Profile& profile, std::ostream& out);
+std::string folded_text(const Profile& profile);  // the same, as a string
 
 struct FoldedReadResult {
   Profile profile;

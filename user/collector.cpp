@@ -267,9 +267,7 @@ flamegraph::Profile Collector::build() {
     profile.add(frames, count);
     if (unknown) stats_.unknown_samples += count;
   }
-  stats_.processes = process_name_.size();
   stats_.jvms = jvms_.size();
-  stats_.unique_stacks = profile.stacks().size();
   return profile;
 }
 

@@ -39,8 +39,6 @@ struct CollectorStats {
   uint64_t truncated = 0;       // a stack reached max_depth
   uint64_t unknown_addresses = 0;  // distinct addresses left unnamed
   uint64_t unknown_samples = 0;    // samples with at least one unnamed frame
-  uint64_t processes = 0;
-  uint64_t unique_stacks = 0;
   uint64_t jvms = 0;             // JVMs whose code maps were read
   uint64_t jit_frames = 0;       // user frames named through a JVM's code map
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer

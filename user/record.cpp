@@ -198,7 +198,16 @@ int run_record(const RecordOptions& o) {
   // From here on a stop request is honoured, even during JVM attach.
   install_stop_handlers();
   std::optional<JavaSession> java;
-  if (o.java) java.emplace(default_agent_path());
+  if (o.java) {
+    std::string agent = default_agent_path();
+    if (access(agent.c_str(), R_OK) == 0)
+      java.emplace(agent);
+    else
+      std::fprintf(stderr,
+                   "ember: warning: no Java agent at %s: Java frames will be unnamed; build it with `make` "
+                   "(needs openjdk-17-jdk-headless), or pass --no-java to silence this\n",
+                   agent.c_str());
+  }
   std::optional<Child> child;
   if (!o.command.empty()) {
     std::vector<std::string> env;

@@ -11,8 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
   auto r = ember::flamegraph::read_folded(in);
   if (!r) return 0;
-  std::ostringstream out;
-  ember::flamegraph::write_folded(r->profile, out);
+  ember::flamegraph::folded_text(r->profile);
   ember::flamegraph::html_data_json(r->profile, {});
   ember::flamegraph::encode_pprof(r->profile);
   return 0;

@@ -58,3 +58,10 @@ if echo 2 >/proc/sys/kernel/kptr_restrict 2>/dev/null; then
 	assert_contains "$TMP/k.folded" 'read_zero_loop;' "kptr_restrict=2: user frames missing"
 fi
 echo "all error paths give their message"
+
+# ember without its agent beside it: records anyway and says how to fix it.
+mkdir "$TMP/bin" && cp "$EMBER" "$TMP/bin/ember"
+"$TMP/bin/ember" record -o "$TMP/noagent.folded" -- "$WORKLOADS/spinner" 0.5 >"$TMP/out" 2>"$TMP/err" ||
+	fail "without the agent: ember exited $?: $(cat "$TMP/err")"
+grep -q "no Java agent at $TMP/bin/libember-agent.so.*build it with .make." "$TMP/err" || fail "without the agent: $(cat "$TMP/err")"
+assert_contains "$TMP/noagent.folded" '^spinner;' "without the agent: nothing recorded"

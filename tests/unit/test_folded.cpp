@@ -24,16 +24,10 @@ Profile sample_profile() {
   return p;
 }
 
-std::string folded(const Profile& p) {
-  std::ostringstream out;
-  write_folded(p, out);
-  return out.str();
-}
-
 }  // namespace
 
 TEST_CASE("folded writer: suffixes, merged stacks, ';' replaced") {
-  std::string text = folded(sample_profile());
+  std::string text = folded_text(sample_profile());
   CHECK(text.find("app;main;ns::Foo::bar(int);__x64_sys_read_[k] 7\n") != std::string::npos);
   CHECK(text.find("app;main;com.example.Foo.run_[j];com.example.Foo.helper_[i] 3\n") != std::string::npos);
   CHECK(text.find("app;a:b 1\n") != std::string::npos);
@@ -41,14 +35,14 @@ TEST_CASE("folded writer: suffixes, merged stacks, ';' replaced") {
 
 TEST_CASE("folded round trip keeps kinds and weights") {
   Profile original = sample_profile();
-  std::istringstream in(folded(original));
+  std::istringstream in(folded_text(original));
   auto result = read_folded(in);
   REQUIRE(result);
   CHECK(result->warnings.empty());
   const Profile& back = result->profile;
   CHECK(back.total() == original.total());
   CHECK(back.stacks().size() == original.stacks().size());
-  CHECK(folded(back) == folded(original));
+  CHECK(folded_text(back) == folded_text(original));
   auto kind_of = [&](const std::string& name) {
     for (const Frame& f : back.frames())
       if (f.name == name) return f.kind;

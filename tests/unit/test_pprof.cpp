@@ -25,12 +25,6 @@ Profile sample_profile() {
   return p;
 }
 
-std::string folded(const Profile& p) {
-  std::ostringstream out;
-  write_folded(p, out);
-  return out.str();
-}
-
 }  // namespace
 
 TEST_CASE("pprof round trip keeps stacks, kinds, modules, pid and thread labels") {
@@ -43,7 +37,7 @@ TEST_CASE("pprof round trip keeps stacks, kinds, modules, pid and thread labels"
   CHECK(back->total() == 12);
   CHECK(back->unit == "samples");
   CHECK(back->period_ns == original.period_ns);
-  CHECK(folded(*back) == folded(original));
+  CHECK(folded_text(*back) == folded_text(original));
   for (const Frame& f : back->frames())
     if (f.name == "main") CHECK(f.module == "/usr/bin/app");
 }
