@@ -53,14 +53,15 @@ struct {
 	__type(value, __u8);
 } target_tids SEC(".maps");
 
-/* Processes seen lately. The first sample of a process wakes the collector
- * at once, so it reads the process's mappings while it still runs: a
- * 50 ms compiler job would be gone by the next timed poll. */
+/* Processes seen lately, with the start of their name. The first sample of
+ * a process, and the first after it execs (its name changes), wakes the
+ * collector at once, so it reads the new mappings while the process still
+ * runs: a 50 ms compiler job would be gone by the next timed poll. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, __u64);
 } seen_pids SEC(".maps");
 
 /* Records are too large for the 512-byte BPF stack: build them here. */
@@ -86,7 +87,6 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0;
 	long ulen, klen, n;
 	__u64 wakeup;
-	__u8 one = 1;
 
 	if (tid == 0) {
 		__sync_fetch_and_add(&samples_idle, 1);
@@ -123,10 +123,17 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	s->ustack_len = ulen;
 	s->kstack_len = klen;
 	wakeup = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes ||
-	    (pid && !bpf_map_lookup_elem(&seen_pids, &pid) &&
-	     !bpf_map_update_elem(&seen_pids, &pid, &one, BPF_NOEXIST)))
+	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		wakeup = BPF_RB_FORCE_WAKEUP;
+	if (pid) {
+		__u64 name = *(__u64 *)s->process_comm;
+		__u64 *seen = bpf_map_lookup_elem(&seen_pids, &pid);
+
+		if (!seen || *seen != name) {
+			bpf_map_update_elem(&seen_pids, &pid, &name, BPF_ANY);
+			wakeup = BPF_RB_FORCE_WAKEUP;
+		}
+	}
 	if (bpf_ringbuf_output(&samples, s, EMBER_SAMPLE_HEADER_SIZE + (ulen + klen) * sizeof(__u64), wakeup))
 		__sync_fetch_and_add(&samples_lost, 1);
 	return 0;

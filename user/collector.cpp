@@ -132,6 +132,7 @@ void Collector::add_jvm_sample(Jvm& jvm, const ember_sample& s) {
   uint64_t ustack[EMBER_MAX_STACK_DEPTH];
   size_t n = 0;
   for (size_t i = 0; i < s.ustack_len; ++i) {
+    if (is_jit_token(s.ips[i])) break;  // garbage from a stray walk, as in add()
     uint64_t address = i == 0 ? s.ips[i] : s.ips[i] - 1;
     auto at = jvm.map.locate(address, s.time_ns);
     if (!at) {
@@ -158,8 +159,15 @@ void Collector::add(const ember_sample& s) {
     return;
   }
   uint64_t ustack[EMBER_MAX_STACK_DEPTH];
-  std::memcpy(ustack, s.ips, s.ustack_len * sizeof(uint64_t));  // __u64 is another type
-  add_resolved(s, std::span(ustack, s.ustack_len));
+  size_t n = 0;
+  // A frame-pointer walk that strays into garbage can return a "user"
+  // address in the kernel half; nothing past it is a frame (and the top bit
+  // is the JIT-token bit).
+  while (n < s.ustack_len && !is_jit_token(s.ips[n])) {
+    ustack[n] = s.ips[n];
+    ++n;
+  }
+  add_resolved(s, std::span(ustack, n));
 }
 
 void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack) {
@@ -180,11 +188,12 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
   // was mapped (a library loaded since), at most every 100 ms.
   auto [it, first] = process_name_.try_emplace(s.pid, process);
   if (s.pid != 0 && !ustack.empty()) {
-    bool stale = first || it->second != process ||
-                 std::any_of(ustack.begin(), ustack.end(),
-                             [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(s.pid, ip); });
+    bool renamed = first || it->second != process;
     uint64_t& last = last_snapshot_[s.pid];
-    if (stale && (first || s.time_ns >= last + 100'000'000)) {
+    bool unmapped = s.time_ns >= last + 100'000'000 &&
+                    std::any_of(ustack.begin(), ustack.end(),
+                                [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(s.pid, ip); });
+    if (renamed || unmapped) {
       symbolizer_.snapshot_process(s.pid);
       last = s.time_ns;
     }

@@ -15,12 +15,21 @@ echo "spinner: $n samples"
 
 # A process that starts and exits inside the recording is still named: its
 # mappings and files were captured at its first sample.
-"$EMBER" record -a -d 3 --pid-frames -o "$TMP/short.folded" 2>"$TMP/err" &
+"$EMBER" record -a -F 999 -d 3 --pid-frames -o "$TMP/short.folded" 2>"$TMP/err" &
 ember=$!
 sleep 1
-"$WORKLOADS/cpu_split" 0.3 &
+"$WORKLOADS/cpu_split" 0.05 &
 short=$!
 wait $short
 wait $ember || fail "ember exited $?: $(cat "$TMP/err")"
 assert_contains "$TMP/short.folded" "^cpu_split \\($short\\);.*main;run_split;hot_a;work_unit [0-9]+\$" \
 	"short-lived process $short not symbolized after it exited"
+
+# A 50 ms command: its first sample wakes the collector at once, so its
+# mappings are read before it exits (with timed polls alone it came out
+# as [unknown] frames).
+for i in 1 2 3; do
+	"$EMBER" record -F 999 -o "$TMP/50ms-$i.folded" -- "$WORKLOADS/cpu_split" 0.05 2>"$TMP/err" || fail "50 ms command: ember exited $?"
+	assert_contains "$TMP/50ms-$i.folded" '^cpu_split;.*main;run_split;hot_[ab];work_unit [0-9]+$' \
+		"a 50 ms command (run $i) not symbolized: $(head -3 "$TMP/50ms-$i.folded")"
+done
