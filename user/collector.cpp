@@ -277,6 +277,8 @@ flamegraph::Profile Collector::build() {
     if (unknown) stats_.unknown_samples += count;
   }
   stats_.jvms = jvms_.size();
+  stats_.bad_jit_map_lines = 0;
+  for (const auto& [pid, jvm] : jvms_) stats_.bad_jit_map_lines += jvm.map.bad_lines();
   return profile;
 }
 

@@ -42,6 +42,7 @@ struct CollectorStats {
   uint64_t jvms = 0;             // JVMs whose code maps were read
   uint64_t jit_frames = 0;       // user frames named through a JVM's code map
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
+  uint64_t bad_jit_map_lines = 0;   // code-map lines that did not parse (and were skipped)
 };
 
 class Collector {

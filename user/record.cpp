@@ -358,9 +358,12 @@ int run_record(const RecordOptions& o) {
   std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n",
                static_cast<unsigned long long>(counters.targets_full));
   if (stats.jvms)
-    std::fprintf(stderr, "  java        %llu JVMs, %llu JIT frames named, %llu stacks cut at JIT code\n",
+    std::fprintf(stderr,
+                 "  java        %llu JVMs, %llu JIT frames named, %llu stacks cut at JIT code, "
+                 "%llu code-map lines unreadable\n",
                  static_cast<unsigned long long>(stats.jvms), static_cast<unsigned long long>(stats.jit_frames),
-                 static_cast<unsigned long long>(stats.broken_java_stacks));
+                 static_cast<unsigned long long>(stats.broken_java_stacks),
+                 static_cast<unsigned long long>(stats.bad_jit_map_lines));
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));
