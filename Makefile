@@ -32,7 +32,7 @@ endif
 WARN := -Wall -Wextra
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++2b $(WARN) -I. -Ibpf -I$(BUILD) -MMD -MP
-LDLIBS := -lbpf -lelf -lz
+LDLIBS := -lbpf -ldw -ldebuginfod -lelf -llzma -lz
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf $(WARN) -Wno-unused-parameter
 
 FLAMEGRAPH_SRC := $(wildcard flamegraph/*.cpp)

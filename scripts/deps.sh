@@ -7,8 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev openjdk-17-jdk-headless)
-test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev)
+build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev liblzma-dev zlib1g-dev libcli11-dev openjdk-17-jdk-headless)
+# elfutils, libbpfcc-dev: oracles for the symbolizer; libc6-dbg, libstdc++6-12-dbg: real
+# distribution debug files (by build-id) to read.
+test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg)
 bench=(linux-perf time)
 fuzz=(afl++)
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 namespace ember::symbolizer {
 namespace {
@@ -28,8 +29,26 @@ ElfSymbols::~ElfSymbols() {
 std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::read(int fd, const std::string& name) {
   if (elf_version(EV_CURRENT) == EV_NONE) return std::unexpected("libelf: " + std::string(elf_errmsg(-1)));
   // ELF_C_READ, not _MMAP: a mapped file truncated under us would SIGBUS.
+  // Section data is read on first use, so this stays cheap for big files.
   Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
   if (!elf) return std::unexpected(name + ": not readable as ELF: " + elf_errmsg(-1));
+  return parse(elf, name);
+}
+
+std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::read_memory(std::string image,
+                                                                               const std::string& name) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return std::unexpected("libelf: " + std::string(elf_errmsg(-1)));
+  // parse() keeps the Elf*, which points into the image: move the image in first.
+  auto holder = std::make_unique<std::string>(std::move(image));
+  Elf* elf = elf_memory(holder->data(), holder->size());
+  if (!elf) return std::unexpected(name + ": not readable as ELF: " + elf_errmsg(-1));
+  auto out = parse(elf, name);
+  if (out) (*out)->image_ = std::move(holder);
+  return out;
+}
+
+std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::parse(void* handle, const std::string& name) {
+  Elf* elf = static_cast<Elf*>(handle);
   std::unique_ptr<ElfSymbols> out(new ElfSymbols());
   out->elf_ = elf;
   if (elf_kind(elf) != ELF_K_ELF) return std::unexpected(name + ": not an ELF file");
@@ -42,25 +61,68 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::read(int fd,
       out->segments_.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
   }
 
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return std::unexpected(name + ": bad section headers: " + elf_errmsg(-1));
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)) continue;
-    if (sh.sh_entsize == 0) continue;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    const char* sname = elf_strptr(elf, shstrndx, sh.sh_name);
+    std::string_view section = sname ? sname : "";
+    if (sh.sh_type == SHT_NOTE && out->build_id_.empty()) {
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      GElf_Nhdr nh;
+      size_t off = 0, name_off, desc_off;
+      while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+            std::string_view(static_cast<const char*>(data->d_buf) + name_off, 3) == "GNU") {
+          static const char digits[] = "0123456789abcdef";
+          auto desc = static_cast<const unsigned char*>(data->d_buf) + desc_off;
+          for (size_t i = 0; i < nh.n_descsz; ++i) {
+            out->build_id_ += digits[desc[i] >> 4];
+            out->build_id_ += digits[desc[i] & 15];
+          }
+        }
+      }
+    } else if (section == ".gnu_debuglink") {
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (data && data->d_size >= 8) {
+        auto bytes = static_cast<const char*>(data->d_buf);
+        size_t len = strnlen(bytes, data->d_size - 4);
+        out->debuglink_.assign(bytes, len);
+        size_t crc_at = (len + 4) & ~size_t{3};  // after the NUL, 4-aligned
+        if (crc_at + 4 <= data->d_size) std::memcpy(&out->debuglink_crc_, bytes + crc_at, 4);
+      }
+    } else if (section == ".gnu_debugdata") {
+      out->debugdata_ = scn;
+    } else if (section.starts_with(".debug_") || section.starts_with(".zdebug_")) {
+      // Compressed sections say their real size in their header.
+      GElf_Chdr ch;
+      uint64_t size = sh.sh_size;
+      if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch)) size = ch.ch_size;
+      if (sh.sh_type != SHT_NOBITS) out->dwarf_bytes_ += size;
+    }
+    if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_entsize == 0) continue;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (!data) continue;
-    size_t count = sh.sh_size / sh.sh_entsize;
+    if (sh.sh_type == SHT_SYMTAB) out->has_symtab_ = true;
+    size_t count = std::min<size_t>(sh.sh_size / sh.sh_entsize, data->d_size / sh.sh_entsize);
     for (size_t i = 0; i < count; ++i) {
       GElf_Sym sym;
       if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
       unsigned type = GELF_ST_TYPE(sym.st_info);
       if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-      const char* sname = elf_strptr(elf, sh.sh_link, sym.st_name);
-      if (!sname || !*sname) continue;
-      out->symbols_.push_back({sym.st_value, sym.st_size, sname, binding_rank(GELF_ST_BIND(sym.st_info))});
+      const char* symname = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (!symname || !*symname) continue;
+      out->symbols_.push_back({sym.st_value, sym.st_size, symname, binding_rank(GELF_ST_BIND(sym.st_info))});
     }
   }
+  out->sort_symbols();
+  return out;
+}
+
+void ElfSymbols::sort_symbols() {
   // One symbol per address: prefer a sized one, then global over weak over local.
-  auto& syms = out->symbols_;
+  auto& syms = symbols_;
   std::sort(syms.begin(), syms.end(), [](const Symbol& a, const Symbol& b) {
     if (a.address != b.address) return a.address < b.address;
     if ((a.size == 0) != (b.size == 0)) return a.size != 0;
@@ -69,7 +131,19 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::read(int fd,
   syms.erase(std::unique(syms.begin(), syms.end(),
                          [](const Symbol& a, const Symbol& b) { return a.address == b.address; }),
              syms.end());
-  return out;
+}
+
+void ElfSymbols::merge(const ElfSymbols& other) {
+  symbols_.insert(symbols_.end(), other.symbols_.begin(), other.symbols_.end());
+  sort_symbols();
+  has_symtab_ |= other.has_symtab_;
+}
+
+std::string_view ElfSymbols::minidebuginfo() const {
+  if (!debugdata_) return {};
+  Elf_Data* data = elf_rawdata(static_cast<Elf_Scn*>(debugdata_), nullptr);
+  return data && data->d_buf ? std::string_view(static_cast<const char*>(data->d_buf), data->d_size)
+                             : std::string_view();
 }
 
 std::optional<uint64_t> ElfSymbols::vaddr_of_offset(uint64_t offset) const {

@@ -1,5 +1,7 @@
-// Function symbols of one ELF file (.symtab and .dynsym), looked up by file
-// offset, which is what a process mapping gives us.
+// One ELF file: its function symbols (.symtab and .dynsym, looked up by
+// virtual address), its executable segments (to turn the file offsets that
+// process mappings give into those addresses), and what leads to its debug
+// info: build-id, .gnu_debuglink, MiniDebugInfo, DWARF sections.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +16,12 @@ namespace ember::symbolizer {
 
 class ElfSymbols {
  public:
-  // Reads the file behind `fd` (not taken over). `name` is for messages.
+  // Reads the file behind `fd` (not taken over; it must stay open while
+  // this lives). `name` is for messages.
   static std::expected<std::unique_ptr<ElfSymbols>, std::string> read(int fd, const std::string& name);
+  // Reads an ELF image held in memory (a decompressed MiniDebugInfo, the vDSO).
+  static std::expected<std::unique_ptr<ElfSymbols>, std::string> read_memory(std::string image,
+                                                                             const std::string& name);
   ~ElfSymbols();
   ElfSymbols(const ElfSymbols&) = delete;
   ElfSymbols& operator=(const ElfSymbols&) = delete;
@@ -26,7 +32,22 @@ class ElfSymbols {
   // The raw (mangled) name of the function containing `vaddr`, or empty.
   std::string_view find(uint64_t vaddr) const;
   size_t size() const { return symbols_.size(); }
+  // Adds the symbols of `other` (a debug file of this one), which must outlive this.
+  void merge(const ElfSymbols& other);
 
+  // GNU build-id as lowercase hex, or empty.
+  const std::string& build_id() const { return build_id_; }
+  // .gnu_debuglink: the debug file's name and CRC32, or an empty name.
+  const std::string& debuglink() const { return debuglink_; }
+  uint32_t debuglink_crc() const { return debuglink_crc_; }
+  bool has_symtab() const { return has_symtab_; }
+  // Whether the file carries DWARF (.debug_info, possibly compressed).
+  bool has_dwarf() const { return dwarf_bytes_ != 0; }
+  // Bytes of DWARF sections, uncompressed: what reading them costs in memory.
+  uint64_t dwarf_bytes() const { return dwarf_bytes_; }
+  // The xz-compressed ELF image of .gnu_debugdata (MiniDebugInfo), or empty.
+  std::string_view minidebuginfo() const;
+  void* elf() const { return elf_; }  // Elf*, for libdw
  private:
   ElfSymbols() = default;
   struct Segment {
@@ -37,9 +58,18 @@ class ElfSymbols {
     const char* name;  // points into the string table libelf holds
     uint8_t rank;      // binding preference among aliases: global < weak < local
   };
+  static std::expected<std::unique_ptr<ElfSymbols>, std::string> parse(void* elf, const std::string& name);
+  void sort_symbols();
+
   void* elf_ = nullptr;  // Elf*, owns the string tables
+  std::unique_ptr<std::string> image_;  // the bytes behind elf_ when read from memory
   std::vector<Segment> segments_;
   std::vector<Symbol> symbols_;  // sorted by address, one per address
+  std::string build_id_, debuglink_;
+  uint32_t debuglink_crc_ = 0;
+  bool has_symtab_ = false;
+  uint64_t dwarf_bytes_ = 0;
+  void* debugdata_ = nullptr;  // Elf_Scn* of .gnu_debugdata
 };
 
 // Demangles C++ names ("_Z..."); returns other names unchanged.

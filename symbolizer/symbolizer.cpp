@@ -1,6 +1,10 @@
 #include "symbolizer/symbolizer.h"
 
+#include "symbolizer/dwarf_index.h"
+
 #include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,17 +17,21 @@ namespace ember::symbolizer {
 using flamegraph::Frame;
 using flamegraph::FrameKind;
 
-// A file mapped by some process, opened once for all processes that map it.
-struct Symbolizer::MappedFile {
-  std::string path;
-  int fd = -1;
-  bool read_attempted = false;
+// One binary's names: its symbols (merged with those of its debug file or
+// MiniDebugInfo when it is stripped), its DWARF when admitted, and every
+// answer given so far.
+struct Symbolizer::Module {
+  std::string path;  // as the first process that mapped it sees it
+  std::string root;  // that process's root, for its debug files
+  std::string error;  // why it could not be read; then elf is null
   std::unique_ptr<ElfSymbols> elf;
-  std::unordered_map<const char*, std::string> demangled;  // raw name -> display name
-  std::unordered_map<const char*, bool> is_cpp;
-  ~MappedFile() {
-    if (fd >= 0) close(fd);
-  }
+  std::optional<DebugFile> debug;
+  std::unique_ptr<ElfSymbols> mini;
+  bool debug_loaded = false;
+  enum class Dwarf { kUnplanned, kLoaded, kNone } dwarf_state = Dwarf::kUnplanned;
+  std::unique_ptr<DwarfIndex> dwarf;
+  std::unordered_map<uint64_t, Symbol> answers;  // by vaddr
+  std::unordered_map<const char*, std::pair<std::string, bool>> demangled;  // raw -> display, is C++
 };
 
 namespace {
@@ -39,6 +47,8 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
+
 const Mapping* find_mapping(const std::vector<Mapping>& maps, uint64_t address) {
   auto it = std::upper_bound(maps.begin(), maps.end(), address,
                              [](uint64_t a, const Mapping& m) { return a < m.start; });
@@ -47,10 +57,37 @@ const Mapping* find_mapping(const std::vector<Mapping>& maps, uint64_t address) 
   return address < it->end ? &*it : nullptr;
 }
 
+// The pid the process has in its own pid namespace (what a JIT inside a
+// container names its perf map after).
+std::string namespace_pid(const std::string& proc_dir) {
+  std::ifstream in(proc_dir + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("NSpid:")) {
+      size_t last = line.find_last_of(" \t");
+      return last == std::string::npos ? std::string() : line.substr(last + 1);
+    }
+  return {};
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 }  // namespace
 
-Symbolizer::Symbolizer(Options options) : options_(std::move(options)) {}
-Symbolizer::~Symbolizer() = default;
+Symbolizer::Symbolizer(Options options) : options_(std::move(options)), debug_finder_(options_.debug) {}
+
+Symbolizer::~Symbolizer() {
+  // Modules read from the files: end them before closing the files.
+  vdso_.reset();
+  modules_.clear();
+  for (auto& [key, f] : files_)
+    if (f.fd >= 0) close(f.fd);
+  for (auto& [key, f] : files_by_path_)
+    if (f.fd >= 0) close(f.fd);
+}
 
 bool Symbolizer::snapshot_process(uint32_t pid) {
   std::string dir = options_.proc_root + "/" + std::to_string(pid);
@@ -60,7 +97,9 @@ bool Symbolizer::snapshot_process(uint32_t pid) {
   // Samples only land in code.
   std::erase_if(fresh, [](const Mapping& m) { return !m.executable; });
   if (fresh.empty()) return false;  // exited between open and read, or a kernel thread
-  Process& p = processes_[pid];
+  auto [it, first] = processes_.try_emplace(pid);
+  Process& p = it->second;
+  if (first && !same_file(dir + "/root", "/")) p.root = dir + "/root";
   // Mappings seen earlier that nothing replaced stay: the code may have
   // been unmapped after it was sampled.
   for (Mapping& old : p.mappings) {
@@ -71,7 +110,7 @@ bool Symbolizer::snapshot_process(uint32_t pid) {
   std::sort(fresh.begin(), fresh.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   p.mappings = std::move(fresh);
   for (const Mapping& m : p.mappings)
-    if (m.executable && m.inode != 0) file_for(pid, m);
+    if (m.inode != 0) file_for(pid, m);
   return true;
 }
 
@@ -80,80 +119,252 @@ bool Symbolizer::maps(uint32_t pid, uint64_t address) const {
   return it != processes_.end() && find_mapping(it->second.mappings, address) != nullptr;
 }
 
-Symbolizer::MappedFile* Symbolizer::file_for(uint32_t pid, const Mapping& m) {
-  auto& slot = files_[{m.dev, m.inode}];
-  if (slot) return slot.get();
-  slot = std::make_unique<MappedFile>();
-  slot->path = m.path;
+Symbolizer::OpenFile& Symbolizer::file_for(uint32_t pid, const Mapping& m) {
+  auto [it, inserted] = files_.try_emplace({m.dev, m.inode});
+  OpenFile& f = it->second;
+  if (!inserted) return f;
   std::string dir = options_.proc_root + "/" + std::to_string(pid);
   char range[64];
   std::snprintf(range, sizeof range, "/map_files/%" PRIx64 "-%" PRIx64, m.start, m.end);
   // map_files reaches the very inode mapped (deleted, replaced, or in another
   // mount namespace) but needs CAP_SYS_ADMIN; root/ covers containers.
   for (const std::string& candidate : {dir + range, dir + "/root" + m.path, m.path}) {
-    slot->fd = open(candidate.c_str(), O_RDONLY | O_CLOEXEC);
-    if (slot->fd >= 0) break;
+    f.fd = open(candidate.c_str(), O_RDONLY | O_CLOEXEC);
+    if (f.fd >= 0) break;
   }
-  return slot.get();
+  return f;
 }
 
-Symbol Symbolizer::symbolize_in_file(MappedFile& file, const Mapping& m, uint64_t address) {
-  uint64_t offset = address - m.start + m.offset;
-  std::string module = file.path;
-  if (!file.read_attempted && file.fd >= 0) {
-    file.read_attempted = true;
-    auto elf = ElfSymbols::read(file.fd, file.path);
-    if (elf)
-      file.elf = std::move(*elf);
-    else
-      warnings_.push_back(elf.error());
-  }
-  if (file.elf) {
-    if (auto vaddr = file.elf->vaddr_of_offset(offset)) {
-      std::string_view raw = file.elf->find(*vaddr);
-      if (!raw.empty()) {
-        auto [it, inserted] = file.demangled.try_emplace(raw.data());
-        if (inserted) {
-          bool cpp = false;
-          it->second = demangle(raw, &cpp);
-          file.is_cpp[raw.data()] = cpp;
-        }
-        return {Frame{it->second, file.is_cpp[raw.data()] ? FrameKind::Cpp : FrameKind::Native, module}, true};
-      }
+Symbolizer::Module* Symbolizer::module_of(OpenFile& file, const std::string& path, const std::string& root) {
+  if (file.read_attempted) return file.module;
+  file.read_attempted = true;
+  auto module = std::make_unique<Module>();
+  module->path = path;
+  module->root = root;
+  if (file.fd < 0) {
+    module->error = "cannot open " + path;
+  } else if (auto elf = ElfSymbols::read(file.fd, path); !elf) {
+    module->error = elf.error();
+    warnings_.push_back(elf.error());
+  } else {
+    // The same build (a container's copy of libc) is read once.
+    if (const std::string& id = (*elf)->build_id(); !id.empty()) {
+      if (auto known = modules_by_build_id_.find(id); known != modules_by_build_id_.end())
+        return file.module = known->second;
+      modules_by_build_id_[id] = module.get();
     }
+    module->elf = std::move(*elf);
   }
-  return {Frame{basename_of(m.path) + "+" + hex(offset), FrameKind::Unknown, module}, false};
+  file.module = module.get();
+  modules_.push_back(std::move(module));
+  return file.module;
+}
+
+Symbolizer::Module* Symbolizer::vdso() {
+  if (vdso_) return vdso_->get();
+  vdso_.emplace();
+  // Every process of this kernel maps the same vDSO image: read ours.
+  auto base = reinterpret_cast<const char*>(getauxval(AT_SYSINFO_EHDR));
+  std::ifstream in("/proc/self/maps");
+  std::vector<Mapping> mine = parse_proc_maps(in);
+  auto m = std::find_if(mine.begin(), mine.end(), [&](const Mapping& m) { return m.start == uint64_t(uintptr_t(base)); });
+  if (!base || m == mine.end()) return nullptr;
+  auto elf = ElfSymbols::read_memory(std::string(base, m->end - m->start), "[vdso]");
+  if (!elf) return nullptr;
+  auto module = std::make_unique<Module>();
+  module->path = "[vdso]";
+  module->elf = std::move(*elf);
+  module->debug_loaded = true;
+  module->dwarf_state = Module::Dwarf::kNone;
+  *vdso_ = std::move(module);
+  return vdso_->get();
+}
+
+void Symbolizer::load_debug_info(Module& module) {
+  if (module.debug_loaded || !module.elf) return;
+  module.debug_loaded = true;
+  ElfSymbols& elf = *module.elf;
+  bool want_dwarf = (options_.inlines || options_.lines) && !elf.has_dwarf();
+  if (!elf.has_symtab() || want_dwarf) module.debug = debug_finder_.find(elf, module.path, module.root, warnings_);
+  if (elf.has_symtab()) return;
+  if (module.debug && module.debug->elf->has_symtab())
+    elf.merge(*module.debug->elf);
+  else if ((module.mini = DebugFinder::minidebuginfo(elf, module.path, warnings_)))
+    elf.merge(*module.mini);
+}
+
+void Symbolizer::admit_dwarf(std::vector<Module*> modules) {
+  if (!options_.inlines && !options_.lines) return;
+  auto source = [](Module* m) -> ElfSymbols* {
+    if (m->elf && m->elf->has_dwarf()) return m->elf.get();
+    if (m->debug && m->debug->elf->has_dwarf()) return m->debug->elf.get();
+    return nullptr;
+  };
+  std::erase_if(modules, [&](Module* m) {
+    if (m->dwarf_state != Module::Dwarf::kUnplanned) return true;
+    load_debug_info(*m);
+    if (source(m)) return false;
+    m->dwarf_state = Module::Dwarf::kNone;
+    return true;
+  });
+  std::sort(modules.begin(), modules.end());
+  modules.erase(std::unique(modules.begin(), modules.end()), modules.end());
+  // Smallest first: past the bound, the largest go without.
+  std::sort(modules.begin(), modules.end(),
+            [&](Module* a, Module* b) { return source(a)->dwarf_bytes() < source(b)->dwarf_bytes(); });
+  for (Module* m : modules) {
+    ElfSymbols* from = source(m);
+    m->dwarf_state = Module::Dwarf::kNone;
+    if (dwarf_bytes_used_ + from->dwarf_bytes() > options_.dwarf_memory_bytes) {
+      warnings_.push_back(m->path + ": its DWARF (" + mib(from->dwarf_bytes()) +
+                          ") does not fit in what is left of the symbolizer's memory bound (" +
+                          mib(options_.dwarf_memory_bytes) +
+                          ", --symbol-memory); its frames are named from the symbol table, without inlined calls "
+                          "or lines");
+      continue;
+    }
+    m->dwarf = DwarfIndex::open(from->elf());
+    if (!m->dwarf) {
+      warnings_.push_back(m->path + ": DWARF unreadable; named from the symbol table");
+      continue;
+    }
+    m->dwarf_state = Module::Dwarf::kLoaded;
+    dwarf_bytes_used_ += from->dwarf_bytes();
+  }
+}
+
+const Symbol& Symbolizer::symbolize_in_module(Module& module, uint64_t vaddr) {
+  auto [it, inserted] = module.answers.try_emplace(vaddr);
+  Symbol& out = it->second;
+  if (!inserted) return out;
+  load_debug_info(module);
+  std::string_view raw = module.elf->find(vaddr);
+  std::vector<SourceFrame> source;
+  if (module.dwarf) source = module.dwarf->lookup(vaddr, options_.lines);
+  if (raw.empty() && source.empty()) {
+    out.unknown = "no symbol covers this address";
+    return out;
+  }
+  auto name_of = [&](std::string_view mangled, bool* cpp) -> const std::string& {
+    auto [d, fresh] = module.demangled.try_emplace(mangled.data());
+    if (fresh) d->second.first = demangle(mangled, &d->second.second);
+    *cpp = d->second.second;
+    return d->second.first;
+  };
+  auto with_line = [&](std::string name, const SourceFrame* f) {
+    if (options_.lines && f && f->line != 0)
+      name += " (" + basename_of(f->file) + ":" + std::to_string(f->line) + ")";
+    return name;
+  };
+  bool cpp = false;
+  // The symbol table names the function (as every other tool does); DWARF
+  // adds what was inlined into it here.
+  std::string outer = raw.empty() ? demangle(source[0].name, &cpp) : name_of(raw, &cpp);
+  out.frames.push_back({with_line(std::move(outer), source.empty() ? nullptr : &source[0]),
+                        cpp ? FrameKind::Cpp : FrameKind::Native, module.path});
+  for (size_t i = 1; i < source.size(); ++i)
+    out.frames.push_back({with_line(demangle(source[i].name), &source[i]), FrameKind::Inlined, module.path});
+  return out;
 }
 
 const PerfMap& Symbolizer::perf_map(uint32_t pid, Process& p) {
   if (!p.perf_map) {
-    std::ifstream in(options_.perf_map_dir + "/perf-" + std::to_string(pid) + ".map");
-    p.perf_map = in ? parse_perf_map(in) : PerfMap{};
+    // A JIT in a container writes the map to its own /tmp, named by its own pid.
+    std::vector<std::string> candidates;
+    std::string dir = options_.proc_root + "/" + std::to_string(pid);
+    if (!p.root.empty())
+      if (std::string ns = namespace_pid(dir); !ns.empty()) candidates.push_back(p.root + "/tmp/perf-" + ns + ".map");
+    candidates.push_back(options_.perf_map_dir + "/perf-" + std::to_string(pid) + ".map");
+    for (const std::string& path : candidates) {
+      std::ifstream in(path);
+      if (!in) continue;
+      p.perf_map = parse_perf_map(in);
+      if (p.perf_map->bad_lines)
+        warnings_.push_back(path + ": " + std::to_string(p.perf_map->bad_lines) + " lines that are not \"START SIZE name\" were skipped");
+      break;
+    }
+    if (!p.perf_map) p.perf_map = PerfMap{};
   }
   return *p.perf_map;
 }
 
 std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uint64_t> addresses) {
+  std::vector<Symbol> out(addresses.size());
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) {
+    for (Symbol& s : out) s = {{Frame{"[unknown]", FrameKind::Unknown, {}}}, "the process exited before ember saw its mappings"};
+    return out;
+  }
+  Process& p = it->second;
+  // First where each address lies, so DWARF can be admitted for the whole batch.
+  struct Where {
+    const Mapping* mapping = nullptr;
+    Module* module = nullptr;
+    std::optional<uint64_t> vaddr;
+  };
+  std::vector<Where> where(addresses.size());
+  std::vector<Module*> modules;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    Where& w = where[i];
+    w.mapping = find_mapping(p.mappings, addresses[i]);
+    if (!w.mapping) continue;
+    const Mapping& m = *w.mapping;
+    if (m.inode != 0)
+      w.module = module_of(file_for(pid, m), m.path, p.root);
+    else if (m.path == "[vdso]")
+      w.module = vdso();
+    if (!w.module || !w.module->elf) continue;
+    w.vaddr = w.module->elf->vaddr_of_offset(addresses[i] - m.start + m.offset);
+    modules.push_back(w.module);
+  }
+  admit_dwarf(std::move(modules));
+
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const Where& w = where[i];
+    const Mapping* m = w.mapping;
+    uint64_t offset = m ? addresses[i] - m->start + m->offset : 0;
+    auto placeholder = [&](const std::string& why) {
+      out[i] = {{Frame{basename_of(m->path) + "+" + hex(offset), FrameKind::Unknown, m->path}}, why};
+    };
+    if (w.module && w.vaddr) {
+      const Symbol& s = symbolize_in_module(*w.module, *w.vaddr);
+      if (s.known())
+        out[i] = s;
+      else
+        placeholder(s.unknown);
+    } else if (w.module) {
+      placeholder(w.module->error.empty() ? "outside the file's code segments" : w.module->error);
+    } else if (m && m->inode != 0) {
+      placeholder("cannot read " + m->path);
+    } else if (const PerfMapEntry* e = perf_map(pid, p).find(addresses[i])) {
+      out[i] = {{Frame{e->name, FrameKind::Jit, {}}}, {}};
+    } else if (!m) {
+      out[i] = {{Frame{"[unknown]", FrameKind::Unknown, {}}}, "not in any mapping of the process"};
+    } else {
+      // [anon] (JIT code without a perf map), [heap], [stack], [vdso] unread...
+      std::string label = m->path.empty() ? "[anon]" : m->path;
+      out[i] = {{Frame{label, FrameKind::Unknown, label}},
+                m->path.empty() ? "anonymous memory: JIT code without a perf-PID.map" : "no symbols for " + label};
+    }
+  }
+  return out;
+}
+
+std::vector<Symbol> Symbolizer::symbolize_file(const std::string& path, std::span<const uint64_t> addresses) {
+  auto [it, inserted] = files_by_path_.try_emplace(path);
+  if (inserted) it->second.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  Module* module = module_of(it->second, path, "");
+  admit_dwarf({module});
   std::vector<Symbol> out;
   out.reserve(addresses.size());
-  auto it = processes_.find(pid);
-  for (uint64_t address : addresses) {
-    const Mapping* m = it == processes_.end() ? nullptr : find_mapping(it->second.mappings, address);
-    if (m && m->inode != 0) {
-      MappedFile* file = file_for(pid, *m);
-      out.push_back(symbolize_in_file(*file, *m, address));
+  for (uint64_t a : addresses) {
+    Frame placeholder{basename_of(path) + "+" + hex(a), FrameKind::Unknown, path};
+    if (!module->elf) {
+      out.push_back({{placeholder}, module->error});
       continue;
     }
-    if (it != processes_.end()) {
-      if (const PerfMapEntry* e = perf_map(pid, it->second).find(address)) {
-        out.push_back({Frame{e->name, FrameKind::Jit, {}}, true});
-        continue;
-      }
-    }
-    if (m && m->path == "[vdso]")
-      out.push_back({Frame{"[vdso]", FrameKind::Native, "[vdso]"}, true});
-    else
-      out.push_back({Frame{m ? "[anon]" : "[unknown]", FrameKind::Unknown, {}}, false});
+    const Symbol& s = symbolize_in_module(*module, a);
+    out.push_back(s.known() ? s : Symbol{{placeholder}, s.unknown});
   }
   return out;
 }
@@ -189,11 +400,12 @@ std::vector<Symbol> Symbolizer::symbolize_kernel(std::span<const uint64_t> addre
   for (uint64_t address : addresses) {
     auto s = k ? k->find(address) : std::nullopt;
     if (s)
-      out.push_back({Frame{std::string(s->name), FrameKind::Kernel,
-                           s->module.empty() ? "[kernel]" : "[" + std::string(s->module) + "]"},
-                     true});
+      out.push_back({{Frame{std::string(s->name), FrameKind::Kernel,
+                            s->module.empty() ? "[kernel]" : "[" + std::string(s->module) + "]"}},
+                     {}});
     else
-      out.push_back({Frame{"[unknown]", FrameKind::Kernel, "[kernel]"}, false});
+      out.push_back({{Frame{"[unknown]", FrameKind::Kernel, "[kernel]"}},
+                     k ? "no kernel symbol covers this address" : "kernel symbols unavailable"});
   }
   return out;
 }

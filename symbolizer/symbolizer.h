@@ -1,7 +1,9 @@
 // Addresses to frames, in batches: one answer per address. Kernel
 // addresses through /proc/kallsyms; user addresses through each process's
-// mappings, the ELF symbol tables of the mapped files, and perf-PID.map
-// files written by JITs.
+// mappings, the ELF symbol tables and DWARF of the mapped files (and of
+// their debug files, see debug_info.h), the vDSO, and perf-PID.map files
+// written by JITs. Files are shared by build-id: one libc is read once for
+// every process (and container) that maps it.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "flamegraph/profile.h"
+#include "symbolizer/debug_info.h"
+#include "symbolizer/dwarf_index.h"
 #include "symbolizer/elf_symbols.h"
 #include "symbolizer/kallsyms.h"
 #include "symbolizer/proc_maps.h"
@@ -25,12 +29,21 @@ namespace ember::symbolizer {
 struct Options {
   std::string proc_root = "/proc";               // where /proc/PID/{maps,root,map_files} live
   std::string kallsyms_path = "/proc/kallsyms";  // read on the first kernel lookup
-  std::string perf_map_dir = "/tmp";             // perf-PID.map files
+  std::string perf_map_dir = "/tmp";             // perf-PID.map files on the host
+  bool inlines = true;  // inlined calls as frames of their own (DWARF)
+  bool lines = false;   // "name (file.c:42)"
+  // DWARF kept in memory at most (sections read plus indexes). Past it, the
+  // largest binaries are named from their symbol tables only, with a warning.
+  uint64_t dwarf_memory_bytes = 256ull << 20;
+  DebugSearch debug;
 };
 
 struct Symbol {
-  flamegraph::Frame frame;
-  bool known = true;  // false: `frame` is a placeholder (module+offset, [unknown])
+  // Caller first: the function, then the calls inlined into it at this
+  // address (kind Inlined). One placeholder frame when unknown.
+  std::vector<flamegraph::Frame> frames;
+  std::string unknown;  // why the address has no name; empty when it has one
+  bool known() const { return unknown.empty(); }
 };
 
 class Symbolizer {
@@ -53,6 +66,8 @@ class Symbolizer {
   // `addresses` are instruction addresses; pass return addresses minus one.
   std::vector<Symbol> symbolize_user(uint32_t pid, std::span<const uint64_t> addresses);
   std::vector<Symbol> symbolize_kernel(std::span<const uint64_t> addresses);
+  // Addresses as in the file's symbol table (what addr2line -e takes).
+  std::vector<Symbol> symbolize_file(const std::string& path, std::span<const uint64_t> addresses);
 
   // Starts reading kallsyms on another thread (about 50 ms of kernel time
   // formatting 200,000 lines), so the report after a recording need not wait.
@@ -64,18 +79,36 @@ class Symbolizer {
   bool kernel_symbols_hidden();
 
  private:
-  struct MappedFile;
+  struct Module;
   struct Process {
     std::vector<Mapping> mappings;  // sorted by start, non-overlapping
+    std::string root;  // the process's "/" when not ours (a container), else ""
     std::optional<PerfMap> perf_map;  // read on first use
   };
-  MappedFile* file_for(uint32_t pid, const Mapping& m);
-  Symbol symbolize_in_file(MappedFile& file, const Mapping& m, uint64_t address);
+  // A mapped file, by (dev, inode); its Module is shared by build-id.
+  struct OpenFile {
+    int fd = -1;
+    Module* module = nullptr;
+    bool read_attempted = false;
+  };
+  OpenFile& file_for(uint32_t pid, const Mapping& m);
+  Module* module_of(OpenFile& file, const std::string& path, const std::string& root);
+  Module* vdso();
+  void load_debug_info(Module& module);
+  // Reads DWARF for these modules (smallest first) while it fits the memory bound.
+  void admit_dwarf(std::vector<Module*> modules);
+  const Symbol& symbolize_in_module(Module& module, uint64_t vaddr);
   const PerfMap& perf_map(uint32_t pid, Process& p);
   const KernelSymbols* kernel();
 
   Options options_;
-  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<MappedFile>> files_;  // by (dev, inode)
+  DebugFinder debug_finder_;
+  std::map<std::pair<uint64_t, uint64_t>, OpenFile> files_;  // by (dev, inode)
+  std::vector<std::unique_ptr<Module>> modules_;
+  std::unordered_map<std::string, Module*> modules_by_build_id_;
+  std::unordered_map<std::string, OpenFile> files_by_path_;  // symbolize_file()
+  std::optional<std::unique_ptr<Module>> vdso_;
+  uint64_t dwarf_bytes_used_ = 0;
   std::unordered_map<uint32_t, Process> processes_;
   std::optional<std::expected<KernelSymbols, std::string>> kernel_;
   std::future<std::expected<KernelSymbols, std::string>> kernel_loading_;

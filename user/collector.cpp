@@ -211,11 +211,12 @@ flamegraph::Profile Collector::build() {
   flamegraph::Profile profile;
 
   // Name every distinct address once: user addresses per process, kernel
-  // addresses for all.
+  // addresses for all. An address can stand for several frames (inlined calls).
   struct Named {
-    FrameId id;
+    uint32_t first, count;  // into named_frames
     bool known;
   };
+  std::vector<FrameId> named_frames;
   std::unordered_map<uint64_t, Named> kernel_names;
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, Named>> user_names;
   {
@@ -234,8 +235,11 @@ flamegraph::Profile Collector::build() {
       std::vector<uint64_t> addrs(set.begin(), set.end());
       std::vector<symbolizer::Symbol> symbols = symbolize(addrs);
       for (size_t i = 0; i < addrs.size(); ++i) {
-        out[addrs[i]] = Named{profile.intern(symbols[i].frame), symbols[i].known};
-        if (!symbols[i].known) ++stats_.unknown_addresses;
+        Named n{static_cast<uint32_t>(named_frames.size()), static_cast<uint32_t>(symbols[i].frames.size()),
+                symbols[i].known()};
+        for (const Frame& f : symbols[i].frames) named_frames.push_back(profile.intern(f));
+        out[addrs[i]] = n;
+        if (!n.known) ++stats_.unknown_addresses;
       }
     };
     name_all(kernel_addrs, [&](std::span<const uint64_t> a) { return symbolizer_.symbolize_kernel(a); },
@@ -264,7 +268,7 @@ flamegraph::Profile Collector::build() {
           continue;
         }
         const Named& n = names.at(lookup_address(ips, i));
-        frames.push_back(n.id);
+        frames.insert(frames.end(), named_frames.begin() + n.first, named_frames.begin() + n.first + n.count);
         unknown |= !n.known;
       }
     };

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "user/record.h"
+#include "user/symbolize.h"
 #include "user/tools.h"
 
 int main(int argc, char** argv) {
@@ -34,6 +35,11 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   record->add_flag("--no-preserve-frame-pointer{false}", rec.java_frame_pointers,
                    "Do not add -XX:+PreserveFramePointer to JVMs started by the command");
+  record->add_flag("--lines", rec.lines, "Add file:line to frame names (from DWARF)");
+  record->add_flag("--no-inlines{false}", rec.inlines, "Do not show inlined calls as frames of their own");
+  record->add_option("--symbol-memory", rec.symbol_memory_mib,
+                     "MiB of DWARF the symbolizer may hold; past it the largest binaries lose inlined frames")
+      ->capture_default_str();
   record->add_flag("-v,--verbose", rec.verbose, "Show libbpf's messages (verifier log on load failures)");
   record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
   record->get_option("--kernel-only")->excludes("--user-only");
@@ -56,6 +62,18 @@ int main(int argc, char** argv) {
   diff->add_option("new", diff_new, "The later profile (folded or pprof)")->required();
   diff->add_option("-o,--output", diff_out, "Output .html")->capture_default_str();
 
+  ember::SymbolizeOptions sym;
+  CLI::App* symbolize = app.add_subcommand("symbolize", "Name addresses of a binary, a process or the kernel (batch)");
+  auto* elf_opt = symbolize->add_option("-e,--elf", sym.elf, "Addresses are this ELF file's virtual addresses");
+  auto* pid_opt = symbolize->add_option("-p,--pid", sym.pid, "Addresses are this process's");
+  auto* kernel_opt = symbolize->add_flag("-k,--kernel", sym.kernel, "Addresses are the kernel's");
+  elf_opt->excludes(pid_opt)->excludes(kernel_opt);
+  pid_opt->excludes(kernel_opt);
+  symbolize->add_flag("--lines", sym.lines, "Add file:line to frame names");
+  symbolize->add_flag("--no-inlines{false}", sym.inlines, "Do not show inlined calls");
+  symbolize->add_option("--symbol-memory", sym.memory_mib, "MiB of DWARF to hold at most")->capture_default_str();
+  symbolize->add_option("addresses", sym.addresses, "Hex addresses (default: read from stdin, one per line)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -65,6 +83,13 @@ int main(int argc, char** argv) {
   if (*record) return ember::run_record(rec);
   if (*convert) return ember::run_convert(convert_in, convert_out);
   if (*report) return ember::run_report(report_in, report_rows);
+  if (*symbolize) {
+    if (sym.elf.empty() && !sym.pid && !sym.kernel) {
+      std::fprintf(stderr, "ember symbolize: say whose addresses: --elf FILE, --pid PID or --kernel\n");
+      return 2;
+    }
+    return ember::run_symbolize(sym);
+  }
   if (*diff) return ember::run_diff(diff_base, diff_new, diff_out);
   return 0;
 }

@@ -240,7 +240,11 @@ int run_record(const RecordOptions& o) {
     config.filter_pids = true;
   }
 
-  symbolizer::Symbolizer symbolizer;
+  symbolizer::Options sopts;
+  sopts.lines = o.lines;
+  sopts.inlines = o.inlines;
+  sopts.dwarf_memory_bytes = uint64_t(o.symbol_memory_mib) << 20;
+  symbolizer::Symbolizer symbolizer(sopts);
   if (!o.user_only) symbolizer.prefetch_kernel();
   CollectorOptions copts;
   copts.thread_frames = o.thread_frames;

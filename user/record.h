@@ -22,6 +22,9 @@ struct RecordOptions {
   bool user_only = false;
   bool idle = false;
   bool verbose = false;
+  bool lines = false;                // file:line in frame names
+  bool inlines = true;               // inlined calls as frames
+  uint32_t symbol_memory_mib = 256;  // DWARF the symbolizer may hold
   std::vector<std::string> command;  // run and profile this, with its children
   bool java = true;                  // attach the agent to JVMs in scope
   std::vector<uint32_t> java_attach; // attach only to these JVMs

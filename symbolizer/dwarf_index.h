@@ -1,0 +1,58 @@
+// Inlined functions and source lines from DWARF (through libdw), indexed
+// for many lookups: each compile unit's function and inline ranges are
+// read once, on its first lookup, into a sorted table, so a lookup is two
+// binary searches and a short walk up the nesting (eu-addr2line instead
+// walks the unit's DIE tree for every address).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember::symbolizer {
+
+struct SourceFrame {
+  std::string name;  // linkage name if there is one (mangled), else the DWARF name
+  std::string file;  // source file of `line`, may be empty
+  uint32_t line = 0;  // 0: unknown
+  bool inlined = false;
+};
+
+class DwarfIndex {
+ public:
+  // Reads DWARF from `elf` (an Elf*, kept by the caller for this index's life).
+  // Null when it has no usable DWARF.
+  static std::unique_ptr<DwarfIndex> open(void* elf);
+  ~DwarfIndex();
+  DwarfIndex(const DwarfIndex&) = delete;
+  DwarfIndex& operator=(const DwarfIndex&) = delete;
+
+  // The function at `vaddr` and the functions inlined into it there, outermost
+  // first (the last one is where the instruction is). With `lines`, each
+  // frame's file and line: for all but the last, the line of the inlined call.
+  // Empty when DWARF does not cover `vaddr`.
+  std::vector<SourceFrame> lookup(uint64_t vaddr, bool lines);
+
+  // Bytes held by the tables built so far.
+  size_t index_bytes() const { return index_bytes_; }
+
+  struct Unit;  // one compile unit's table (dwarf_index.cpp)
+
+ private:
+  DwarfIndex() = default;
+  struct UnitRange {
+    uint64_t lo, hi;
+    uint32_t unit;
+  };
+  Unit& unit(uint32_t i);
+  std::string name_of(uint64_t die_offset);
+
+  void* dwarf_ = nullptr;  // Dwarf*
+  std::vector<UnitRange> unit_ranges_;  // sorted by lo
+  std::vector<std::unique_ptr<Unit>> units_;  // built on first use
+  std::vector<uint64_t> unit_offsets_;  // DIE offset of each unit
+  size_t index_bytes_ = 0;
+};
+
+}  // namespace ember::symbolizer
