@@ -130,30 +130,109 @@ $(BUILD)/fixtures/libfixture-stripped.so: $(BUILD)/fixtures/libfixture.so
 	$(call msg,STRIP,$@)
 	$(Q)strip --strip-all $< -o $@
 
+# Symbolizer fixtures (tests/integration/symbolize_fixtures.sh): one -O2 -g
+# program with inlined calls, which maps a library twice, and copies of it
+# that lead to their names the other ways. Load layouts: a PIE, a non-PIE, and
+# a library linked at a non-zero address (ld makes an ET_EXEC of a PIE linked
+# so); then stripped with a .gnu_debuglink to .debug/, stripped with only
+# MiniDebugInfo, compressed DWARF.
+SYMFIX := $(BUILD)/fixtures
+SYMFIX_CXXFLAGS := -O2 -g -Wall -Wextra
+SYMFIX_TARGETS := $(SYMFIX)/symtarget $(SYMFIX)/symtarget-nopie
+SYMFIX_LIBS := $(SYMFIX)/libsymlib.so $(SYMFIX)/libsymlib-based.so
+FIXTURES += $(SYMFIX_LIBS) $(SYMFIX_TARGETS) $(SYMFIX)/symtarget-debuglink $(SYMFIX)/symtarget-mini \
+	$(SYMFIX)/symtarget-zdebug
+
+$(SYMFIX)/symtarget-nopie: SYMFIX_LAYOUT := -no-pie
+$(SYMFIX)/libsymlib-based.so: SYMFIX_LAYOUT := -Wl,-Ttext-segment=0x20000000
+$(SYMFIX_LIBS): tests/fixtures/symbolizer/symlib.cpp
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(SYMFIX_CXXFLAGS) $(SYMFIX_LAYOUT) -fPIC -shared $< -o $@
+
+$(SYMFIX_TARGETS): tests/fixtures/symbolizer/target.cpp
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(SYMFIX_CXXFLAGS) $(SYMFIX_LAYOUT) $< -o $@
+
+$(SYMFIX)/.debug/symtarget-debuglink.debug: $(SYMFIX)/symtarget
+	$(call msg,OBJCOPY,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)objcopy --only-keep-debug $< $@
+
+$(SYMFIX)/symtarget-debuglink: $(SYMFIX)/symtarget $(SYMFIX)/.debug/symtarget-debuglink.debug
+	$(call msg,STRIP,$@)
+	$(Q)strip --strip-all $< -o $@
+	$(Q)objcopy --add-gnu-debuglink=$(word 2,$^) $@
+
+$(SYMFIX)/symtarget-mini: $(SYMFIX)/symtarget tests/fixtures/symbolizer/minidebuginfo.sh
+	$(call msg,MINIDBG,$@)
+	$(Q)tests/fixtures/symbolizer/minidebuginfo.sh $< $@
+
+$(SYMFIX)/symtarget-zdebug: $(SYMFIX)/symtarget
+	$(call msg,OBJCOPY,$@)
+	$(Q)objcopy --compress-debug-sections=zlib $< $@
+
+# BCC's symbolizer as a command: an oracle for ember's names.
+ORACLES := $(BUILD)/oracle/bcc_symbolize
+$(BUILD)/oracle/bcc_symbolize: tests/oracle/bcc_symbolize.cpp
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -O1 -g -std=c++2b $(WARN) $< -lbcc -o $@
+
 # Fuzzing the readers: replays of the kept corpus run in `make test`;
 # `make fuzz` grows the corpus with AFL++ (FUZZ_SECONDS per target). Its
 # gcc plugin (afl-g++-fast) refuses Debian 12's gcc build and clang 14 lacks
 # C++23 <expected>, so the classic afl-g++ instrumentation it is.
-FUZZ_TARGETS := folded pprof
+FUZZ_TARGETS := folded pprof elf perfmap
+# What each harness links: the flamegraph readers, or the symbolizer's
+# parsers of ELF/DWARF (libelf, libdw) and of maps and perf maps.
+FLAMEGRAPH_FUZZ := folded pprof
 FLAMEGRAPH_LIB_SRC := $(FLAMEGRAPH_SRC)
-$(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp $(FLAMEGRAPH_LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(BUILD)/obj/flamegraph/html_template.o
+SYMBOLIZER_FUZZ := elf perfmap
+SYMBOLIZER_FUZZ_SRC := symbolizer/elf_symbols.cpp symbolizer/dwarf_index.cpp symbolizer/debug_info.cpp symbolizer/proc_maps.cpp
+SYMBOLIZER_FUZZ_LIBS := -ldw -ldebuginfod -lelf -llzma -lz
+$(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/replay-%): $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
+		$(FLAMEGRAPH_LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(BUILD)/obj/flamegraph/html_template.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.cpp %.o,$^) -lz -o $@
 
-$(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp $(FLAMEGRAPH_LIB_SRC) flamegraph/html_template.S flamegraph/flamegraph.html
+$(SYMBOLIZER_FUZZ:%=$(BUILD)/fuzz/replay-%): $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
+		$(SYMBOLIZER_FUZZ_SRC:%.cpp=$(BUILD)/san/%.o)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.cpp %.o,$^) $(SYMBOLIZER_FUZZ_LIBS) -o $@
+
+$(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
+		$(FLAMEGRAPH_LIB_SRC) flamegraph/html_template.S flamegraph/flamegraph.html
 	$(call msg,AFL,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++ -std=c++2b -O1 -g -I. -fsanitize=address,undefined $< tests/fuzz/replay.cpp \
 		$(FLAMEGRAPH_LIB_SRC) flamegraph/html_template.S -lz -o $@
 
+# Only ember's code is instrumented: libelf and libdw steer the search
+# through what they hand back, and crash it if they crash.
+$(SYMBOLIZER_FUZZ:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp $(SYMBOLIZER_FUZZ_SRC)
+	$(call msg,AFL,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++ -std=c++2b -O1 -g -I. -fsanitize=address,undefined $< tests/fuzz/replay.cpp \
+		$(SYMBOLIZER_FUZZ_SRC) $(SYMBOLIZER_FUZZ_LIBS) -o $@
+
 FUZZ_SECONDS ?= 60
+# ELF inputs are ~10 KB each and AFL queues hundreds: their finds stay in
+# build/fuzz/out-elf, to pick a few by hand (afl-cmin, then those that add
+# the most edges), so the kept corpus stays small.
+FUZZ_PICK_BY_HAND := elf
 fuzz: deps-fuzz
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=$(BUILD)/fuzz/afl-%)
 	$(Q)for t in $(FUZZ_TARGETS); do \
 		AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 \
 		timeout -s INT $(FUZZ_SECONDS) afl-fuzz -m none -i tests/fuzz/corpus/$$t -o $(BUILD)/fuzz/out-$$t -- $(BUILD)/fuzz/afl-$$t @@; \
-		cp -n $(BUILD)/fuzz/out-$$t/default/queue/id:* tests/fuzz/corpus/$$t/ 2>/dev/null; \
+		case " $(FUZZ_PICK_BY_HAND) " in \
+		*" $$t "*) echo "fuzz: $$t finds are in $(BUILD)/fuzz/out-$$t/default/queue";; \
+		*) cp -n $(BUILD)/fuzz/out-$$t/default/queue/id:* tests/fuzz/corpus/$$t/ 2>/dev/null;; \
+		esac; \
 		ls $(BUILD)/fuzz/out-$$t/default/crashes/id:* 2>/dev/null && { echo "fuzz: crashes in $$t"; exit 1; }; \
 	done; true
 
@@ -162,15 +241,23 @@ demo: deps
 	$(Q)scripts/demo.sh
 
 test: deps-test
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES) $(BUILD)/pprof \
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
 		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
 	$(Q)tests/run.sh
 
+# bench/symbolize.sh's in-process half: the symbolizer library, no BPF.
+SYMBOLIZE_BENCH_OBJ := $(BUILD)/obj/bench/symbolize_bench.o $(filter $(BUILD)/obj/symbolizer/% $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
+$(BUILD)/bench/symbolize_bench: $(SYMBOLIZE_BENCH_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
 bench: deps-bench
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS) $(BUILD)/bench/symbolize_bench
 	$(Q)bench/record.sh
 	$(Q)bench/java.sh
 	$(Q)bench/viewer.sh
+	$(Q)bench/symbolize.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -27,4 +27,23 @@ struct ember_sample {
 
 #define EMBER_SAMPLE_HEADER_SIZE ((unsigned long)&((struct ember_sample *)0)->ips)
 
+/* Path of a mapped file as dentry names, leaf first (joined by the
+ * collector). Deeper paths keep their last EMBER_PATH_PARTS names. */
+#define EMBER_PATH_PARTS 16
+#define EMBER_PATH_PART_LEN 64
+
+/* One executable file mapping of a sampled process, sent as the process
+ * exits (its memory map is still intact then), so a process that lived
+ * only a few milliseconds is still symbolized. */
+struct ember_mapping {
+	__u64 start, end;  /* [start, end) */
+	__u64 offset;      /* file offset of start */
+	__u64 inode;
+	__u32 dev;         /* kernel dev_t: major << 20 | minor, as /proc/PID/maps */
+	__u32 pid;
+	__u32 path_parts;
+	__u32 pad;
+	char path[EMBER_PATH_PARTS][EMBER_PATH_PART_LEN];
+};
+
 #endif

@@ -2,9 +2,13 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <gelf.h>
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <numeric>
+#include <string_view>
 #include <unordered_map>
 
 namespace ember::symbolizer {
@@ -24,6 +28,7 @@ struct DwarfIndex::Unit {
     uint32_t node;
   };
   Dwarf_Die cu_die;
+  bool lines_safe = false;  // its line table may be read (see inline_string_bounded)
   std::vector<Node> nodes;
   std::vector<Entry> entries;  // sorted by lo, then outer before inner
 };
@@ -46,6 +51,74 @@ bool has_code_inside(int tag) {
     default:
       return false;
   }
+}
+
+// libdw (0.188) trusts DWARF strings to end: it hands out, and strlen()s,
+// pointers into .debug_str and .debug_line_str, and DW_FORM_string values
+// inside .debug_info, without a bound. A corrupt file whose strings do not
+// end makes it, and us, read past the section data (heap overflows found by
+// tests/fuzz/fuzz_elf.cpp: a .debug_line_str that lost SHF_COMPRESSED, read
+// by dwarf_getsrclines; a .debug_str the same way, read by name_of).
+bool is_string_section(std::string_view name) {
+  bool dwarf = name.starts_with(".debug_") || name.starts_with(".zdebug_") || name.starts_with(".gnu.debuglto_.debug_");
+  return dwarf && (name.ends_with("_str") || name.ends_with("_str.dwo"));
+}
+
+// String tables always end in NUL: whether those of `elf` do, as libdw holds
+// them (decompressed). Call after dwarf_begin_elf, which read them.
+bool string_sections_terminated(Elf* elf) {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    // Still compressed: libdw could not inflate it and does not use it.
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED)) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name || !is_string_section(name)) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data && data->d_buf && data->d_size && static_cast<const char*>(data->d_buf)[data->d_size - 1] != '\0')
+      return false;
+  }
+  return true;
+}
+
+// .debug_info or .debug_types, maybe compressed (.zdebug_), maybe split (.dwo).
+bool is_die_section(std::string_view name) {
+  if (name.ends_with(".dwo")) name.remove_suffix(4);
+  if (!name.starts_with(".debug_") && !name.starts_with(".zdebug_")) return false;
+  name.remove_prefix(name.find('_') + 1);
+  return name == "info" || name == "types";
+}
+
+// Whether a DW_FORM_string value (inline among a DIE's attributes, where the
+// section's last byte need not be NUL: an assembler's unit ends in its
+// DW_AT_language) ends inside its section. Values in another file (a .dwo,
+// a supplementary file) are outside what we check and taken as they come.
+bool inline_string_bounded(Dwarf* dw, const Dwarf_Attribute& attr) {
+  if (attr.form != DW_FORM_string) return true;  // strp/strx/line_strp: checked when opened
+  Elf* elf = dwarf_getelf(dw);
+  size_t shstrndx;
+  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  auto at = reinterpret_cast<const char*>(attr.valp);
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name || !is_die_section(name)) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || !data->d_buf) continue;
+    auto begin = static_cast<const char*>(data->d_buf), end = begin + data->d_size;
+    if (std::less_equal<>()(begin, at) && std::less<>()(at, end)) return std::memchr(at, 0, end - at) != nullptr;
+  }
+  return true;
+}
+
+// The CU's name and compilation directory, which dwarf_getsrclines strlen()s.
+bool cu_strings_bounded(Dwarf* dw, Dwarf_Die* cu) {
+  Dwarf_Attribute attr;
+  for (unsigned name : {DW_AT_comp_dir, DW_AT_name})
+    if (dwarf_attr(cu, name, &attr) && !inline_string_bounded(dw, attr)) return false;
+  return true;
 }
 
 uint32_t udata(Dwarf_Die* die, unsigned name) {
@@ -109,6 +182,7 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(void* elf) {
   if (!dw) return nullptr;
   std::unique_ptr<DwarfIndex> index(new DwarfIndex());
   index->dwarf_ = dw;
+  if (!string_sections_terminated(static_cast<Elf*>(elf))) return nullptr;
   Dwarf_CU* cu = nullptr;
   Dwarf_Half version;
   uint8_t unit_type;
@@ -143,6 +217,7 @@ DwarfIndex::Unit& DwarfIndex::unit(uint32_t i) {
   auto u = std::make_unique<Unit>();
   Dwarf_Die* cu = dwarf_offdie(static_cast<Dwarf*>(dwarf_), unit_offsets_[i], &u->cu_die);
   if (cu) {
+    u->lines_safe = cu_strings_bounded(static_cast<Dwarf*>(dwarf_), &u->cu_die);
     Builder builder{u.get(), {}, {}};
     builder.walk(&u->cu_die, -1, 0);
     // Sort by start, outer before inner, and renumber the parent links.
@@ -175,7 +250,7 @@ std::string DwarfIndex::name_of(uint64_t die_offset) {
   // Integrate: an inlined call or an out-of-line copy names itself through
   // DW_AT_abstract_origin / DW_AT_specification.
   for (unsigned name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name})
-    if (dwarf_attr_integrate(&die, name, &attr))
+    if (dwarf_attr_integrate(&die, name, &attr) && inline_string_bounded(static_cast<Dwarf*>(dwarf_), attr))
       if (const char* s = dwarf_formstring(&attr); s && *s) return s;
   return {};
 }
@@ -194,6 +269,7 @@ std::vector<SourceFrame> DwarfIndex::lookup(uint64_t vaddr, bool lines) {
   for (int steps = 0; e >= 0 && vaddr >= u.entries[e].hi && steps < kMaxDepth; ++steps) e = u.entries[e].parent;
   if (e < 0 || vaddr >= u.entries[e].hi) return frames;
 
+  lines = lines && u.lines_safe;
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
   if (lines && dwarf_getsrcfiles(&u.cu_die, &files, &nfiles) != 0) files = nullptr;

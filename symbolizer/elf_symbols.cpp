@@ -61,11 +61,30 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::parse(void* 
       out->segments_.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
   }
 
-  size_t shstrndx = 0;
+  size_t shstrndx = 0, nscn = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) return std::unexpected(name + ": bad section headers: " + elf_errmsg(-1));
+  // libelf pretends a section header table that runs past the end of the
+  // file is not there: a file cut short (the table comes last) would read
+  // as one without symbols, and its frames go unexplained.
+  GElf_Ehdr eh;
+  if (gelf_getehdr(elf, &eh) && eh.e_shnum != 0 && elf_getshdrnum(elf, &nscn) == 0 && nscn == 0)
+    return std::unexpected(name + ": truncated: its " + std::to_string(eh.e_shnum) + " section headers (at byte " +
+                           std::to_string(eh.e_shoff) + ") lie past the end of the file");
+  // Untyped symbols name code only in code sections (assembly labels such
+  // as ld.so's _start); elsewhere they are data or markers.
+  std::vector<bool> code_section;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
+    size_t index = elf_ndxscn(scn);
+    if (index >= code_section.size()) code_section.resize(index + 1);
+    code_section[index] = gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+  }
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    // SHT_NOBITS has no bytes: libelf gives it its size and a null buffer (a
+    // corrupt .gnu_debuglink of that type had strnlen read address 0; found
+    // by tests/fuzz/fuzz_elf.cpp). Nothing we read can be of that type.
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
     const char* sname = elf_strptr(elf, shstrndx, sh.sh_name);
     std::string_view section = sname ? sname : "";
     if (sh.sh_type == SHT_NOTE && out->build_id_.empty()) {
@@ -110,10 +129,14 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::parse(void* 
       GElf_Sym sym;
       if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
       unsigned type = GELF_ST_TYPE(sym.st_info);
-      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+      bool label = type == STT_NOTYPE && sym.st_shndx < code_section.size() && code_section[sym.st_shndx];
+      if ((type != STT_FUNC && type != STT_GNU_IFUNC && !label) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+        continue;
       const char* symname = elf_strptr(elf, sh.sh_link, sym.st_name);
-      if (!symname || !*symname) continue;
-      out->symbols_.push_back({sym.st_value, sym.st_size, symname, binding_rank(GELF_ST_BIND(sym.st_info))});
+      if (!symname || !*symname || (label && symname[0] == '$')) continue;  // $x: ARM mapping symbols
+      // A typed function wins over a label at the same address.
+      uint8_t rank = binding_rank(GELF_ST_BIND(sym.st_info)) + (label ? 3 : 0);
+      out->symbols_.push_back({sym.st_value, sym.st_size, symname, rank});
     }
   }
   out->sort_symbols();
@@ -168,6 +191,9 @@ std::string_view ElfSymbols::find(uint64_t vaddr) const {
 
 std::string demangle(std::string_view name, bool* was_cpp) {
   if (was_cpp) *was_cpp = false;
+  // Versioned names from .symver ("memcpy@@GLIBC_2.14"): the version is not
+  // part of the function's name, and C++ demanglers reject it.
+  name = name.substr(0, name.find('@'));
   if (!name.starts_with("_Z")) return std::string(name);
   int status = 0;
   std::string mangled(name);

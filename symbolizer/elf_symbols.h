@@ -56,7 +56,7 @@ class ElfSymbols {
   struct Symbol {
     uint64_t address, size;
     const char* name;  // points into the string table libelf holds
-    uint8_t rank;      // binding preference among aliases: global < weak < local
+    uint8_t rank;      // preference among aliases: global < weak < local functions < labels
   };
   static std::expected<std::unique_ptr<ElfSymbols>, std::string> parse(void* elf, const std::string& name);
   void sort_symbols();
@@ -72,7 +72,7 @@ class ElfSymbols {
   void* debugdata_ = nullptr;  // Elf_Scn* of .gnu_debugdata
 };
 
-// Demangles C++ names ("_Z..."); returns other names unchanged.
+// Demangles C++ names ("_Z...") and drops symbol versions ("@@GLIBC_2.14").
 std::string demangle(std::string_view name, bool* was_cpp = nullptr);
 
 }  // namespace ember::symbolizer

@@ -98,8 +98,19 @@ bool Symbolizer::snapshot_process(uint32_t pid) {
   std::erase_if(fresh, [](const Mapping& m) { return !m.executable; });
   if (fresh.empty()) return false;  // exited between open and read, or a kernel thread
   auto [it, first] = processes_.try_emplace(pid);
-  Process& p = it->second;
-  if (first && !same_file(dir + "/root", "/")) p.root = dir + "/root";
+  if (first && !same_file(dir + "/root", "/")) it->second.root = dir + "/root";
+  merge_mappings(pid, std::move(fresh));
+  return true;
+}
+
+void Symbolizer::add_mapping(uint32_t pid, Mapping mapping) {
+  std::vector<Mapping> fresh;
+  fresh.push_back(std::move(mapping));
+  merge_mappings(pid, std::move(fresh));
+}
+
+void Symbolizer::merge_mappings(uint32_t pid, std::vector<Mapping> fresh) {
+  Process& p = processes_[pid];
   // Mappings seen earlier that nothing replaced stay: the code may have
   // been unmapped after it was sampled.
   for (Mapping& old : p.mappings) {
@@ -111,7 +122,6 @@ bool Symbolizer::snapshot_process(uint32_t pid) {
   p.mappings = std::move(fresh);
   for (const Mapping& m : p.mappings)
     if (m.inode != 0) file_for(pid, m);
-  return true;
 }
 
 bool Symbolizer::maps(uint32_t pid, uint64_t address) const {
@@ -128,9 +138,17 @@ Symbolizer::OpenFile& Symbolizer::file_for(uint32_t pid, const Mapping& m) {
   std::snprintf(range, sizeof range, "/map_files/%" PRIx64 "-%" PRIx64, m.start, m.end);
   // map_files reaches the very inode mapped (deleted, replaced, or in another
   // mount namespace) but needs CAP_SYS_ADMIN; root/ covers containers.
-  for (const std::string& candidate : {dir + range, dir + "/root" + m.path, m.path}) {
+  for (const std::string& candidate : {dir + range, dir + "/root" + m.path}) {
     f.fd = open(candidate.c_str(), O_RDONLY | O_CLOEXEC);
-    if (f.fd >= 0) break;
+    if (f.fd >= 0) return f;
+  }
+  // The path as seen from here (the process has exited): only if it is
+  // still the very file mapped, not a newer build at the same path.
+  f.fd = open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (f.fd >= 0 && (fstat(f.fd, &st) != 0 || st.st_ino != m.inode)) {
+    close(f.fd);
+    f.fd = -1;
   }
   return f;
 }

@@ -58,6 +58,10 @@ class Symbolizer {
   // Calling it again merges in mappings added since. False if the process
   // is gone.
   bool snapshot_process(uint32_t pid);
+  // Adds a mapping learnt otherwise (from the kernel as the process exited):
+  // it replaces what it overlaps. Its file is opened by path, and used only
+  // if it is still the same inode.
+  void add_mapping(uint32_t pid, Mapping mapping);
   bool has_process(uint32_t pid) const { return processes_.count(pid) != 0; }
   // Whether the last snapshot of `pid` maps `address` (else the process
   // mapped code since, e.g. a dlopen'ed libjvm.so: snapshot it again).
@@ -91,6 +95,7 @@ class Symbolizer {
     Module* module = nullptr;
     bool read_attempted = false;
   };
+  void merge_mappings(uint32_t pid, std::vector<Mapping> fresh);
   OpenFile& file_for(uint32_t pid, const Mapping& m);
   Module* module_of(OpenFile& file, const std::string& path, const std::string& root);
   Module* vdso();

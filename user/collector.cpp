@@ -207,6 +207,20 @@ void Collector::refresh_processes() {
     if (symbolizer_.has_process(pid)) symbolizer_.snapshot_process(pid);
 }
 
+void Collector::add_exit_mapping(const ember_mapping& m) {
+  symbolizer::Mapping mapping;
+  mapping.start = m.start;
+  mapping.end = m.end;
+  mapping.offset = m.offset;
+  mapping.dev = m.dev;
+  mapping.inode = m.inode;
+  mapping.executable = true;
+  for (uint32_t i = std::min<uint32_t>(m.path_parts, EMBER_PATH_PARTS); i-- > 0;)
+    mapping.path += "/" + std::string(m.path[i], strnlen(m.path[i], EMBER_PATH_PART_LEN));
+  symbolizer_.add_mapping(m.pid, std::move(mapping));
+  exited_.insert(m.pid);
+}
+
 flamegraph::Profile Collector::build() {
   flamegraph::Profile profile;
 
@@ -281,6 +295,7 @@ flamegraph::Profile Collector::build() {
     if (unknown) stats_.unknown_samples += count;
   }
   stats_.jvms = jvms_.size();
+  stats_.exited_processes = exited_.size();
   stats_.bad_jit_map_lines = 0;
   for (const auto& [pid, jvm] : jvms_) stats_.bad_jit_map_lines += jvm.map.bad_lines();
   return profile;

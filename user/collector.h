@@ -43,6 +43,7 @@ struct CollectorStats {
   uint64_t jit_frames = 0;       // user frames named through a JVM's code map
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
   uint64_t bad_jit_map_lines = 0;   // code-map lines that did not parse (and were skipped)
+  uint64_t exited_processes = 0;    // processes whose exit-time mappings were taken in
 };
 
 class Collector {
@@ -51,6 +52,8 @@ class Collector {
   void add(const ember_sample& sample);
   // Re-reads the mappings of live processes (code loaded since their first sample).
   void refresh_processes();
+  // Takes in a mapping that a sampled process had as it exited.
+  void add_exit_mapping(const ember_mapping& mapping);
 
   // Names the JIT code of JVM `pid` through the code map its agent writes
   // to `jitmap_path`. Without frame pointers in JIT code (no
@@ -150,6 +153,7 @@ class Collector {
   std::vector<int8_t> comm_matches_;  // by name id: the --comm verdict (1 without --comm)
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen
   std::unordered_map<uint32_t, uint64_t> last_snapshot_;  // pid -> when (ns), to rate-limit
+  std::unordered_set<uint32_t> exited_;  // pids whose exit-time mappings came in
   CollectorStats stats_;
 };
 

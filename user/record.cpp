@@ -268,7 +268,9 @@ int run_record(const RecordOptions& o) {
     java->attach(jvms, !o.java_attach.empty(), collector, [] { return g_stop_signal != 0; });
   }
 
-  auto sampler = Sampler::start(config, [&](const ember_sample& s) { collector.add(s); });
+  auto sampler = Sampler::start(
+      config, [&](const ember_sample& s) { collector.add(s); },
+      [&](const ember_mapping& m) { collector.add_exit_mapping(m); });
   if (!sampler) {
     abandon_child();
     return fail(sampler.error());
@@ -359,6 +361,9 @@ int run_record(const RecordOptions& o) {
                static_cast<unsigned long long>(stats.unknown_addresses),
                static_cast<unsigned long long>(stats.unknown_samples),
                kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  std::fprintf(stderr, "  exits       %llu processes symbolized from their exit-time mappings, %llu mappings lost\n",
+               static_cast<unsigned long long>(stats.exited_processes),
+               static_cast<unsigned long long>(counters.mappings_lost));
   std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n",
                static_cast<unsigned long long>(counters.targets_full));
   if (stats.jvms)

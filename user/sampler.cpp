@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include <cerrno>
@@ -53,6 +54,17 @@ uint32_t ring_bytes(uint32_t frequency, int cpus) {
   return static_cast<uint32_t>(size);
 }
 
+// Whether the kernel can send a process's mappings as it exits: the
+// open-coded VMA iterator (6.7+) and bpf_loop (5.17+).
+bool kernel_has_exit_mappings() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return false;
+  bool has = btf__find_by_name_kind(vmlinux, "bpf_iter_task_vma_new", BTF_KIND_FUNC) > 0 &&
+             libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) > 0;
+  btf__free(vmlinux);
+  return has;
+}
+
 }  // namespace
 
 struct Sampler::State {
@@ -60,6 +72,7 @@ struct Sampler::State {
   std::vector<bpf_link*> links;
   ring_buffer* ring = nullptr;
   SampleHandler handler;
+  ExitHandler on_exit;
   size_t batch = 0;  // samples delivered by the current poll()
 
   ~State() {
@@ -69,13 +82,14 @@ struct Sampler::State {
 };
 
 std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const SamplerConfig& config,
-                                                                     SampleHandler handler) {
+                                                                     SampleHandler handler, ExitHandler on_exit) {
   g_verbose = config.verbose;
   libbpf_set_print(libbpf_print);
   std::unique_ptr<Sampler> sampler(new Sampler());
   sampler->state_ = std::make_unique<State>();
   State& st = *sampler->state_;
   st.handler = std::move(handler);
+  st.on_exit = std::move(on_exit);
 
   int ncpus = libbpf_num_possible_cpus();
   if (ncpus <= 0) return std::unexpected("cannot count CPUs: " + errno_text(ncpus));
@@ -94,6 +108,8 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
   bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
+  bool exit_mappings = kernel_has_exit_mappings();
+  bpf_program__set_autoload(skel->progs.ember_exit_mappings, exit_mappings);
 
   if (int err = profile_bpf::load(skel))
     return std::unexpected("cannot load the BPF program: " + errno_text(err) +
@@ -114,6 +130,11 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       st.links.push_back(link);
     }
   }
+  if (exit_mappings) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_exit_mappings);
+    if (!link) return std::unexpected("cannot attach to sched_process_exit: " + errno_text(errno));
+    st.links.push_back(link);
+  }
 
   st.ring = ring_buffer__new(
       bpf_map__fd(skel->maps.samples),
@@ -126,6 +147,13 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       },
       &st, nullptr);
   if (!st.ring) return std::unexpected("cannot open the ring buffer: " + errno_text(errno));
+  if (ring_buffer__add(st.ring, bpf_map__fd(skel->maps.exits),
+                       [](void* ctx, void* data, size_t) {
+                         static_cast<State*>(ctx)->on_exit(*static_cast<const ember_mapping*>(data));
+                         return 0;
+                       },
+                       &st))
+    return std::unexpected("cannot open the exits ring buffer: " + errno_text(errno));
 
   for (int cpu = 0; cpu < ncpus; ++cpu) {
     int fd = open_perf_event(config.event, config.frequency, cpu);
@@ -173,7 +201,7 @@ void Sampler::stop() {
 
 SamplerCounters Sampler::counters() const {
   const auto* bss = state_->skel->bss;
-  return {bss->samples_seen, bss->samples_lost, bss->samples_idle, bss->targets_full};
+  return {bss->samples_seen, bss->samples_lost, bss->samples_idle, bss->targets_full, bss->mappings_lost};
 }
 
 }  // namespace ember

@@ -34,14 +34,17 @@ struct SamplerCounters {
   uint64_t lost = 0;          // dropped: ring buffer full
   uint64_t idle = 0;          // samples of idle CPUs
   uint64_t targets_full = 0;  // child processes not followed: map full
+  uint64_t mappings_lost = 0;  // mappings of exiting processes dropped: ring full
 };
 
 using SampleHandler = std::function<void(const ember_sample& sample)>;
+// Called with each executable mapping of a sampled process as it exits.
+using ExitHandler = std::function<void(const ember_mapping& mapping)>;
 
 class Sampler {
  public:
   static std::expected<std::unique_ptr<Sampler>, std::string> start(const SamplerConfig& config,
-                                                                     SampleHandler handler);
+                                                                     SampleHandler on_sample, ExitHandler on_exit);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;

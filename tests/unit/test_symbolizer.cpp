@@ -238,3 +238,11 @@ TEST_CASE("proc maps parser") {
   CHECK_FALSE(maps[1].executable);
   CHECK(maps[1].path.empty());
 }
+
+TEST_CASE("demangle drops symbol versions, C and C++") {
+  CHECK(demangle("rtime@GLIBC_2.2.5") == "rtime");
+  bool cpp = false;
+  std::string name = demangle("_ZNSs9_M_assignEPcmc@@GLIBCXX_3.4.5", &cpp);
+  CHECK(cpp);
+  CHECK(name.ends_with("::_M_assign(char*, unsigned long, char)"));
+}

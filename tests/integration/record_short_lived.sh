@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A build-like burst of 10 ms processes inside a system-wide recording: each
+# is symbolized, from the mappings the kernel sends as it exits when the
+# collector did not get to read /proc/PID/maps in time.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+"$EMBER" record -a --no-java -F 999 -d 5 --pid-frames -o "$TMP/out.folded" 2>"$TMP/err" &
+ember=$!
+sleep 1
+for i in $(seq 80); do "$WORKLOADS/cpu_split" 0.01; done
+wait $ember || fail "ember exited $?: $(cat "$TMP/err")"
+grep -q "^  exits " "$TMP/err" || fail "no exits line in the summary: $(cat "$TMP/err")"
+exits=$(awk '/^  exits /{print $2}' "$TMP/err")
+(( exits >= 80 )) || skip "the kernel sent the mappings of only $exits exiting processes (needs Linux 6.16+, where sched_process_exit fires before the memory map is torn down)"
+
+# Samples taken during the exec itself still carry the parent's (shell's)
+# user stack: they name no cpu_split code and are left out.
+grep -E '^cpu_split \(' "$TMP/out.folded" | grep -v 'execve' >"$TMP/split.folded"
+all=$(total "$TMP/split.folded")
+named=$(weight "$TMP/split.folded" ';main;run_split;hot_[ab];work_unit [0-9]+$')
+user=$(weight "$TMP/split.folded" ';main;')
+# A frame named module+offset is a file the symbolizer could not read.
+# ([unknown] frames below libc's start-up code are a frame-pointer walk
+# straying into garbage: an unwinding limit, not a naming one.)
+unknown=$(weight "$TMP/split.folded" '\+0x[0-9a-f]+;|\+0x[0-9a-f]+ [0-9]+$')
+procs=$(grep -oE '^cpu_split \([0-9]+\)' "$TMP/split.folded" | sort -u | wc -l)
+echo "80 processes of 10 ms: $procs sampled, $all samples, $user in main, $named in work_unit, $unknown unnamed; $exits exit-time mappings"
+(( procs >= 60 )) || fail "only $procs of 80 processes sampled"
+(( all >= 400 )) || fail "only $all samples of cpu_split at 999 Hz"
+(( unknown == 0 )) || fail "$unknown of $all samples have frames in files not read: $(grep -E '\+0x[0-9a-f]+' "$TMP/split.folded" | head -3)"
+(( named * 100 >= all * 85 )) || fail "only $named of $all samples reach work_unit"
