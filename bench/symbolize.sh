@@ -61,7 +61,10 @@ for f in "${files[@]}"; do
 	if [ "$(sized_functions "$f")" = 0 ]; then
 		id=$(build_id "$f")
 		src=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
-		[ -n "$id" ] && [ -f "$src" ] || { echo "bench: $f has no symbol table and no debug file by build-id" >&2; exit 1; }
+		if [ -z "$id" ] || [ ! -f "$src" ]; then
+			echo "bench: $f has no symbol table and no debug file by build-id" >&2
+			exit 1
+		fi
 	fi
 	names+=("$(basename "$f")") symsrc+=("$src")
 done
@@ -157,7 +160,7 @@ cat "$T"/ember.?.err >&2
 # least 99% as many addresses as ember.
 fastest() {
 	local -n t=$1
-	local p best_p= best_ms=
+	local p best_p='' best_ms=''
 	for p in "${peers[@]}"; do
 		((100 * named[$p] >= 99 * named[ember])) || continue
 		ms=$((t[$p.0] + t[$p.1] + t[$p.2]))
@@ -170,8 +173,8 @@ for p in "${peers[@]}"; do
 done
 read -r cold_peer cold_peer_ms < <(fastest cold)
 read -r warm_peer warm_peer_ms < <(fastest warm)
-cold_cli=$((cold[ember.0] + cold[ember.1] + cold[ember.2]))
-warm_cli=$((warm[ember.0] + warm[ember.1] + warm[ember.2]))
+cold_cli=$((${cold[ember.0]} + ${cold[ember.1]} + ${cold[ember.2]}))
+warm_cli=$((${warm[ember.0]} + ${warm[ember.1]} + ${warm[ember.2]}))
 
 # ember in one process: all three files, first pass then second pass.
 # inproc OPTIONS... -> the total line's fields, then rss_kb
@@ -183,7 +186,7 @@ inproc() {
 field() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$2"; }
 drop_caches
 first_cold=$(inproc --lines)
-p1= p2= rss_in=0 differ=0
+p1='' p2='' rss_in=0 differ=0
 for ((r = 0; r < REPS; r++)); do
 	line=$(inproc --lines)
 	a=$(field pass1_ms "$line") b=$(field pass2_ms "$line")

@@ -47,6 +47,11 @@ bool has_code_inside(int tag) {
     case DW_TAG_catch_block:
     case DW_TAG_namespace:
     case DW_TAG_module:
+    // Member functions of local classes (lambdas' operator()) are defined
+    // inside their class, itself inside the enclosing function.
+    case DW_TAG_class_type:
+    case DW_TAG_structure_type:
+    case DW_TAG_union_type:
       return true;
     default:
       return false;

@@ -98,7 +98,9 @@ bool Symbolizer::snapshot_process(uint32_t pid) {
   std::erase_if(fresh, [](const Mapping& m) { return !m.executable; });
   if (fresh.empty()) return false;  // exited between open and read, or a kernel thread
   auto [it, first] = processes_.try_emplace(pid);
-  if (first && !same_file(dir + "/root", "/")) it->second.root = dir + "/root";
+  // Another mount namespace (a container): its files and /tmp are seen
+  // through /proc/PID/root.
+  if (first && !same_file(dir + "/ns/mnt", "/proc/self/ns/mnt")) it->second.root = dir + "/root";
   merge_mappings(pid, std::move(fresh));
   return true;
 }
@@ -287,12 +289,14 @@ const Symbol& Symbolizer::symbolize_in_module(Module& module, uint64_t vaddr) {
 
 const PerfMap& Symbolizer::perf_map(uint32_t pid, Process& p) {
   if (!p.perf_map) {
-    // A JIT in a container writes the map to its own /tmp, named by its own pid.
+    // A JIT in a container writes the map to its own /tmp, named by the pid
+    // it sees.
     std::vector<std::string> candidates;
     std::string dir = options_.proc_root + "/" + std::to_string(pid);
-    if (!p.root.empty())
-      if (std::string ns = namespace_pid(dir); !ns.empty()) candidates.push_back(p.root + "/tmp/perf-" + ns + ".map");
-    candidates.push_back(options_.perf_map_dir + "/perf-" + std::to_string(pid) + ".map");
+    std::string ns = namespace_pid(dir);
+    for (const std::string& tmp : {p.root.empty() ? std::string() : p.root + "/tmp", options_.perf_map_dir})
+      for (const std::string& id : {ns, std::to_string(pid)})
+        if (!tmp.empty() && !id.empty()) candidates.push_back(tmp + "/perf-" + id + ".map");
     for (const std::string& path : candidates) {
       std::ifstream in(path);
       if (!in) continue;
@@ -376,13 +380,11 @@ std::vector<Symbol> Symbolizer::symbolize_file(const std::string& path, std::spa
   std::vector<Symbol> out;
   out.reserve(addresses.size());
   for (uint64_t a : addresses) {
-    Frame placeholder{basename_of(path) + "+" + hex(a), FrameKind::Unknown, path};
-    if (!module->elf) {
-      out.push_back({{placeholder}, module->error});
-      continue;
-    }
-    const Symbol& s = symbolize_in_module(*module, a);
-    out.push_back(s.known() ? s : Symbol{{placeholder}, s.unknown});
+    const Symbol* s = module->elf ? &symbolize_in_module(*module, a) : nullptr;
+    if (s && s->known())
+      out.push_back(*s);
+    else
+      out.push_back({{Frame{basename_of(path) + "+" + hex(a), FrameKind::Unknown, path}}, s ? s->unknown : module->error});
   }
   return out;
 }
