@@ -201,12 +201,16 @@ TEST_CASE("kallsyms: text symbols, modules, and kptr_restrict") {
              "ffffffff81000000 T _stext\n"
              "ffffffff81000100 t do_one_thing\n"
              "ffffffff81000200 D some_data\n"
-             "ffffffffc0001000 t kvm_thing\t[kvm]\n");
+             "ffffffffc0001000 t kvm_thing\t[kvm]\n"
+             "ffffffffc0201000 t bpf_prog_6deef7357e7b4530_ember_sample\t[bpf]\n");
   Options opts;
   opts.kallsyms_path = (dir.path / "kallsyms").string();
   Symbolizer sym(opts);
-  uint64_t addrs[] = {0xffffffff81000150, 0xffffffff81000250, 0xffffffffc0001010, 0x10};
+  uint64_t addrs[] = {0xffffffff81000150, 0xffffffff81000250, 0xffffffffc0001010, 0x10, 0xffffffffc0201040};
   auto out = sym.symbolize_kernel(addrs);
+  // BPF programs: named by kallsyms after their tag and program name.
+  CHECK(out[4].frames.front().name == "bpf_prog_6deef7357e7b4530_ember_sample");
+  CHECK(out[4].frames.front().module == "[bpf]");
   CHECK(out[0].frames.front().name == "do_one_thing");
   CHECK(out[0].frames.front().kind == FrameKind::Kernel);
   CHECK(out[1].frames.front().name == "do_one_thing");  // data symbols are not functions
