@@ -227,7 +227,7 @@ FUZZ_PICK_BY_HAND := elf
 fuzz: deps-fuzz
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=$(BUILD)/fuzz/afl-%)
 	$(Q)for t in $(FUZZ_TARGETS); do \
-		AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 \
+		AFL_AUTORESUME=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 \
 		timeout -s INT $(FUZZ_SECONDS) afl-fuzz -m none -i tests/fuzz/corpus/$$t -o $(BUILD)/fuzz/out-$$t -- $(BUILD)/fuzz/afl-$$t @@; \
 		case " $(FUZZ_PICK_BY_HAND) " in \
 		*" $$t "*) echo "fuzz: $$t finds are in $(BUILD)/fuzz/out-$$t/default/queue";; \

@@ -28,7 +28,8 @@ struct DwarfIndex::Unit {
     uint32_t node;
   };
   Dwarf_Die cu_die;
-  bool lines_safe = false;  // its line table may be read (see inline_string_bounded)
+  bool lines_safe = false;  // its line table may be read (see DwarfIndex::string_bounded)
+  bool lines_read = false;  // its line table was parsed (or failed to)
   std::vector<Node> nodes;
   std::vector<Entry> entries;  // sorted by lo, then outer before inner
 };
@@ -95,37 +96,6 @@ bool is_die_section(std::string_view name) {
   return name == "info" || name == "types";
 }
 
-// Whether a DW_FORM_string value (inline among a DIE's attributes, where the
-// section's last byte need not be NUL: an assembler's unit ends in its
-// DW_AT_language) ends inside its section. Values in another file (a .dwo,
-// a supplementary file) are outside what we check and taken as they come.
-bool inline_string_bounded(Dwarf* dw, const Dwarf_Attribute& attr) {
-  if (attr.form != DW_FORM_string) return true;  // strp/strx/line_strp: checked when opened
-  Elf* elf = dwarf_getelf(dw);
-  size_t shstrndx;
-  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
-  auto at = reinterpret_cast<const char*>(attr.valp);
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
-    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (!name || !is_die_section(name)) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (!data || !data->d_buf) continue;
-    auto begin = static_cast<const char*>(data->d_buf), end = begin + data->d_size;
-    if (std::less_equal<>()(begin, at) && std::less<>()(at, end)) return std::memchr(at, 0, end - at) != nullptr;
-  }
-  return true;
-}
-
-// The CU's name and compilation directory, which dwarf_getsrclines strlen()s.
-bool cu_strings_bounded(Dwarf* dw, Dwarf_Die* cu) {
-  Dwarf_Attribute attr;
-  for (unsigned name : {DW_AT_comp_dir, DW_AT_name})
-    if (dwarf_attr(cu, name, &attr) && !inline_string_bounded(dw, attr)) return false;
-  return true;
-}
-
 uint32_t udata(Dwarf_Die* die, unsigned name) {
   Dwarf_Attribute attr;
   Dwarf_Word v = 0;
@@ -135,6 +105,7 @@ uint32_t udata(Dwarf_Die* die, unsigned name) {
 
 struct Builder {
   DwarfIndex::Unit* unit;  // only its nodes and entries
+  bool damaged = false;    // libdw could not read some DIEs
   std::vector<int> depth;  // per entry
   std::vector<std::pair<uint32_t, uint32_t>> node_entries;  // per node: its entries [first, last)
 
@@ -147,9 +118,12 @@ struct Builder {
 void Builder::walk(Dwarf_Die* die, int32_t parent, int level) {
   if (level > kMaxDepth) return;
   Dwarf_Die child;
-  if (dwarf_child(die, &child) != 0) return;
+  int r = dwarf_child(die, &child);
+  damaged |= r < 0;
+  if (r != 0) return;
   do {
     int tag = dwarf_tag(&child);
+    damaged |= tag == DW_TAG_invalid;  // an abbreviation code libdw cannot resolve
     if (!has_code_inside(tag)) continue;
     int32_t inside = parent;
     if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
@@ -179,7 +153,36 @@ void Builder::walk(Dwarf_Die* die, int32_t parent, int level) {
       inside = static_cast<int32_t>(node);
     }
     walk(&child, inside, level + 1);
-  } while (dwarf_siblingof(&child, &child) == 0);
+  } while ((r = dwarf_siblingof(&child, &child)) == 0);
+  damaged |= r < 0;
+}
+
+// Where DW_FORM_string values may lie: inline among a DIE's attributes, so
+// the section's last byte need not be NUL (an assembler's unit ends in its
+// DW_AT_language). Values elsewhere (a .dwo, a supplementary file) are
+// outside what we check and taken as they come.
+void DwarfIndex::find_die_sections(void* handle) {
+  Elf* elf = static_cast<Elf*>(handle);
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name || !is_die_section(name)) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data && data->d_buf)
+      die_sections_.emplace_back(static_cast<const char*>(data->d_buf), static_cast<const char*>(data->d_buf) + data->d_size);
+  }
+}
+
+bool DwarfIndex::string_bounded(const void* attribute) const {
+  auto& attr = *static_cast<const Dwarf_Attribute*>(attribute);
+  if (attr.form != DW_FORM_string) return true;  // strp/strx/line_strp: checked when opened
+  auto at = reinterpret_cast<const char*>(attr.valp);
+  for (auto [begin, end] : die_sections_)
+    if (std::less_equal<>()(begin, at) && std::less<>()(at, end)) return std::memchr(at, 0, end - at) != nullptr;
+  return true;
 }
 
 std::unique_ptr<DwarfIndex> DwarfIndex::open(void* elf) {
@@ -188,6 +191,7 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(void* elf) {
   std::unique_ptr<DwarfIndex> index(new DwarfIndex());
   index->dwarf_ = dw;
   if (!string_sections_terminated(static_cast<Elf*>(elf))) return nullptr;
+  index->find_die_sections(elf);
   Dwarf_CU* cu = nullptr;
   Dwarf_Half version;
   uint8_t unit_type;
@@ -222,9 +226,14 @@ DwarfIndex::Unit& DwarfIndex::unit(uint32_t i) {
   auto u = std::make_unique<Unit>();
   Dwarf_Die* cu = dwarf_offdie(static_cast<Dwarf*>(dwarf_), unit_offsets_[i], &u->cu_die);
   if (cu) {
-    u->lines_safe = cu_strings_bounded(static_cast<Dwarf*>(dwarf_), &u->cu_die);
-    Builder builder{u.get(), {}, {}};
+    // dwarf_getsrclines strlen()s the unit's name and directory.
+    Dwarf_Attribute attr;
+    u->lines_safe = true;
+    for (unsigned name : {DW_AT_comp_dir, DW_AT_name})
+      if (dwarf_attr(&u->cu_die, name, &attr) && !string_bounded(&attr)) u->lines_safe = false;
+    Builder builder{u.get(), false, {}, {}};
     builder.walk(&u->cu_die, -1, 0);
+    damaged_units_ += builder.damaged;
     // Sort by start, outer before inner, and renumber the parent links.
     auto& entries = u->entries;
     std::vector<uint32_t> order(entries.size());
@@ -248,16 +257,20 @@ DwarfIndex::Unit& DwarfIndex::unit(uint32_t i) {
   return *units_[i];
 }
 
-std::string DwarfIndex::name_of(uint64_t die_offset) {
+const std::string& DwarfIndex::name_of(uint64_t die_offset) {
+  auto [it, fresh] = names_.try_emplace(die_offset);
   Dwarf_Die die;
-  if (!dwarf_offdie(static_cast<Dwarf*>(dwarf_), die_offset, &die)) return {};
+  if (!fresh || !dwarf_offdie(static_cast<Dwarf*>(dwarf_), die_offset, &die)) return it->second;
   Dwarf_Attribute attr;
   // Integrate: an inlined call or an out-of-line copy names itself through
   // DW_AT_abstract_origin / DW_AT_specification.
   for (unsigned name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name})
-    if (dwarf_attr_integrate(&die, name, &attr) && inline_string_bounded(static_cast<Dwarf*>(dwarf_), attr))
-      if (const char* s = dwarf_formstring(&attr); s && *s) return s;
-  return {};
+    if (dwarf_attr_integrate(&die, name, &attr) && string_bounded(&attr))
+      if (const char* s = dwarf_formstring(&attr); s && *s) {
+        it->second = s;
+        break;
+      }
+  return it->second;
 }
 
 std::vector<SourceFrame> DwarfIndex::lookup(uint64_t vaddr, bool lines) {
@@ -274,6 +287,16 @@ std::vector<SourceFrame> DwarfIndex::lookup(uint64_t vaddr, bool lines) {
   for (int steps = 0; e >= 0 && vaddr >= u.entries[e].hi && steps < kMaxDepth; ++steps) e = u.entries[e].parent;
   if (e < 0 || vaddr >= u.entries[e].hi) return frames;
 
+  if (lines && u.lines_safe && !u.lines_read) {
+    // A line table libdw cannot parse is damage worth a warning, once.
+    Dwarf_Lines* table;
+    size_t count;
+    u.lines_read = true;
+    if (dwarf_getsrclines(&u.cu_die, &table, &count) != 0) {
+      u.lines_safe = false;
+      ++damaged_units_;
+    }
+  }
   lines = lines && u.lines_safe;
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;

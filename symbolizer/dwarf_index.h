@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ember::symbolizer {
@@ -36,6 +37,9 @@ class DwarfIndex {
 
   // Bytes held by the tables built so far.
   size_t index_bytes() const { return index_bytes_; }
+  // Compile units read so far that libdw could read only in part (corrupt
+  // DWARF): their functions may lack inlined frames or lines.
+  size_t damaged_units() const { return damaged_units_; }
 
   struct Unit;  // one compile unit's table (dwarf_index.cpp)
 
@@ -46,13 +50,19 @@ class DwarfIndex {
     uint32_t unit;
   };
   Unit& unit(uint32_t i);
-  std::string name_of(uint64_t die_offset);
+  const std::string& name_of(uint64_t die_offset);
+  void find_die_sections(void* elf);
+  // Whether a string attribute (a Dwarf_Attribute*) ends inside its section.
+  bool string_bounded(const void* attribute) const;
 
   void* dwarf_ = nullptr;  // Dwarf*
   std::vector<UnitRange> unit_ranges_;  // sorted by lo
   std::vector<std::unique_ptr<Unit>> units_;  // built on first use
   std::vector<uint64_t> unit_offsets_;  // DIE offset of each unit
   size_t index_bytes_ = 0;
+  size_t damaged_units_ = 0;
+  std::vector<std::pair<const char*, const char*>> die_sections_;  // .debug_info/.debug_types bytes
+  std::unordered_map<uint64_t, std::string> names_;  // by DIE offset
 };
 
 }  // namespace ember::symbolizer

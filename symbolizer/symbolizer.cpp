@@ -30,6 +30,7 @@ struct Symbolizer::Module {
   bool debug_loaded = false;
   enum class Dwarf { kUnplanned, kLoaded, kNone } dwarf_state = Dwarf::kUnplanned;
   std::unique_ptr<DwarfIndex> dwarf;
+  bool damage_reported = false;
   std::unordered_map<uint64_t, Symbol> answers;  // by vaddr
   std::unordered_map<const char*, std::pair<std::string, bool>> demangled;  // raw -> display, is C++
 };
@@ -260,7 +261,14 @@ const Symbol& Symbolizer::symbolize_in_module(Module& module, uint64_t vaddr) {
   load_debug_info(module);
   std::string_view raw = module.elf->find(vaddr);
   std::vector<SourceFrame> source;
-  if (module.dwarf) source = module.dwarf->lookup(vaddr, options_.lines);
+  if (module.dwarf) {
+    source = module.dwarf->lookup(vaddr, options_.lines);
+    if (module.dwarf->damaged_units() && !module.damage_reported) {
+      module.damage_reported = true;
+      warnings_.push_back(module.path + ": its DWARF is damaged (libdw could not read some of it); frames there "
+                          "may lack inlined calls or lines");
+    }
+  }
   if (raw.empty() && source.empty()) {
     out.unknown = "no symbol covers this address";
     return out;

@@ -99,15 +99,18 @@ corrupt() { # NAME: a fresh copy in $f, to edit
 	f=$TMP/dwarf-$1
 	cp "$TMP/prog" "$f"
 }
-check_corrupt() { # NAME WARNS: WARNS=1 if ember must warn about the file
+check_corrupt() { # NAME WARNS: 1 if ember must refuse the file's DWARF, 2 if it reads the DWARF in part
 	symbolize "$TMP/dwarf-$1" --lines
 	outer_names "$TMP/out" >"$TMP/names"
 	diff -q "$TMP/names" "$TMP/ref.names" >/dev/null ||
 		fail "$1: names differ from the symbol table's: $(paste "$TMP/names" "$TMP/ref.names")"
 	local warned=""
-	if (($2)); then
+	if (($2 == 1)); then
 		assert_contains "$TMP/err" "^ember: warning: .*dwarf-$1: DWARF unreadable" "$1: no warning naming the file: $(cat "$TMP/err")"
 		warned=", warned"
+	elif (($2 == 2)); then
+		assert_contains "$TMP/err" "^ember: warning: .*dwarf-$1: its DWARF is damaged" "$1: no warning naming the file: $(cat "$TMP/err")"
+		warned=", warned (damaged)"
 	fi
 	echo "corrupt $1: names kept$warned"
 }
@@ -116,13 +119,13 @@ check_corrupt abbrev-offset 1
 corrupt unit-length && fill "$f" "$info_off" 4 '\377'  # 0xffffffff: 64-bit DWARF, length past the end
 check_corrupt unit-length 1
 corrupt info-garbage && fill "$f" $((info_off + 40)) 200 '\377'
-check_corrupt info-garbage 0
+check_corrupt info-garbage 2
 corrupt abbrev-garbage && fill "$f" $((abbrev_off + 10)) 100 '\377'
-check_corrupt abbrev-garbage 0
+check_corrupt abbrev-garbage 2
 corrupt abbrev-zeroed && fill "$f" "$abbrev_off" "$abbrev_size" '\0'
 check_corrupt abbrev-zeroed 1
 corrupt line-garbage && fill "$f" $((line_off + 4)) 60 '\377'
-check_corrupt line-garbage 0
+check_corrupt line-garbage 2
 corrupt rnglists-garbage && fill "$f" $((rng_off + 12)) 30 '\377'
 check_corrupt rnglists-garbage 1
 corrupt str-unterminated && fill "$f" "$str_off" "$str_size" 'A'  # libdw would strlen past its end
