@@ -24,6 +24,10 @@ const volatile bool filter_pids = false;   /* only tgids in target_pids */
 const volatile bool filter_tids = false;   /* only tids in target_tids */
 const volatile bool include_idle = false;  /* sample the idle task (pid 0) */
 const volatile bool follow_forks = false;  /* children of targets become targets */
+/* Off-CPU time: record threads as they block (and, for wall-clock time,
+ * as they are preempted), emit when they run again if off for long enough. */
+const volatile bool offcpu_preempted = false;
+const volatile __u64 min_block_ns = 0;
 /* Wake the collector only once this much is queued: a wakeup per sample
  * costs a context switch per sample (the collector also polls on a timer). */
 const volatile __u64 wakeup_bytes = 0;
@@ -34,6 +38,7 @@ __u64 samples_lost = 0;   /* ring buffer full */
 __u64 samples_idle = 0;   /* idle task samples, dropped unless include_idle */
 __u64 targets_full = 0;   /* children not followed: target_pids full */
 __u64 mappings_lost = 0;  /* exit mappings dropped: exits ring buffer full */
+__u64 offcpu_untracked = 0; /* switches out not recorded: offcpu_start full */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -84,52 +89,52 @@ static __always_inline long frames(long bytes)
 	return bytes > 0 ? bytes / sizeof(__u64) : 0;
 }
 
-SEC("perf_event")
-int ember_sample(struct bpf_perf_event_data *ctx)
+static __always_inline bool in_scope(__u32 pid, __u32 tid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct task_struct *task;
-	struct ember_sample *s;
-	__u32 zero = 0;
-	long ulen, klen, n;
-	__u64 wakeup;
-
-	if (tid == 0) {
-		__sync_fetch_and_add(&samples_idle, 1);
-		if (!include_idle)
-			return 0;
-	}
 	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid))
-		return 0;
+		return false;
 	if (filter_tids && !bpf_map_lookup_elem(&target_tids, &tid))
-		return 0;
-	__sync_fetch_and_add(&samples_seen, 1);
+		return false;
+	return true;
+}
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return 0;
+/* Fills the header and both stacks of the current task (comm and stacks
+ * are the current task's: the interrupted one, or the one switching out). */
+static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32 pid, __u32 tid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	long ulen, klen, n;
+
 	s->time_ns = bpf_ktime_get_ns();
 	s->pid = pid;
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();
+	s->pad = 0;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	task = (struct task_struct *)bpf_get_current_task();
 	BPF_CORE_READ_STR_INTO(&s->process_comm, task, group_leader, comm);
 
 	n = bpf_get_stack(ctx, s->ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
 	ulen = frames(n);
 	if (ulen > EMBER_MAX_STACK_DEPTH)
 		ulen = EMBER_MAX_STACK_DEPTH;
-
 	n = bpf_get_stack(ctx, &s->ips[ulen], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0);
 	klen = frames(n);
 	if (klen > EMBER_MAX_STACK_DEPTH)
 		klen = EMBER_MAX_STACK_DEPTH;
-
 	s->ustack_len = ulen;
 	s->kstack_len = klen;
-	wakeup = BPF_RB_NO_WAKEUP;
+}
+
+/* Sends a record; wakes the collector when the ring is a quarter full or
+ * the record is the first of a process (or of its new image after exec). */
+static __always_inline void send(struct ember_sample *s)
+{
+	__u64 wakeup = BPF_RB_NO_WAKEUP;
+	__u32 ulen = s->ustack_len, klen = s->kstack_len;
+	__u32 pid = s->pid;
+
+	if (ulen > EMBER_MAX_STACK_DEPTH || klen > EMBER_MAX_STACK_DEPTH)
+		return;
 	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		wakeup = BPF_RB_FORCE_WAKEUP;
 	if (pid) {
@@ -143,6 +148,92 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (bpf_ringbuf_output(&samples, s, EMBER_SAMPLE_HEADER_SIZE + (ulen + klen) * sizeof(__u64), wakeup))
 		__sync_fetch_and_add(&samples_lost, 1);
+}
+
+SEC("perf_event")
+int ember_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct ember_sample *s;
+	__u32 zero = 0;
+
+	if (tid == 0) {
+		__sync_fetch_and_add(&samples_idle, 1);
+		if (!include_idle)
+			return 0;
+	}
+	if (!in_scope(pid, tid))
+		return 0;
+	__sync_fetch_and_add(&samples_seen, 1);
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	take_stacks(ctx, s, pid, tid);
+	s->weight = 1;
+	s->kind = EMBER_KIND_CPU;
+	send(s);
+	return 0;
+}
+
+/* Threads off CPU, by tid: the record of their switch out, completed and
+ * sent when they run again. Entries are made as threads block, so the
+ * table holds the sleeping threads in scope (resized by the collector). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct ember_sample);
+} offcpu_start SEC(".maps");
+
+/* A task's state as it switches out: 0 (TASK_RUNNING) when preempted.
+ * The field is __state since Linux 5.14, state before. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 pid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
+	__u32 next_tid = BPF_CORE_READ(next, pid), zero = 0;
+	struct ember_sample *s;
+
+	/* prev, the current task, goes off CPU: keep its stacks. */
+	if (tid != 0 && in_scope(pid, tid)) {
+		bool runnable = task_state(prev) == 0;
+
+		if (!runnable || offcpu_preempted) {
+			s = bpf_map_lookup_elem(&scratch, &zero);
+			if (s) {
+				take_stacks(ctx, s, pid, tid);
+				s->weight = 0;
+				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
+				if (bpf_map_update_elem(&offcpu_start, &tid, s, BPF_ANY))
+					__sync_fetch_and_add(&offcpu_untracked, 1);
+			}
+		}
+	}
+	/* next runs again: its time off CPU is over. */
+	s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+	if (s) {
+		__u64 off = bpf_ktime_get_ns() - s->time_ns;
+
+		if (off >= min_block_ns || s->kind == EMBER_KIND_PREEMPTED) {
+			s->weight = off;
+			send(s);
+		}
+		bpf_map_delete_elem(&offcpu_start, &next_tid);
+	}
 	return 0;
 }
 

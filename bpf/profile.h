@@ -11,15 +11,24 @@
 #define EMBER_MAX_STACK_DEPTH 256
 #define EMBER_COMM_LEN 16
 
+/* What a record stands for. */
+#define EMBER_KIND_CPU 0         /* a tick of the CPU-sampling event */
+#define EMBER_KIND_BLOCKED 1     /* a thread's time off CPU, asleep (weight: ns) */
+#define EMBER_KIND_PREEMPTED 2   /* a thread's time off CPU while runnable (weight: ns) */
+
 /* One sample: header, then ustack_len user ips (leaf first), then
- * kstack_len kernel ips (leaf first). Variable length in the ring buffer. */
+ * kstack_len kernel ips (leaf first). Variable length in the ring buffer.
+ * Off-CPU records carry the stacks and time of the switch out. */
 struct ember_sample {
 	__u64 time_ns;   /* bpf_ktime_get_ns() */
+	__u64 weight;    /* 1 for a CPU sample; nanoseconds off CPU otherwise */
 	__u32 pid;       /* tgid, in the initial pid namespace */
 	__u32 tid;
 	__u32 cpu;
 	__u16 ustack_len;
 	__u16 kstack_len;
+	__u32 kind;      /* EMBER_KIND_* */
+	__u32 pad;
 	char comm[EMBER_COMM_LEN];         /* thread name */
 	char process_comm[EMBER_COMM_LEN]; /* thread group leader's name */
 	__u64 ips[2 * EMBER_MAX_STACK_DEPTH];

@@ -38,7 +38,7 @@ uint64_t monotonic_ns() {
 
 size_t Collector::KeyHash::operator()(const Key& k) const {
   uint64_t h = 0;
-  for (uint32_t v : {k.pid, k.tid, k.process_name, k.thread_name, k.ustack, k.kstack})
+  for (uint32_t v : {k.view, k.offcpu, k.pid, k.tid, k.process_name, k.thread_name, k.ustack, k.kstack})
     h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
   return static_cast<size_t>(h ^ (h >> 29));
 }
@@ -180,9 +180,16 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
 
   uint64_t kstack[EMBER_MAX_STACK_DEPTH];
   std::memcpy(kstack, s.ips + s.ustack_len, s.kstack_len * sizeof(uint64_t));
-  Key key{s.pid, s.tid, process, thread, ustacks_.intern(ustack), kstacks_.intern(std::span(kstack, s.kstack_len))};
-  ++counts_[key];
-  ++stats_.samples;
+  Key key{0, s.kind != EMBER_KIND_CPU, s.pid, s.tid, process, thread, ustacks_.intern(ustack), kstacks_.intern(std::span(kstack, s.kstack_len))};
+  for (uint32_t v = 0; v < options_.views.size(); ++v) {
+    const EventView& view = options_.views[v];
+    if (!(view.kinds & (1u << s.kind))) continue;
+    if (s.kind == EMBER_KIND_BLOCKED && s.weight < view.min_blocked_ns) continue;
+    key.view = v;
+    Weight& w = counts_[key];
+    w.total += s.kind == EMBER_KIND_CPU ? view.cpu_weight : s.weight;
+    ++w.records;
+  }
   // Snapshot mappings now, while the process surely lives; again when its
   // name changes (an exec maps a new image) or a frame lies outside what
   // was mapped (a library loaded since), at most every 100 ms.
@@ -221,8 +228,11 @@ void Collector::add_exit_mapping(const ember_mapping& m) {
   exited_.insert(m.pid);
 }
 
-flamegraph::Profile Collector::build() {
+flamegraph::Profile Collector::build(size_t view) {
   flamegraph::Profile profile;
+  profile.event = options_.views[view].name;
+  profile.unit = options_.views[view].unit;
+  stats_.samples = stats_.unknown_addresses = stats_.unknown_samples = 0;
 
   // Name every distinct address once: user addresses per process, kernel
   // addresses for all. An address can stand for several frames (inlined calls).
@@ -237,6 +247,7 @@ flamegraph::Profile Collector::build() {
     std::unordered_map<uint32_t, std::unordered_set<uint64_t>> user_addrs;
     std::unordered_set<uint64_t> kernel_addrs;
     for (const auto& [key, count] : counts_) {
+      if (key.view != view) continue;
       auto u = ustacks_.get(key.ustack), k = kstacks_.get(key.kstack);
       if (!options_.kernel_only)
         for (size_t i = 0; i < u.size(); ++i)
@@ -265,6 +276,7 @@ flamegraph::Profile Collector::build() {
 
   std::vector<FrameId> frames;
   for (const auto& [key, count] : counts_) {
+    if (key.view != view) continue;
     frames.clear();
     bool unknown = false;
     const std::string& process = names_[key.process_name];
@@ -275,7 +287,17 @@ flamegraph::Profile Collector::build() {
           Frame{"[" + names_[key.thread_name] + " tid=" + std::to_string(key.tid) + "]", FrameKind::Thread, {}}));
     // Kernel addresses have the top bit set too: tokens live in user stacks only.
     auto append = [&](std::span<const uint64_t> ips, const std::unordered_map<uint64_t, Named>& names, bool user) {
-      for (size_t i = ips.size(); i-- > 0;) {
+      // An off-CPU stack is taken inside the BPF program on sched_switch:
+      // its own frames (and the tracepoint's runner) above __schedule are
+      // ember's, not the thread's.
+      size_t leaf = 0;
+      while (!user && key.offcpu && leaf < ips.size()) {
+        const Named& n = names.at(lookup_address(ips, leaf));
+        const Frame& f = profile.frames()[named_frames[n.first]];
+        if (f.module != "[bpf]" && !f.name.starts_with("bpf_trace_run")) break;
+        ++leaf;
+      }
+      for (size_t i = ips.size(); i-- > leaf;) {
         if (user && is_jit_token(ips[i])) {
           const auto& jit = jit_frames_[ips[i] & ~kJitToken];
           for (auto f = jit.rbegin(); f != jit.rend(); ++f) frames.push_back(profile.intern(*f));
@@ -291,8 +313,9 @@ flamegraph::Profile Collector::build() {
     // --kernel-only: time in user space still counts, as one frame.
     if (options_.kernel_only && kstacks_.get(key.kstack).empty())
       frames.push_back(profile.intern(Frame{"[user space]", FrameKind::Unknown, {}}));
-    profile.add(frames, count);
-    if (unknown) stats_.unknown_samples += count;
+    profile.add(frames, count.total);
+    stats_.samples += count.records;
+    if (unknown) stats_.unknown_samples += count.records;
   }
   stats_.jvms = jvms_.size();
   stats_.exited_processes = exited_.size();

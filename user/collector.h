@@ -24,7 +24,18 @@ extern "C" {
 
 namespace ember {
 
+// One graph the collector builds from the records: which kinds of record
+// it takes, and how each weighs.
+struct EventView {
+  std::string name = "cpu-clock";   // the event, as the user named it
+  std::string unit = "samples";     // "samples" or "ns"
+  uint32_t kinds = 1u << EMBER_KIND_CPU;  // bit per EMBER_KIND_*
+  uint64_t cpu_weight = 1;          // a CPU sample's weight (its period in ns, for wall-clock time)
+  uint64_t min_blocked_ns = 0;      // shorter off-CPU blocks are left out
+};
+
 struct CollectorOptions {
+  std::vector<EventView> views = {EventView{}};
   bool thread_frames = false;   // [name tid=N] under the process frame
   bool pid_frames = false;      // root frame "comm (pid)" instead of "comm"
   bool kernel_only = false;
@@ -34,11 +45,11 @@ struct CollectorOptions {
 };
 
 struct CollectorStats {
-  uint64_t samples = 0;         // kept in the profile
+  uint64_t samples = 0;         // records in the last graph built (CPU samples, off-CPU intervals)
   uint64_t comm_filtered = 0;   // dropped by --comm
   uint64_t truncated = 0;       // a stack reached max_depth
-  uint64_t unknown_addresses = 0;  // distinct addresses left unnamed
-  uint64_t unknown_samples = 0;    // samples with at least one unnamed frame
+  uint64_t unknown_addresses = 0;  // distinct addresses left unnamed (in the last graph built)
+  uint64_t unknown_samples = 0;    // its records with at least one unnamed frame
   uint64_t jvms = 0;             // JVMs whose code maps were read
   uint64_t jit_frames = 0;       // user frames named through a JVM's code map
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
@@ -66,12 +77,13 @@ class Collector {
   // Reads what the agents appended, then takes in the JVM samples held back
   // until the code they ran in was surely published (all of them if final).
   void update_jvms(bool final);
-  flamegraph::Profile build();
+  // The graph of options.views[view].
+  flamegraph::Profile build(size_t view = 0);
   const CollectorStats& stats() const { return stats_; }
 
  private:
   struct Key {
-    uint32_t pid, tid, process_name, thread_name, ustack, kstack;
+    uint32_t view, offcpu, pid, tid, process_name, thread_name, ustack, kstack;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
@@ -145,7 +157,10 @@ class Collector {
   std::vector<std::vector<flamegraph::Frame>> jit_frames_;  // innermost first
   symbolizer::Symbolizer& symbolizer_;
   StackTable ustacks_, kstacks_;
-  std::unordered_map<Key, uint64_t, KeyHash> counts_;
+  struct Weight {
+    uint64_t total = 0, records = 0;
+  };
+  std::unordered_map<Key, Weight, KeyHash> counts_;
   // Names as sampled: a process that execs changes its name mid-recording.
   uint32_t name_id(const char (&comm)[EMBER_COMM_LEN]);
   InternMap name_ids_;

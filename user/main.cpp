@@ -14,7 +14,12 @@ int main(int argc, char** argv) {
 
   ember::RecordOptions rec;
   CLI::App* record = app.add_subcommand("record", "Sample stacks of the whole host, some processes, or a command");
-  record->add_option("-e,--event", rec.event, "What to sample: cpu-clock (default) or cycles (needs a hardware PMU)")
+  record->add_option("-e,--event", rec.events,
+                     "What to record, one graph each (comma-separated): cpu-clock (default), cycles (needs a "
+                     "hardware PMU), offcpu (time blocked), wall (on and off CPU)")
+      ->delimiter(',')
+      ->capture_default_str();
+  record->add_option("--min-block", rec.min_block, "offcpu: leave out blocks shorter than this (500us, 2ms, 1s)")
       ->capture_default_str();
   record->add_option("-F,--freq", rec.frequency, "Samples per second per CPU")->capture_default_str();
   record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid or a command)");

@@ -107,10 +107,72 @@ int exit_code_of(int status) {
   return 1;
 }
 
-std::expected<SampleEvent, std::string> parse_event(const std::string& name) {
-  if (name == "cpu-clock" || name == "cpu") return SampleEvent::CpuClock;
-  if (name == "cycles") return SampleEvent::Cycles;
-  return std::unexpected("unknown event '" + name + "': ember record samples cpu-clock (default) or cycles");
+// What the -e list asks the kernel for, and the graphs it makes.
+struct EventPlan {
+  bool cpu = false;              // perf-event sampling (for a CPU graph, or for wall)
+  SampleEvent cpu_event = SampleEvent::CpuClock;
+  bool offcpu = false;           // sched_switch records
+  bool wall = false;
+  std::vector<EventView> views;  // one graph per event, in the order given
+};
+
+std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>& names, uint32_t frequency,
+                                                  uint64_t min_block_ns) {
+  EventPlan plan;
+  std::string cpu_name;
+  for (const std::string& name : names) {
+    EventView view;
+    view.name = name;
+    if (name == "cpu-clock" || name == "cpu" || name == "cycles") {
+      if (!cpu_name.empty())
+        return std::unexpected("-e " + cpu_name + " and -e " + name + ": one CPU-sampling event per recording");
+      cpu_name = name;
+      plan.cpu = true;
+      plan.cpu_event = name == "cycles" ? SampleEvent::Cycles : SampleEvent::CpuClock;
+    } else if (name == "offcpu") {
+      plan.offcpu = true;
+      view.unit = "ns";
+      view.kinds = 1u << EMBER_KIND_BLOCKED;
+      view.min_blocked_ns = min_block_ns;
+    } else if (name == "wall") {
+      plan.wall = plan.offcpu = true;
+      view.unit = "ns";
+      view.kinds = 1u << EMBER_KIND_CPU | 1u << EMBER_KIND_BLOCKED | 1u << EMBER_KIND_PREEMPTED;
+      view.cpu_weight = 1'000'000'000ull / frequency;
+    } else {
+      return std::unexpected("unknown event '" + name +
+                             "': ember record samples cpu-clock (default), cycles, offcpu or wall");
+    }
+    if (std::any_of(plan.views.begin(), plan.views.end(), [&](const EventView& v) { return v.name == name; }))
+      return std::unexpected("-e " + name + " is given twice");
+    plan.views.push_back(view);
+  }
+  // Wall-clock time counts CPU time as the samples of a timer.
+  if (plan.wall && !plan.cpu) plan.cpu = true;
+  return plan;
+}
+
+// With several events, each graph gets its own file: out.html -> out.offcpu.html.
+std::string output_for(const std::string& output, const std::string& event, size_t events) {
+  if (events == 1) return output;
+  for (std::string_view ext : {".pb.gz", ".html", ".folded", ".collapsed", ".txt", ".pprof"})
+    if (output.ends_with(ext)) return output.substr(0, output.size() - ext.size()) + "." + event + std::string(ext);
+  return output + "." + event;
+}
+
+// "10ms", "500us", "2s", "100" (microseconds) -> nanoseconds.
+std::optional<uint64_t> parse_duration_ns(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(used);
+  double scale = unit == "ns" ? 1 : unit == "us" || unit.empty() ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : -1;
+  if (scale < 0 || !(value >= 0) || std::isinf(value)) return std::nullopt;
+  return static_cast<uint64_t>(value * scale);
 }
 
 // The process a thread belongs to (Tgid in /proc/TID/status; threads
@@ -159,9 +221,14 @@ class StatusLine {
 
 int run_record(const RecordOptions& o) {
   // Everything a user can get wrong is checked before anything is loaded.
-  auto event = parse_event(o.event);
-  if (!event) return fail(event.error());
-  if (auto r = flamegraph::format_for_path(o.output); !r) return fail(r.error());
+  auto min_block = parse_duration_ns(o.min_block);
+  if (!min_block) return fail("--min-block '" + o.min_block + "' is not a duration: give e.g. 500us, 2ms or 1s");
+  auto plan = plan_events(o.events, std::max(o.frequency, 1u), *min_block);  // -F is checked below
+  if (!plan) return fail(plan.error());
+  std::vector<std::string> outputs;
+  for (const EventView& v : plan->views) outputs.push_back(output_for(o.output, v.name, plan->views.size()));
+  for (const std::string& out : outputs)
+    if (auto r = flamegraph::format_for_path(out); !r) return fail(r.error());
   if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
   if (o.all && (!o.pids.empty() || !o.tids.empty() || !o.command.empty()))
     return fail("-a profiles every process: drop it, or drop -p, --tid and the command");
@@ -193,7 +260,8 @@ int run_record(const RecordOptions& o) {
     return fail("frequency " + std::to_string(o.frequency) + " Hz is out of range: use -F between 1 and " +
                 std::to_string(host.max_sample_rate) + " (kernel.perf_event_max_sample_rate)");
   if (auto r = check_can_record(host); !r) return fail(r.error());
-  if (auto r = flamegraph::check_writable(o.output); !r) return fail(r.error());
+  for (const std::string& out : outputs)
+    if (auto r = flamegraph::check_writable(out); !r) return fail(r.error());
 
   // From here on a stop request is honoured, even during JVM attach.
   install_stop_handlers();
@@ -227,7 +295,12 @@ int run_record(const RecordOptions& o) {
   };
 
   SamplerConfig config;
-  config.event = *event;
+  config.cpu = plan->cpu;
+  config.event = plan->cpu_event;
+  config.offcpu = plan->offcpu;
+  config.offcpu_preempted = plan->wall;
+  // Wall-clock time takes every block; the offcpu graph drops short ones itself.
+  config.min_block_ns = plan->wall ? 0 : *min_block;
   config.frequency = o.frequency;
   config.include_idle = o.idle;
   config.verbose = o.verbose;
@@ -253,6 +326,7 @@ int run_record(const RecordOptions& o) {
   copts.user_only = o.user_only;
   copts.comm = std::move(comm);
   copts.max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH);
+  copts.views = plan->views;
   Collector collector(copts, symbolizer);
   if (java) {
     if (child) collector.expect_jvms(java->started_maps(), o.java_frame_pointers);
@@ -331,36 +405,75 @@ int run_record(const RecordOptions& o) {
   if (java) java->detach();
 
   collector.refresh_processes();
-  flamegraph::Profile profile = collector.build();
-  const CollectorStats& stats = collector.stats();
-  bool kernel_hidden = !o.user_only && symbolizer.kernel_symbols_hidden();
-
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", seconds);
-  profile.event = o.event;
-  profile.unit = "samples";
-  profile.info = {{"samples", std::to_string(stats.samples)},
-                  {"lost", std::to_string(counters.lost)},
-                  {"truncated", std::to_string(stats.truncated)},
-                  {"unknown addresses", std::to_string(stats.unknown_addresses)},
-                  {"duration", std::string(secs) + " s"},
-                  {"frequency", std::to_string(o.frequency) + " Hz"},
-                  {"cpus", std::to_string(cpus)},
-                  {"host", host_name()}};
-  flamegraph::HtmlOptions html;
-  html.title = "ember — " + o.event + ", " + secs + " s, host " + host_name();
-  auto written = flamegraph::write_profile(profile, o.output, html);
+  // One graph per event, each written whole or not at all.
+  struct Graph {
+    flamegraph::Profile profile;
+    CollectorStats stats;
+    std::expected<void, std::string> written;
+  };
+  std::vector<Graph> graphs;
+  for (size_t v = 0; v < plan->views.size(); ++v) {
+    const EventView& view = plan->views[v];
+    flamegraph::Profile profile = collector.build(v);
+    const CollectorStats& stats = collector.stats();
+    profile.info = {{"samples", std::to_string(stats.samples)},
+                    {"lost", std::to_string(counters.lost)},
+                    {"truncated", std::to_string(stats.truncated)},
+                    {"unknown addresses", std::to_string(stats.unknown_addresses)},
+                    {"duration", std::string(secs) + " s"},
+                    {"cpus", std::to_string(cpus)},
+                    {"host", host_name()}};
+    if (view.kinds & (1u << EMBER_KIND_CPU))
+      profile.info.insert(profile.info.begin() + 5, {"frequency", std::to_string(o.frequency) + " Hz"});
+    if (view.name == "offcpu") profile.info.insert(profile.info.begin() + 5, {"min-block", o.min_block});
+    if (view.unit == "samples") profile.period_ns = 1'000'000'000ull / o.frequency;
+    flamegraph::HtmlOptions html;
+    html.title = "ember — " + view.name + ", " + secs + " s, host " + host_name();
+    auto written = flamegraph::write_profile(profile, outputs[v], html);
+    graphs.push_back({std::move(profile), stats, std::move(written)});
+  }
+  const CollectorStats& stats = graphs.front().stats;
+  bool kernel_hidden = !o.user_only && symbolizer.kernel_symbols_hidden();
 
   for (const std::string& w : symbolizer.warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
-  std::fprintf(stderr, "ember: recorded %s s on %d CPUs at %u Hz (%s)\n", secs, cpus, o.frequency, o.event.c_str());
-  std::fprintf(stderr, "  samples     %llu\n", static_cast<unsigned long long>(stats.samples));
+  std::string events;
+  for (const EventView& v : plan->views) events += (events.empty() ? "" : ", ") + v.name;
+  if (plan->cpu)
+    std::fprintf(stderr, "ember: recorded %s s on %d CPUs at %u Hz (%s)\n", secs, cpus, o.frequency, events.c_str());
+  else
+    std::fprintf(stderr, "ember: recorded %s s on %d CPUs (%s)\n", secs, cpus, events.c_str());
+  for (size_t v = 0; v < graphs.size(); ++v) {
+    const EventView& view = plan->views[v];
+    const Graph& g = graphs[v];
+    auto n = [](uint64_t x) { return static_cast<unsigned long long>(x); };
+    // One CPU graph keeps the classic "samples" line.
+    std::string label = graphs.size() == 1 && view.unit == "samples" ? "samples" : view.name;
+    if (view.unit == "samples")
+      std::fprintf(stderr, "  %-11s %llu%s\n", label.c_str(), n(g.stats.samples), label == "samples" ? "" : " samples");
+    else if (view.name == "offcpu")
+      std::fprintf(stderr, "  %-11s %.3f s off CPU in %llu blocks of at least %s\n", label.c_str(),
+                   g.profile.total() / 1e9, n(g.stats.samples), o.min_block.c_str());
+    else
+      std::fprintf(stderr, "  %-11s %.3f s on and off CPU in %llu samples and blocks\n", label.c_str(),
+                   g.profile.total() / 1e9, n(g.stats.samples));
+    if (graphs.size() > 1 || view.unit != "samples")
+      std::fprintf(stderr, "  %-11s %llu addresses not symbolized (in %llu records)%s\n", "unknown",
+                   n(g.stats.unknown_addresses), n(g.stats.unknown_samples),
+                   kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  }
   std::fprintf(stderr, "  lost        %llu  (ring buffer full)\n", static_cast<unsigned long long>(counters.lost));
   std::fprintf(stderr, "  truncated   %llu  (stacks at the %u-frame limit; raise kernel.perf_event_max_stack)\n",
                static_cast<unsigned long long>(stats.truncated), copts.max_depth);
-  std::fprintf(stderr, "  unknown     %llu  addresses not symbolized (in %llu samples)%s\n",
-               static_cast<unsigned long long>(stats.unknown_addresses),
-               static_cast<unsigned long long>(stats.unknown_samples),
-               kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  if (graphs.size() == 1 && plan->views.front().unit == "samples")
+    std::fprintf(stderr, "  unknown     %llu  addresses not symbolized (in %llu samples)%s\n",
+                 static_cast<unsigned long long>(stats.unknown_addresses),
+                 static_cast<unsigned long long>(stats.unknown_samples),
+                 kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  if (plan->offcpu)
+    std::fprintf(stderr, "  untracked   %llu  (switches off CPU not recorded: the off-CPU table was full)\n",
+                 static_cast<unsigned long long>(counters.offcpu_untracked));
   std::fprintf(stderr, "  exits       %llu processes symbolized from their exit-time mappings, %llu mappings lost\n",
                static_cast<unsigned long long>(stats.exited_processes),
                static_cast<unsigned long long>(counters.mappings_lost));
@@ -376,15 +489,17 @@ int run_record(const RecordOptions& o) {
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));
-  if (!o.idle)
+  if (!o.idle && plan->cpu)
     std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n",
                  static_cast<unsigned long long>(counters.idle));
 
-  if (!written) {
-    if (child && !child_status) wait_for(child->pid);
-    return fail(written.error());
+  for (size_t v = 0; v < graphs.size(); ++v) {
+    if (!graphs[v].written) {
+      if (child && !child_status) wait_for(child->pid);
+      return fail(graphs[v].written.error());
+    }
+    std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", outputs[v].c_str(), graphs[v].profile.stacks().size());
   }
-  std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", o.output.c_str(), profile.stacks().size());
   // -d may end the recording before the command: it still runs to its end.
   if (child && !child_status) {
     std::fprintf(stderr, "ember: waiting for '%s' (pid %d) to exit\n", o.command[0].c_str(), child->pid);

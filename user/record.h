@@ -8,7 +8,8 @@
 namespace ember {
 
 struct RecordOptions {
-  std::string event = "cpu-clock";
+  std::vector<std::string> events = {"cpu-clock"};  // one graph each
+  std::string min_block = "1us";  // offcpu: shorter blocks are left out
   uint32_t frequency = 99;
   bool all = false;              // -a: explicit, and exclusive with any narrower scope
   std::vector<uint32_t> pids;

@@ -106,6 +106,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   skel->rodata->wakeup_bytes = ring_size / 4;
   bpf_map__set_max_entries(skel->maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
   bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
+  skel->rodata->offcpu_preempted = config.offcpu_preempted;
+  skel->rodata->min_block_ns = config.min_block_ns;
+  bpf_program__set_autoload(skel->progs.ember_switch, config.offcpu);
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
   bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
   bool exit_mappings = kernel_has_exit_mappings();
@@ -155,7 +158,12 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
                        &st))
     return std::unexpected("cannot open the exits ring buffer: " + errno_text(errno));
 
-  for (int cpu = 0; cpu < ncpus; ++cpu) {
+  if (config.offcpu) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_switch);
+    if (!link) return std::unexpected("cannot attach to sched_switch: " + errno_text(errno));
+    st.links.push_back(link);
+  }
+  for (int cpu = 0; config.cpu && cpu < ncpus; ++cpu) {
     int fd = open_perf_event(config.event, config.frequency, cpu);
     if (fd < 0) {
       int err = errno;
@@ -176,7 +184,8 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
                                       errno_text(errno));
     st.links.push_back(link);
   }
-  if (sampler->cpus_ == 0) return std::unexpected("no online CPU to sample");
+  if (config.cpu && sampler->cpus_ == 0) return std::unexpected("no online CPU to sample");
+  if (!config.cpu) sampler->cpus_ = ncpus;
   return sampler;
 }
 
@@ -201,7 +210,8 @@ void Sampler::stop() {
 
 SamplerCounters Sampler::counters() const {
   const auto* bss = state_->skel->bss;
-  return {bss->samples_seen, bss->samples_lost, bss->samples_idle, bss->targets_full, bss->mappings_lost};
+  return {bss->samples_seen, bss->samples_lost, bss->samples_idle, bss->targets_full, bss->mappings_lost,
+          bss->offcpu_untracked};
 }
 
 }  // namespace ember

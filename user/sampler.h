@@ -19,8 +19,12 @@ namespace ember {
 enum class SampleEvent { CpuClock, Cycles };
 
 struct SamplerConfig {
+  bool cpu = true;                   // sample on `event`
   SampleEvent event = SampleEvent::CpuClock;
   uint32_t frequency = 99;           // Hz, per CPU
+  bool offcpu = false;               // record time off CPU (sched_switch)
+  bool offcpu_preempted = false;     // ...while runnable too (wall-clock time)
+  uint64_t min_block_ns = 0;         // shorter blocks are not sent
   std::vector<uint32_t> pids;        // with filter_pids: only these processes
   bool filter_pids = false;
   bool follow_forks = false;         // children of `pids` become targets
@@ -35,6 +39,7 @@ struct SamplerCounters {
   uint64_t idle = 0;          // samples of idle CPUs
   uint64_t targets_full = 0;  // child processes not followed: map full
   uint64_t mappings_lost = 0;  // mappings of exiting processes dropped: ring full
+  uint64_t offcpu_untracked = 0;  // switches out not recorded: the off-CPU table was full
 };
 
 using SampleHandler = std::function<void(const ember_sample& sample)>;
