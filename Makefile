@@ -257,6 +257,7 @@ bench: deps-bench
 	$(Q)bench/record.sh
 	$(Q)bench/java.sh
 	$(Q)bench/viewer.sh
+	$(Q)bench/offcpu.sh
 	$(Q)bench/symbolize.sh
 
 clean:

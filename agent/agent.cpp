@@ -1,37 +1,111 @@
 // libember-agent.so: a JVMTI agent that publishes what only the JVM knows —
 // where JIT-compiled methods live, what they inlined, and where the
-// interpreter and stubs are — as a stream the ember collector tails.
+// interpreter and stubs are — as a stream the ember collector tails; and,
+// on request, Java allocation samples and monitor contention with their
+// Java stacks (format: symbolizer/jit_map.h).
 //
 // Load at start-up:  java -agentpath:/path/libember-agent.so=out=/tmp/x.jitmap ...
 // or let `ember record` attach it to a running JVM. Options (comma-separated):
-//   out=PATH   where to write the stream (default /tmp/ember-<pid>.jitmap);
-//              "{pid}" in PATH becomes this JVM's pid (as it sees it)
-//   stop       stop publishing and close the file (the "detach": HotSpot
-//              never unloads an agent library, so a later attach restarts it)
-// Attaching again while publishing starts a fresh stream: the collector of a
-// new recording replays the JVM's current code from the top.
+//   out=PATH     where to write the stream (default /tmp/ember-<pid>.jitmap);
+//                "{pid}" in PATH becomes this JVM's pid (as it sees it)
+//   alloc[=N]    sampled object allocation (JVMTI SampledObjectAlloc), one
+//                sample per N bytes allocated on average (default 524288)
+//   live         with alloc: follow the sampled objects (weak references,
+//                at most LiveObjects::kMaxTracked at a time) and write which
+//                ones the GC freed. The stream ends with one full GC (as
+//                `jmap -histo:live` does), so that objects dropped but not
+//                yet collected are not taken for live ones.
+//   lock[=NS]    contended monitor enters (MonitorContendedEnter/Entered):
+//                the wait, the waiter's stack and the monitor's class.
+//                Waits shorter than NS (default 10000) are sampled: one per
+//                NS of such waiting (async-profiler's lock=10us default).
+//   stop         stop publishing and close the file (the "detach": HotSpot
+//                never unloads an agent library, so a later attach restarts it)
+// Attaching again while publishing starts a fresh stream with the new
+// options (events the old ones enabled and the new ones do not are turned
+// off): the collector of a new recording replays the JVM's code from the top.
+//
+// Contracts (design.md): callbacks allocate nothing on the Java heap, hold
+// at most a few KiB of stack, delete the JNI local references they make,
+// and never wait on anything a GC pause could be waiting on; every buffer
+// and table is bounded.
 #include <jvmti.h>
 #include <jvmticmlr.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "agent/jitmap_writer.h"
+#include "agent/live_objects.h"
 
 #define EMBER_EXPORT extern "C" __attribute__((visibility("default"))) JNIEXPORT
 
 namespace ember::agent {
 namespace {
 
+constexpr int kMaxFrames = 128;  // Java frames per event; deeper stacks are cut (and marked)
+constexpr uint64_t kDefaultAllocInterval = 512 * 1024;
+constexpr uint64_t kDefaultLockIntervalNs = 10'000;
+constexpr uint64_t kLiveSweepNs = 1'000'000'000;  // how often `live` looks for freed objects
+
 jvmtiEnv* g_jvmti = nullptr;
 JitMapWriter g_writer;
+LiveObjects g_live;  // guarded by g_writer's lock
+
+// What the callbacks do; read on every event, changed by start().
+std::atomic<bool> g_alloc_on{false}, g_live_on{false}, g_lock_on{false};
+std::atomic<uint64_t> g_lock_interval{0};
+std::atomic<uint64_t> g_lock_short_waits{0};  // ns of waits under the interval, for sampling them
+std::atomic<uint32_t> g_lock_epoch{0};        // bumped when lock events are turned on
+std::atomic<uint64_t> g_next_sample{1};       // sample numbers, unique over the JVM's life
+std::atomic<int> g_in_flight{0};              // alloc/lock callbacks running now
+// Loss counters of the current stream, written as D lines at its end.
+std::atomic<uint64_t> g_untracked{0};   // live: samples not followed (table full)
+std::atomic<uint64_t> g_reentered{0};   // events raised inside our own callback, skipped
+uint64_t g_last_sweep_ns = 0;           // guarded by g_writer's lock
+
+// Per thread, trivially destructible (no TLS destructors in someone else's JVM).
+thread_local uint32_t t_tid = 0;
+thread_local uint32_t t_named_in = 0;  // the stream generation this thread's T line went to
+thread_local uint64_t t_enter_ns = 0;  // MonitorContendedEnter time
+thread_local uint32_t t_enter_epoch = 0;
+thread_local bool t_busy = false;
 
 struct Options {
   char out[4096] = {};
   bool stop = false;
+  uint64_t alloc = 0;  // sampling interval in bytes; 0: off
+  bool live = false;
+  bool lock = false;
+  uint64_t lock_interval = kDefaultLockIntervalNs;
+};
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+uint32_t current_tid() {
+  // syscall, not gettid(): the agent may be copied into a container with a
+  // glibc older than 2.30.
+  if (!t_tid) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return t_tid;
+}
+
+// Counts the alloc and lock callbacks in progress, so start() can wait for
+// them to leave before it changes what they use.
+struct InFlight {
+  InFlight() { g_in_flight.fetch_add(1); }
+  ~InFlight() { g_in_flight.fetch_sub(1); }
 };
 
 // Copies path[0..len) to out, replacing "{pid}" with our pid.
@@ -49,6 +123,23 @@ void expand_path(const char* path, size_t len, char* out, size_t size) {
   out[n] = '\0';
 }
 
+// "NAME" or "NAME=<number>" at p[0..len): true if the name matches; the
+// number (if any, > 0) goes to *value.
+bool numeric_option(const char* p, size_t len, const char* name, uint64_t* value, bool* bad) {
+  size_t n = std::strlen(name);
+  if (len < n || std::strncmp(p, name, n) != 0) return false;
+  if (len == n) return true;
+  if (p[n] != '=') return false;
+  uint64_t v = 0;
+  size_t i = n + 1;
+  for (; i < len && p[i] >= '0' && p[i] <= '9' && v < (uint64_t{1} << 50); ++i) v = v * 10 + uint64_t(p[i] - '0');
+  if (i != len || i == n + 1 || v == 0)
+    *bad = true;
+  else
+    *value = v;
+  return true;
+}
+
 void parse_options(const char* text, Options& o) {
   std::snprintf(o.out, sizeof o.out, "/tmp/ember-%d.jitmap", getpid());
   if (!text) return;
@@ -56,14 +147,59 @@ void parse_options(const char* text, Options& o) {
   while (*p) {
     const char* end = std::strchr(p, ',');
     size_t len = end ? static_cast<size_t>(end - p) : std::strlen(p);
-    if (len > 4 && std::strncmp(p, "out=", 4) == 0)
+    uint64_t alloc = kDefaultAllocInterval, lock = kDefaultLockIntervalNs;
+    bool bad = false;
+    if (len > 4 && std::strncmp(p, "out=", 4) == 0) {
       expand_path(p + 4, len - 4, o.out, sizeof o.out);
-    else if (len == 4 && std::strncmp(p, "stop", 4) == 0)
+    } else if (len == 4 && std::strncmp(p, "stop", 4) == 0) {
       o.stop = true;
-    else
+    } else if (len == 4 && std::strncmp(p, "live", 4) == 0) {
+      o.live = true;
+    } else if (numeric_option(p, len, "alloc", &alloc, &bad)) {
+      o.alloc = std::min<uint64_t>(alloc, INT_MAX);  // SetHeapSamplingInterval takes a jint
+    } else if (numeric_option(p, len, "lock", &lock, &bad)) {
+      o.lock = true;
+      o.lock_interval = lock;
+    } else {
       std::fprintf(stderr, "ember-agent: ignoring unknown option '%.*s'\n", static_cast<int>(len), p);
+    }
+    if (bad)
+      std::fprintf(stderr, "ember-agent: '%.*s' needs a positive number; using the default\n", static_cast<int>(len), p);
     p += len + (end ? 1 : 0);
   }
+  if (o.live && !o.alloc) o.alloc = kDefaultAllocInterval;
+}
+
+// "Lcom/example/Foo;" -> "com.example.Foo", "[[I" -> "int[][]".
+void format_class(const char* sig, char* out, size_t size) {
+  size_t dims = 0, n = 0;
+  while (sig[dims] == '[') ++dims;
+  const char* p = sig + dims;
+  const char* prim = nullptr;
+  switch (*p) {
+    case 'Z': prim = "boolean"; break;
+    case 'B': prim = "byte"; break;
+    case 'C': prim = "char"; break;
+    case 'S': prim = "short"; break;
+    case 'I': prim = "int"; break;
+    case 'J': prim = "long"; break;
+    case 'F': prim = "float"; break;
+    case 'D': prim = "double"; break;
+    case 'L': ++p; break;
+  }
+  if (prim) p = prim;
+  for (; *p && (prim || *p != ';') && n + 1 < size; ++p) out[n++] = *p == '/' ? '.' : *p;
+  for (size_t d = 0; d < dims && n + 3 < size; ++d) {
+    out[n++] = '[';
+    out[n++] = ']';
+  }
+  out[n] = '\0';
+}
+
+uint64_t name_hash(const char* s) {  // FNV-1a
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 0x100000001b3ULL;
+  return h;
 }
 
 // "Lcom/example/Foo;" + "bar" -> "com.example.Foo.bar" into out.
@@ -96,6 +232,139 @@ uint32_t intern_method(jmethodID method) {
     g_writer.define_method(id, name);
   }
   return id;
+}
+
+// With the writer locked. `sig` may be null (unknown class: id 0).
+uint32_t intern_class(const char* sig) {
+  if (!sig) return 0;
+  bool is_new = false;
+  uint32_t id = g_writer.class_id(name_hash(sig), &is_new);
+  if (is_new) {
+    char name[1024];
+    format_class(sig, name, sizeof name);
+    g_writer.define_class(id, name);
+  }
+  return id;
+}
+
+// With the writer locked: this thread's T line, once per stream.
+void name_thread(JNIEnv* jni, jthread thread) {
+  uint32_t generation = g_writer.generation();
+  if (t_named_in == generation) return;
+  t_named_in = generation;
+  jvmtiThreadInfo info{};
+  if (g_jvmti->GetThreadInfo(thread, &info) != JVMTI_ERROR_NONE) return;
+  g_writer.thread_name(current_tid(), info.name ? info.name : "?");
+  if (info.name) g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(info.name));
+  if (jni && info.thread_group) jni->DeleteLocalRef(info.thread_group);
+  if (jni && info.context_class_loader) jni->DeleteLocalRef(info.context_class_loader);
+}
+
+// The Java stack of the current thread, innermost first, cut at kMaxFrames.
+struct JavaStack {
+  jvmtiFrameInfo frames[kMaxFrames + 1];
+  jint count = 0;
+  bool truncated = false;
+
+  void take(jthread thread) {
+    if (g_jvmti->GetStackTrace(thread, 0, kMaxFrames + 1, frames, &count) != JVMTI_ERROR_NONE) count = 0;
+    truncated = count > kMaxFrames;
+    if (truncated) count = kMaxFrames;
+  }
+  // With the writer locked: method ids into ids[].
+  void intern(uint32_t* ids) const {
+    for (jint i = 0; i < count; ++i) ids[i] = intern_method(frames[i].method);
+  }
+};
+
+// With the writer locked: F lines for the followed objects the GC freed.
+void sweep_live(JNIEnv* jni, uint64_t now) {
+  g_last_sweep_ns = now;
+  g_live.sweep(jni, [](uint64_t sample) { g_writer.freed(sample); });
+}
+
+void JNICALL on_sampled_object_alloc(jvmtiEnv*, JNIEnv* jni, jthread thread, jobject object, jclass klass,
+                                     jlong size) {
+  InFlight in_flight;
+  if (!g_alloc_on.load()) return;
+  if (t_busy) {  // JVMTI allocating inside our callback: never expected, never followed
+    g_reentered.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  t_busy = true;
+  uint64_t now = monotonic_ns();
+  JavaStack stack;
+  stack.take(thread);
+  char* sig = nullptr;
+  if (g_jvmti->GetClassSignature(klass, &sig, nullptr) != JVMTI_ERROR_NONE) sig = nullptr;
+  uint32_t ids[kMaxFrames];
+
+  g_writer.lock();
+  if (g_writer.is_open()) {
+    name_thread(jni, thread);
+    uint32_t class_id = intern_class(sig);
+    stack.intern(ids);
+    uint64_t sample = 0;
+    if (g_live_on.load() && jni) {
+      if (now - g_last_sweep_ns >= kLiveSweepNs) sweep_live(jni, now);
+      uint64_t n = g_next_sample.fetch_add(1, std::memory_order_relaxed);
+      if (g_live.add(jni, object, n, [](uint64_t s) { g_writer.freed(s); }))
+        sample = n;
+      else
+        g_untracked.fetch_add(1, std::memory_order_relaxed);
+    }
+    g_writer.alloc(now, current_tid(), static_cast<uint64_t>(size), class_id, sample, ids, stack.count,
+                   stack.truncated);
+    g_writer.commit_lazy();
+  }
+  g_writer.unlock();
+  if (sig) g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
+  t_busy = false;
+}
+
+void JNICALL on_monitor_contended_enter(jvmtiEnv*, JNIEnv*, jthread, jobject) {
+  if (!g_lock_on.load(std::memory_order_relaxed)) return;
+  t_enter_epoch = g_lock_epoch.load(std::memory_order_relaxed);
+  t_enter_ns = monotonic_ns();
+}
+
+void JNICALL on_monitor_contended_entered(jvmtiEnv*, JNIEnv* jni, jthread thread, jobject object) {
+  InFlight in_flight;
+  uint64_t enter = t_enter_ns;
+  t_enter_ns = 0;
+  // A wait that began before lock events were (last) turned on has no start.
+  if (!g_lock_on.load() || enter == 0 || t_enter_epoch != g_lock_epoch.load() || t_busy) return;
+  uint64_t wait = monotonic_ns() - enter;
+  // Short waits are sampled by time: one record per `interval` ns of them,
+  // which the reader weighs `interval` (symbolizer/java_events.h).
+  uint64_t interval = g_lock_interval.load(std::memory_order_relaxed);
+  if (interval && wait < interval) {
+    uint64_t before = g_lock_short_waits.fetch_add(wait, std::memory_order_relaxed);
+    if ((before + wait) / interval == before / interval) return;
+  }
+  t_busy = true;
+  JavaStack stack;
+  stack.take(thread);
+  char* sig = nullptr;
+  if (jni && object) {
+    jclass klass = jni->GetObjectClass(object);
+    if (klass) {
+      if (g_jvmti->GetClassSignature(klass, &sig, nullptr) != JVMTI_ERROR_NONE) sig = nullptr;
+      jni->DeleteLocalRef(klass);
+    }
+  }
+  uint32_t ids[kMaxFrames];
+  g_writer.lock();
+  if (g_writer.is_open()) {
+    name_thread(jni, thread);
+    uint32_t class_id = intern_class(sig);
+    stack.intern(ids);
+    g_writer.contended(enter, current_tid(), wait, class_id, ids, stack.count, stack.truncated);
+    g_writer.commit_lazy();
+  }
+  g_writer.unlock();
+  if (sig) g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
+  t_busy = false;
 }
 
 void JNICALL on_compiled_method_load(jvmtiEnv*, jmethodID method, jint code_size, const void* code_addr,
@@ -140,6 +409,96 @@ bool set_event(jvmtiEventMode mode, jvmtiEvent event) {
   return g_jvmti->SetEventNotificationMode(mode, event, nullptr) == JVMTI_ERROR_NONE;
 }
 
+// Turns off alloc and lock events and waits for callbacks under way to
+// leave (they may be blocked at a safepoint: bounded). With `live`, looks a
+// last time for freed objects — after a full GC if `final_gc` — writes
+// them, and lets go of the weak references. Writes the loss counters.
+void end_java_events(JNIEnv* jni, bool final_gc) {
+  bool alloc = g_alloc_on.exchange(false), lock = g_lock_on.exchange(false), live = g_live_on.exchange(false);
+  if (alloc) set_event(JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC);
+  if (lock) {
+    set_event(JVMTI_DISABLE, JVMTI_EVENT_MONITOR_CONTENDED_ENTER);
+    set_event(JVMTI_DISABLE, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED);
+  }
+  for (int i = 0; i < 2000 && g_in_flight.load() > 0; ++i) usleep(1000);
+  if (live && jni && final_gc) g_jvmti->ForceGarbageCollection();
+  g_writer.lock();
+  if (jni && g_live.size()) {
+    if (live) sweep_live(jni, monotonic_ns());
+    g_live.clear(jni);
+  }
+  if (alloc || lock) {
+    if (uint64_t n = g_untracked.exchange(0)) g_writer.counter("live-untracked", n);
+    if (uint64_t n = g_reentered.exchange(0)) g_writer.counter("reentered", n);
+    if (uint64_t n = g_writer.write_errors()) g_writer.counter("write-error-bytes", n);
+    g_writer.commit();
+  }
+  g_writer.unlock();
+}
+
+// Adds one capability; false (with the reason on stderr) if the JVM refuses.
+bool add_capability(void (*set)(jvmtiCapabilities&), const char* what) {
+  jvmtiCapabilities caps{};
+  set(caps);
+  jvmtiError e = g_jvmti->AddCapabilities(&caps);
+  if (e == JVMTI_ERROR_NONE) return true;
+  std::fprintf(stderr, "ember-agent: the JVM refused %s (JVMTI error %d)\n", what, static_cast<int>(e));
+  return false;
+}
+
+// With a fresh stream open: the O lines, then the events.
+void start_java_events(const Options& o) {
+  char value[32];
+  if (o.alloc) {
+    g_writer.lock();
+    bool ok = add_capability([](jvmtiCapabilities& c) { c.can_generate_sampled_object_alloc_events = 1; },
+                             "sampled object allocation events (JDK 11 or later needed)") &&
+              g_jvmti->SetHeapSamplingInterval(static_cast<jint>(o.alloc)) == JVMTI_ERROR_NONE;
+    std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(o.alloc));
+    g_writer.option(ok ? "alloc-interval" : "alloc-unavailable", value);
+    if (ok && o.live) {
+      std::snprintf(value, sizeof value, "%u", LiveObjects::kMaxTracked);
+      g_writer.option("live-max", value);
+    }
+    g_writer.commit();
+    g_writer.unlock();
+    if (ok) {
+      g_live_on = o.live;
+      g_alloc_on = true;
+      set_event(JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC);
+    }
+  }
+  if (o.lock) {
+    g_writer.lock();
+    bool ok = add_capability([](jvmtiCapabilities& c) { c.can_generate_monitor_events = 1; }, "monitor events");
+    std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(o.lock_interval));
+    g_writer.option(ok ? "lock-interval" : "lock-unavailable", value);
+    g_writer.commit();
+    g_writer.unlock();
+    if (ok) {
+      g_lock_interval = o.lock_interval;
+      g_lock_short_waits = 0;
+      g_lock_epoch.fetch_add(1);
+      g_lock_on = true;
+      set_event(JVMTI_ENABLE, JVMTI_EVENT_MONITOR_CONTENDED_ENTER);
+      set_event(JVMTI_ENABLE, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED);
+    }
+  }
+}
+
+void close_stream() {
+  g_writer.lock();
+  g_writer.close();
+  g_writer.unlock();
+}
+
+// The JVM is exiting (System.exit or the last thread): the last word of
+// the stream, while JVMTI and JNI still work.
+void JNICALL on_vm_death(jvmtiEnv*, JNIEnv* jni) {
+  end_java_events(jni, true);
+  close_stream();
+}
+
 jint init_jvmti(JavaVM* vm) {
   if (g_jvmti) return JNI_OK;
   if (vm->GetEnv(reinterpret_cast<void**>(&g_jvmti), JVMTI_VERSION_1_2) != JNI_OK) {
@@ -156,21 +515,32 @@ jint init_jvmti(JavaVM* vm) {
   callbacks.CompiledMethodLoad = on_compiled_method_load;
   callbacks.CompiledMethodUnload = on_compiled_method_unload;
   callbacks.DynamicCodeGenerated = on_dynamic_code_generated;
+  callbacks.SampledObjectAlloc = on_sampled_object_alloc;
+  callbacks.MonitorContendedEnter = on_monitor_contended_enter;
+  callbacks.MonitorContendedEntered = on_monitor_contended_entered;
+  callbacks.VMDeath = on_vm_death;
   g_jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
+  set_event(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH);
   return JNI_OK;
 }
 
-jint start(JavaVM* vm, const char* text, bool live) {
+jint start(JavaVM* vm, const char* text, bool attached) {
   if (init_jvmti(vm) != JNI_OK) return JNI_ERR;
   Options o;
   parse_options(text, o);
+  // No JNI environment in Agent_OnLoad (the VM is not up yet): nothing to
+  // end there either.
+  JNIEnv* jni = nullptr;
+  if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_6) != JNI_OK) jni = nullptr;
   const jvmtiEvent events[] = {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
                                JVMTI_EVENT_DYNAMIC_CODE_GENERATED};
+  // Whatever the last attach turned on ends with its stream. A `stop` ends
+  // a recording, which with `live` wants its final GC; a new attach
+  // replaces a stream nobody reads any more.
+  end_java_events(jni, o.stop);
   if (o.stop) {
     for (jvmtiEvent e : events) set_event(JVMTI_DISABLE, e);
-    g_writer.lock();
-    g_writer.close();
-    g_writer.unlock();
+    close_stream();
     return JNI_OK;
   }
   g_writer.lock();
@@ -182,7 +552,8 @@ jint start(JavaVM* vm, const char* text, bool live) {
   }
   for (jvmtiEvent e : events)
     if (!set_event(JVMTI_ENABLE, e)) return JNI_ERR;
-  if (live) {
+  start_java_events(o);
+  if (attached) {
     // Replay the code that exists already: events arrive on this thread.
     g_jvmti->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
     g_jvmti->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
@@ -201,8 +572,13 @@ EMBER_EXPORT jint JNICALL Agent_OnAttach(JavaVM* vm, char* options, void*) {
   return ember::agent::start(vm, options, true);
 }
 
+// VMDeath has closed the stream already, unless the JVM failed to start:
+// then no Java thread can hold the writer. (After VMDeath a thread may hold
+// it for good, blocked in a VM transition as the VM exits: do not wait.)
 EMBER_EXPORT void JNICALL Agent_OnUnload(JavaVM*) {
-  ember::agent::g_writer.lock();
-  ember::agent::g_writer.close();
-  ember::agent::g_writer.unlock();
+  using ember::agent::g_writer;
+  if (!g_writer.is_open()) return;
+  g_writer.lock();
+  g_writer.close();
+  g_writer.unlock();
 }

@@ -13,26 +13,73 @@
 namespace ember::agent {
 namespace {
 
-// 2M methods is far beyond any real JVM (a large service has ~100k); the
-// table stays under 32 MiB.
-constexpr size_t kMaxMethods = size_t{1} << 21;
-
 uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock of bpf_ktime_get_ns()
   return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
 
-size_t slot_of(const void* key, size_t capacity) {
-  uint64_t h = reinterpret_cast<uintptr_t>(key) * 0x9e3779b97f4a7c15ULL;
+size_t slot_of(uint64_t key, size_t capacity) {
+  uint64_t h = key * 0x9e3779b97f4a7c15ULL;
   return static_cast<size_t>(h >> 20) & (capacity - 1);
+}
+
+constexpr uint64_t kLazyFlushNs = 100'000'000;
+
+// Decimal digits of v at out; returns the count. No locale, no printf.
+size_t put_u64(char* out, uint64_t v) {
+  char tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (size_t i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
+  return n;
 }
 
 }  // namespace
 
-JitMapWriter::~JitMapWriter() {
-  close();
+void IdTable::clear() {
   std::free(slots_);
+  slots_ = nullptr;
+  capacity_ = count_ = 0;
+  next_id_ = 1;
+}
+
+uint32_t IdTable::find_or_add(uint64_t key, bool* is_new) {
+  *is_new = false;
+  if (key == 0) key = 1;  // 0 marks an empty slot
+  if (count_ * 2 >= capacity_) {  // keep the load factor under 1/2
+    size_t grown = capacity_ ? capacity_ * 2 : 4096;
+    if (grown / 2 > max_ids_) {
+      // Full: known keys still resolve, new ones get 0.
+      if (!slots_) return 0;
+      for (size_t j = slot_of(key, capacity_); slots_[j].key; j = (j + 1) & (capacity_ - 1))
+        if (slots_[j].key == key) return slots_[j].id;
+      return 0;
+    }
+    Slot* fresh = static_cast<Slot*>(std::calloc(grown, sizeof(Slot)));
+    if (!fresh) return 0;
+    for (size_t i = 0; i < capacity_; ++i) {
+      if (!slots_[i].key) continue;
+      size_t j = slot_of(slots_[i].key, grown);
+      while (fresh[j].key) j = (j + 1) & (grown - 1);
+      fresh[j] = slots_[i];
+    }
+    std::free(slots_);
+    slots_ = fresh;
+    capacity_ = grown;
+  }
+  size_t j = slot_of(key, capacity_);
+  while (slots_[j].key) {
+    if (slots_[j].key == key) return slots_[j].id;
+    j = (j + 1) & (capacity_ - 1);
+  }
+  slots_[j] = {key, next_id_++};
+  ++count_;
+  *is_new = true;
+  return slots_[j].id;
 }
 
 bool JitMapWriter::open(const char* path, int pid) {
@@ -40,10 +87,10 @@ bool JitMapWriter::open(const char* path, int pid) {
   fd_ = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) return false;
   // Ids restart with the file: the reader learns names from this file only.
-  std::free(slots_);
-  slots_ = nullptr;
-  capacity_ = count_ = 0;
-  next_id_ = 1;
+  methods_.clear();
+  classes_.clear();
+  write_errors_ = 0;
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   appendf("# ember-jitmap 1 pid %d\n", pid);
   flush();
   return true;
@@ -56,7 +103,7 @@ void JitMapWriter::close() {
   fd_ = -1;
 }
 
-bool JitMapWriter::is_open() { return fd_ >= 0; }
+bool JitMapWriter::is_open() { return __atomic_load_n(&fd_, __ATOMIC_RELAXED) >= 0; }
 
 void JitMapWriter::append(const char* data, size_t n) {
   if (fd_ < 0) return;
@@ -85,13 +132,21 @@ void JitMapWriter::flush() {
   while (fd_ >= 0 && done < used_) {
     ssize_t n = ::write(fd_, buffer_ + done, used_ - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // disk full: drop rather than stall the JVM
+    if (n <= 0) {  // disk full: drop rather than stall the JVM
+      write_errors_ += used_ - done;
+      break;
+    }
     done += static_cast<size_t>(n);
   }
   used_ = 0;
+  last_flush_ns_ = monotonic_ns();
 }
 
 void JitMapWriter::commit() { flush(); }
+
+void JitMapWriter::commit_lazy() {
+  if (used_ >= sizeof buffer_ / 2 || monotonic_ns() - last_flush_ns_ >= kLazyFlushNs) flush();
+}
 
 void JitMapWriter::compiled_load(uint64_t start, uint64_t size, uint32_t method) {
   appendf("L %llu %llx %llx %u\n", (unsigned long long)monotonic_ns(), (unsigned long long)start,
@@ -119,31 +174,82 @@ void JitMapWriter::stub(uint64_t start, uint64_t size, const char* name) {
 void JitMapWriter::define_method(uint32_t id, const char* name) { appendf("M %u %s\n", id, name); }
 
 uint32_t JitMapWriter::method_id(const void* key, bool* is_new) {
-  *is_new = false;
-  if (count_ * 2 >= capacity_) {  // keep the load factor under 1/2
-    size_t grown = capacity_ ? capacity_ * 2 : 4096;
-    if (grown / 2 > kMaxMethods) return 0;
-    Slot* fresh = static_cast<Slot*>(std::calloc(grown, sizeof(Slot)));
-    if (!fresh) return 0;
-    for (size_t i = 0; i < capacity_; ++i) {
-      if (!slots_[i].key) continue;
-      size_t j = slot_of(slots_[i].key, grown);
-      while (fresh[j].key) j = (j + 1) & (grown - 1);
-      fresh[j] = slots_[i];
-    }
-    std::free(slots_);
-    slots_ = fresh;
-    capacity_ = grown;
+  return methods_.find_or_add(reinterpret_cast<uintptr_t>(key), is_new);
+}
+
+uint32_t JitMapWriter::class_id(uint64_t name_hash, bool* is_new) { return classes_.find_or_add(name_hash, is_new); }
+
+void JitMapWriter::define_class(uint32_t id, const char* name) { appendf("K %u %s\n", id, name); }
+
+void JitMapWriter::option(const char* key, const char* value) { appendf("O %s %s\n", key, value); }
+
+void JitMapWriter::thread_name(uint32_t tid, const char* name) {
+  char clean[256];
+  size_t n = 0;
+  for (; name[n] && n + 1 < sizeof clean; ++n) clean[n] = name[n] == '\n' || name[n] == '\r' ? ' ' : name[n];
+  clean[n] = '\0';
+  appendf("T %u %s\n", tid, clean);
+}
+
+// " 12,7,3" or " -" (no Java frames); ",+" after the last one when the
+// stack was cut at the depth limit. Ids take at most 10 digits.
+void JitMapWriter::append_frames(char* line, size_t& n, size_t size, const uint32_t* frames, int count,
+                                 bool truncated) {
+  line[n++] = ' ';
+  if (count == 0 && !truncated) {
+    line[n++] = '-';
   }
-  size_t j = slot_of(key, capacity_);
-  while (slots_[j].key) {
-    if (slots_[j].key == key) return slots_[j].id;
-    j = (j + 1) & (capacity_ - 1);
+  for (int i = 0; i < count && n + 16 < size; ++i) {
+    if (i) line[n++] = ',';
+    n += put_u64(line + n, frames[i]);
   }
-  slots_[j] = {key, next_id_++};
-  ++count_;
-  *is_new = true;
-  return slots_[j].id;
+  if (truncated && n + 4 < size) {
+    if (count) line[n++] = ',';
+    line[n++] = '+';
+  }
+  line[n++] = '\n';
+}
+
+void JitMapWriter::alloc(uint64_t time_ns, uint32_t tid, uint64_t size, uint32_t klass, uint64_t sample,
+                         const uint32_t* frames, int count, bool truncated) {
+  char line[2048];  // 5 numbers and <= 128 frames of <= 11 bytes
+  size_t n = 0;
+  line[n++] = 'A';
+  for (uint64_t v : {time_ns, uint64_t{tid}, size, uint64_t{klass}, sample}) {
+    line[n++] = ' ';
+    n += put_u64(line + n, v);
+  }
+  append_frames(line, n, sizeof line, frames, count, truncated);
+  append(line, n);
+}
+
+void JitMapWriter::freed(uint64_t sample) {
+  char line[64];
+  size_t n = 0;
+  line[n++] = 'F';
+  for (uint64_t v : {monotonic_ns(), sample}) {
+    line[n++] = ' ';
+    n += put_u64(line + n, v);
+  }
+  line[n++] = '\n';
+  append(line, n);
+}
+
+void JitMapWriter::contended(uint64_t time_ns, uint32_t tid, uint64_t wait_ns, uint32_t klass,
+                             const uint32_t* frames, int count, bool truncated) {
+  char line[2048];
+  size_t n = 0;
+  line[n++] = 'C';
+  for (uint64_t v : {time_ns, uint64_t{tid}, wait_ns, uint64_t{klass}}) {
+    line[n++] = ' ';
+    n += put_u64(line + n, v);
+  }
+  append_frames(line, n, sizeof line, frames, count, truncated);
+  append(line, n);
+}
+
+void JitMapWriter::counter(const char* name, uint64_t value) {
+  appendf("D %llu %s %llu\n", (unsigned long long)monotonic_ns(), name, (unsigned long long)value);
 }
 
 }  // namespace ember::agent

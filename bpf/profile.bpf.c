@@ -177,14 +177,15 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* Threads off CPU, by tid: the record of their switch out, completed and
- * sent when they run again. Entries are made as threads block, so the
- * table holds the sleeping threads in scope (resized by the collector). */
+/* A thread off CPU: the record of its switch out, stacks included, kept
+ * in the task's own storage (no copy, freed with the task) until it runs
+ * again. The stacks must be taken as it leaves: as it comes back, the
+ * tracepoint runs in the context of the task it replaces, whose user
+ * memory is the only one a BPF program can walk here. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
+	__type(key, int);
 	__type(value, struct ember_sample);
 } offcpu_start SEC(".maps");
 
@@ -204,8 +205,7 @@ static __always_inline long task_state(struct task_struct *t)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 pid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
-	__u32 next_tid = BPF_CORE_READ(next, pid), zero = 0;
+	__u32 pid = prev->tgid, tid = prev->pid;
 	struct ember_sample *s;
 
 	/* prev, the current task, goes off CPU: keep its stacks. */
@@ -213,26 +213,26 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 		bool runnable = task_state(prev) == 0;
 
 		if (!runnable || offcpu_preempted) {
-			s = bpf_map_lookup_elem(&scratch, &zero);
+			s = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 			if (s) {
 				take_stacks(ctx, s, pid, tid);
 				s->weight = 0;
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
-				if (bpf_map_update_elem(&offcpu_start, &tid, s, BPF_ANY))
-					__sync_fetch_and_add(&offcpu_untracked, 1);
+			} else {
+				__sync_fetch_and_add(&offcpu_untracked, 1);
 			}
 		}
 	}
 	/* next runs again: its time off CPU is over. */
-	s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
-	if (s) {
+	s = bpf_task_storage_get(&offcpu_start, next, 0, 0);
+	if (s && s->time_ns) {
 		__u64 off = bpf_ktime_get_ns() - s->time_ns;
 
 		if (off >= min_block_ns || s->kind == EMBER_KIND_PREEMPTED) {
 			s->weight = off;
 			send(s);
 		}
-		bpf_map_delete_elem(&offcpu_start, &next_tid);
+		s->time_ns = 0;
 	}
 	return 0;
 }

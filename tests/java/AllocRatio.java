@@ -1,0 +1,50 @@
+/**
+ * Allocates two classes of known sizes at a 3:1 byte ratio, steadily, for
+ * ember's allocation-profiling tests: per round one Big (int + 10 longs:
+ * 96 bytes with compressed class pointers) and one Small (int + 2 longs:
+ * 32 bytes), equal counts, so bytes are 3:1 while counts are 1:1 — a
+ * profile that weighed samples by count would show 1:1. Both escape into
+ * rings so C2 cannot scalar-replace them. The sizes the JVM reports are in
+ * the agent's A lines; the test checks them.
+ * Usage: java AllocRatio SECONDS
+ */
+public class AllocRatio {
+    static final class Big {
+        int tag;
+        long a0, a1, a2, a3, a4, a5, a6, a7, a8, a9;
+    }
+
+    static final class Small {
+        int tag;
+        long b0, b1;
+    }
+
+    static Big[] bigs = new Big[4096];
+    static Small[] smalls = new Small[4096];
+
+    public static void main(String[] args) {
+        double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
+        long end = System.nanoTime() + (long) (seconds * 1e9);
+        long rounds = 0;
+        while (System.nanoTime() < end) {
+            for (int i = 0; i < 4096; i++) {
+                allocBig(i);
+                allocSmall(i);
+            }
+            rounds += 4096;
+        }
+        System.out.println("rounds " + rounds);
+    }
+
+    static void allocBig(int i) {
+        Big b = new Big();
+        b.tag = i;
+        bigs[i] = b;
+    }
+
+    static void allocSmall(int i) {
+        Small s = new Small();
+        s.tag = i;
+        smalls[i] = s;
+    }
+}
