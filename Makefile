@@ -240,9 +240,18 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS)
 	$(Q)scripts/demo.sh
 
+# tests/integration/java_alloc_lock.sh: a JVM's Java events (agent options
+# alloc, live, lock) as folded stacks through user/java_profiles, no recording.
+JAVA_EVENTS_DUMP_OBJ := $(BUILD)/obj/tests/tools/java_events_dump.o $(BUILD)/obj/symbolizer/java_events.o \
+	$(BUILD)/obj/user/java_profiles.o $(filter $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
+$(BUILD)/tools/java_events_dump: $(JAVA_EVENTS_DUMP_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
-		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
+		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%) $(BUILD)/tools/java_events_dump
 	$(Q)tests/run.sh
 
 # bench/symbolize.sh's in-process half: the symbolizer library, no BPF.

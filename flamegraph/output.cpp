@@ -34,6 +34,30 @@ std::expected<void, std::string> open_temp(const std::string& path, TempFile& tm
   return {};
 }
 
+// Complete or absent: written to a temporary name in the same directory, then renamed.
+std::expected<void, std::string> write_atomically(const std::string& path, const std::string& data) {
+  TempFile tmp;
+  if (auto r = open_temp(path, tmp); !r) return r;
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(tmp.fd, 0666 & ~mask);
+  for (size_t done = 0; done < data.size();) {
+    ssize_t n = write(tmp.fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected("cannot write " + path + ": " + errno_text(errno));
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(tmp.fd) != 0 || close(tmp.fd) != 0) {
+    tmp.fd = -1;
+    return std::unexpected("cannot write " + path + ": " + errno_text(errno));
+  }
+  tmp.fd = -1;
+  if (rename(tmp.name.c_str(), path.c_str()) != 0)
+    return std::unexpected("cannot write " + path + ": " + errno_text(errno));
+  tmp.name.clear();
+  return {};
+}
+
 }  // namespace
 
 std::expected<Format, std::string> format_for_path(const std::string& path) {
@@ -68,27 +92,11 @@ std::expected<void, std::string> write_profile(const Profile& profile, const std
       write_folded(profile, body);
     data = std::move(body).str();
   }
+  return write_atomically(path, data);
+}
 
-  TempFile tmp;
-  if (auto r = open_temp(path, tmp); !r) return r;
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(tmp.fd, 0666 & ~mask);
-  for (size_t done = 0; done < data.size();) {
-    ssize_t n = write(tmp.fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected("cannot write " + path + ": " + errno_text(errno));
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(tmp.fd) != 0 || close(tmp.fd) != 0) {
-    tmp.fd = -1;
-    return std::unexpected("cannot write " + path + ": " + errno_text(errno));
-  }
-  tmp.fd = -1;
-  if (rename(tmp.name.c_str(), path.c_str()) != 0)
-    return std::unexpected("cannot write " + path + ": " + errno_text(errno));
-  tmp.name.clear();
-  return {};
+std::expected<void, std::string> write_pprof(std::span<const Profile* const> profiles, const std::string& path) {
+  return write_atomically(path, encode_pprof(profiles));
 }
 
 }  // namespace ember::flamegraph

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <expected>
+#include <span>
 #include <string>
 
 #include "flamegraph/html.h"
@@ -21,5 +22,8 @@ std::expected<void, std::string> check_writable(const std::string& path);
 
 std::expected<void, std::string> write_profile(const Profile& profile, const std::string& path,
                                                const HtmlOptions& html = {});
+// Several profiles of one recording in one pprof file, each with its own
+// sample types (see encode_pprof).
+std::expected<void, std::string> write_pprof(std::span<const Profile* const> profiles, const std::string& path);
 
 }  // namespace ember::flamegraph

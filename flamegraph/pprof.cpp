@@ -187,6 +187,11 @@ std::pair<std::string, uint64_t> split_thread(const std::string& name) {
 }  // namespace
 
 std::string encode_pprof(const Profile& profile) {
+  const Profile* one[] = {&profile};
+  return encode_pprof(one);
+}
+
+std::string encode_pprof(std::span<const Profile* const> profiles) {
   std::vector<std::string> strings{""};
   std::unordered_map<std::string, uint64_t> string_ids{{"", 0}};
   auto str = [&](const std::string& s) {
@@ -202,18 +207,38 @@ std::string encode_pprof(const Profile& profile) {
     w.uint(2, str(unit));
     out.message(field, w);
   };
-  bool cpu_time = profile.unit == "samples" && profile.period_ns > 0;
-  if (profile.unit == "samples") {
-    value_type(1, "samples", "count");
-    if (cpu_time) value_type(1, "cpu", "nanoseconds");
-  } else {
-    value_type(1, profile.event, profile.unit == "ns" ? "nanoseconds" : profile.unit);
+  // Each profile's sample types, side by side: a sample carries values in
+  // its own profile's columns and zeros elsewhere.
+  std::vector<size_t> first_column;
+  size_t columns = 0;
+  auto cpu_time = [](const Profile& p) { return p.unit == "samples" && p.period_ns > 0; };
+  for (const Profile* p : profiles) {
+    first_column.push_back(columns);
+    if (p->unit == "samples") {
+      value_type(1, profiles.size() == 1 ? "samples" : p->event, "count");
+      if (cpu_time(*p)) value_type(1, "cpu", "nanoseconds");
+      columns += cpu_time(*p) ? 2 : 1;
+    } else {
+      value_type(1, p->event, p->unit == "ns" ? "nanoseconds" : p->unit);
+      columns += 1;
+    }
   }
 
-  // Mappings by module, functions by (name, kind), locations by frame.
+  // Frames of all profiles in one table: locations and functions by frame,
+  // mappings by module.
+  std::unordered_map<Frame, uint64_t, Profile::FrameHash> frame_ids;
+  std::vector<std::vector<uint64_t>> location_of(profiles.size());  // per profile: frame id -> location id
   std::map<std::string, uint64_t> mappings;
-  for (const Frame& f : profile.frames())
-    if (!f.module.empty()) mappings.emplace(f.module, mappings.size() + 1);
+  std::vector<const Frame*> frames;
+  for (size_t i = 0; i < profiles.size(); ++i)
+    for (const Frame& f : profiles[i]->frames()) {
+      auto [it, inserted] = frame_ids.try_emplace(f, frames.size() + 1);
+      if (inserted) {
+        frames.push_back(&f);
+        if (!f.module.empty()) mappings.emplace(f.module, mappings.size() + 1);
+      }
+      location_of[i].push_back(it->second);
+    }
   for (const auto& [module, id] : mappings) {
     Writer m;
     m.uint(1, id);
@@ -221,8 +246,8 @@ std::string encode_pprof(const Profile& profile) {
     m.uint(7, 1);  // has_functions
     out.message(3, m);
   }
-  for (size_t i = 0; i < profile.frames().size(); ++i) {
-    const Frame& f = profile.frames()[i];
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const Frame& f = *frames[i];
     if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;  // labels instead
     Writer fn;
     fn.uint(1, i + 1);
@@ -238,50 +263,56 @@ std::string encode_pprof(const Profile& profile) {
     out.message(4, loc);
   }
 
-  for (const Stack* s : profile.sorted_stacks()) {
-    Writer sample;
-    std::vector<uint64_t> locations;
-    for (auto it = s->frames.rbegin(); it != s->frames.rend(); ++it) {  // leaf first
-      const Frame& f = profile.frames()[*it];
-      if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;
-      locations.push_back(*it + 1);
-    }
-    sample.packed(1, locations);
-    std::vector<uint64_t> values{s->weight};
-    if (cpu_time) values.push_back(s->weight * profile.period_ns);
-    sample.packed(2, values);
-    auto label = [&](const std::string& key, const std::string* text, uint64_t num) {
-      Writer l;
-      l.uint(1, str(key));
-      if (text) l.uint(2, str(*text));
-      l.uint(3, num);
-      sample.message(3, l);
-    };
-    for (FrameId id : s->frames) {
-      const Frame& f = profile.frames()[id];
-      if (f.kind == FrameKind::Process) {
-        auto [comm, pid] = split_process(f.name);
-        label("comm", &comm, 0);
-        if (pid) label("pid", nullptr, pid);
-      } else if (f.kind == FrameKind::Thread) {
-        auto [thread, tid] = split_thread(f.name);
-        label("thread", &thread, 0);
-        if (tid) label("tid", nullptr, tid);
+  for (size_t p = 0; p < profiles.size(); ++p) {
+    const Profile& profile = *profiles[p];
+    for (const Stack* s : profile.sorted_stacks()) {
+      Writer sample;
+      std::vector<uint64_t> locations;
+      for (auto it = s->frames.rbegin(); it != s->frames.rend(); ++it) {  // leaf first
+        const Frame& f = profile.frames()[*it];
+        if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;
+        locations.push_back(location_of[p][*it]);
       }
+      sample.packed(1, locations);
+      std::vector<uint64_t> values(columns, 0);
+      values[first_column[p]] = s->weight;
+      if (cpu_time(profile)) values[first_column[p] + 1] = s->weight * profile.period_ns;
+      sample.packed(2, values);
+      auto label = [&](const std::string& key, const std::string* text, uint64_t num) {
+        Writer l;
+        l.uint(1, str(key));
+        if (text) l.uint(2, str(*text));
+        l.uint(3, num);
+        sample.message(3, l);
+      };
+      for (FrameId id : s->frames) {
+        const Frame& f = profile.frames()[id];
+        if (f.kind == FrameKind::Process) {
+          auto [comm, pid] = split_process(f.name);
+          label("comm", &comm, 0);
+          if (pid) label("pid", nullptr, pid);
+        } else if (f.kind == FrameKind::Thread) {
+          auto [thread, tid] = split_thread(f.name);
+          label("thread", &thread, 0);
+          if (tid) label("tid", nullptr, tid);
+        }
+      }
+      out.message(2, sample);
     }
-    out.message(2, sample);
   }
 
-  out.uint(9, profile.start_unix_ns);
-  out.uint(10, profile.duration_ns);
-  if (cpu_time) {
+  const Profile& first = *profiles.front();
+  out.uint(9, first.start_unix_ns);
+  out.uint(10, first.duration_ns);
+  if (cpu_time(first)) {
     Writer period_type;
     period_type.uint(1, str("cpu"));
     period_type.uint(2, str("nanoseconds"));
     out.message(11, period_type);
-    out.uint(12, profile.period_ns);
+    out.uint(12, first.period_ns);
   }
-  out.uint(14, str(profile.unit == "samples" ? "samples" : profile.event));
+  // The default type: the first profile's first column.
+  out.uint(14, str(profiles.size() == 1 && first.unit == "samples" ? "samples" : first.event));
   // The string table goes last: every string is known by now.
   for (const std::string& s : strings) out.bytes(6, s);
   return gzip(out.str());

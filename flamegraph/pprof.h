@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,9 @@ namespace ember::flamegraph {
 // known period, samples/count and cpu/nanoseconds; otherwise one type from
 // the unit (ns -> nanoseconds, bytes -> bytes).
 std::string encode_pprof(const Profile& profile);
+// Several profiles of one recording (cpu-clock, offcpu, ...) in one file:
+// each brings its sample types, in order; the first is the default.
+std::string encode_pprof(std::span<const Profile* const> profiles);
 
 // Reads gzipped or plain pprof bytes; the value is the default sample type
 // (default_sample_type, else the first). Fails on corrupt input with the

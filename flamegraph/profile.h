@@ -69,10 +69,11 @@ class Profile {
   // Stacks ordered by their frame ids: deterministic output, shared prefixes adjacent.
   std::vector<const Stack*> sorted_stacks() const;
 
- private:
   struct FrameHash {
     size_t operator()(const Frame& f) const;
   };
+
+ private:
   struct IdsHash {
     size_t operator()(const std::vector<FrameId>& ids) const;
   };

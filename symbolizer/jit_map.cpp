@@ -108,6 +108,14 @@ void JitMap::line(std::string_view s) {
       if (auto it = live_.find(b); it != live_.end()) retire(it, a);
       return;
     }
+    case 'K':
+    case 'T':
+    case 'O':
+    case 'A':
+    case 'F':
+    case 'C':
+    case 'D':
+      return;  // Java events: JavaEvents's (symbolizer/java_events.h)
   }
   ++bad_lines_;
 }

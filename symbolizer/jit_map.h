@@ -10,6 +10,33 @@
 //   S <ns> <start> <size> <name>   generated code: interpreter, stubs, adapters
 // Times are CLOCK_MONOTONIC nanoseconds, the clock of the BPF samples.
 // Addresses and sizes are hex.
+//
+// Java events, with the agent options alloc, live and lock (read by
+// symbolizer/java_events.h; JitMap skips them). Numbers are decimal.
+//   O <key> <value>                a setting, before the events it governs:
+//                                  alloc-interval <bytes> (mean bytes between
+//                                  allocation samples), live-max <n> (samples
+//                                  are followed for liveness, at most n at a
+//                                  time), lock-interval <ns>; alloc-unavailable
+//                                  or lock-unavailable when the JVM refused
+//   K <id> <name>                  class id -> "java.lang.String", "byte[]"
+//   T <tid> <name>                 a thread's name, before its first event
+//   A <ns> <tid> <size> <class> <sample> <frames>
+//                                  an allocation sample: an object of <size>
+//                                  bytes; <sample> > 0 numbers a followed one
+//                                  (live), 0 when not followed
+//   F <ns> <sample>                the followed object of <sample> was freed
+//                                  (seen at <ns>)
+//   C <ns> <tid> <wait> <class> <frames>
+//                                  a thread waited <wait> ns from <ns> to enter
+//                                  a contended monitor of class <class>; waits
+//                                  under lock-interval are sampled, one record
+//                                  per lock-interval ns of them
+//   D <ns> <counter> <value>       losses inside the agent over the stream
+//                                  (live-untracked, reentered, write-error-bytes)
+// <tid> is the Linux thread id. <frames>: method ids (M lines), innermost
+// first, comma-separated; "-" for none; a last "+" when the agent cut the
+// stack at its depth limit (128). Unknown lines are counted and skipped.
 #pragma once
 
 #include <cstdint>

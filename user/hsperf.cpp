@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 namespace ember::hsperf {

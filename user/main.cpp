@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "user/jvm.h"
 #include "user/record.h"
 #include "user/symbolize.h"
 #include "user/tools.h"
@@ -79,6 +80,21 @@ int main(int argc, char** argv) {
   symbolize->add_option("--symbol-memory", sym.memory_mib, "MiB of DWARF to hold at most")->capture_default_str();
   symbolize->add_option("addresses", sym.addresses, "Hex addresses (default: read from stdin, one per line)");
 
+  // ---- ember jvm: JVM telemetry (hsperfdata) and class histograms (user/jvm.h) ----
+  ember::JvmOptions jvm_opt;
+  CLI::App* jvm = app.add_subcommand("jvm", "Live heap, GC and allocation rate of a JVM, or its class histogram");
+  jvm->add_option("pid", jvm_opt.pid, "The JVM's pid")->required();
+  auto* jvm_interval = jvm->add_option("-i,--interval", jvm_opt.interval, "Seconds between lines")->capture_default_str();
+  auto* jvm_count = jvm->add_option("-c,--count", jvm_opt.count, "Lines to print (default: until Ctrl-C or the JVM exits)");
+  auto* jvm_histo = jvm->add_flag("--histo", jvm_opt.histo, "Print the class histogram (instances and bytes per class)");
+  jvm->add_flag("--live", jvm_opt.live, "Histogram of reachable objects only: the JVM runs a full GC first")->needs(jvm_histo);
+  jvm->add_option("--save", jvm_opt.save, "Save the histogram to this file, for a later --diff")->needs(jvm_histo);
+  jvm->add_option("--diff", jvm_opt.diff, "Print the change since this saved histogram, most bytes gained first")
+      ->needs(jvm_histo);
+  jvm->add_option("-n,--top", jvm_opt.top, "Rows of the histogram or the diff")->capture_default_str();
+  jvm_histo->excludes(jvm_interval)->excludes(jvm_count);
+  // ---- end ember jvm (dispatch: the `if (*jvm)` line after parsing) ----
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -96,5 +112,6 @@ int main(int argc, char** argv) {
     return ember::run_symbolize(sym);
   }
   if (*diff) return ember::run_diff(diff_base, diff_new, diff_out);
+  if (*jvm) return ember::run_jvm(jvm_opt);  // ember jvm
   return 0;
 }

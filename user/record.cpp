@@ -152,10 +152,11 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
   return plan;
 }
 
-// With several events, each graph gets its own file: out.html -> out.offcpu.html.
+// With several events, each graph gets its own file (out.html ->
+// out.offcpu.html), except in pprof, which holds them all in one.
 std::string output_for(const std::string& output, const std::string& event, size_t events) {
-  if (events == 1) return output;
-  for (std::string_view ext : {".pb.gz", ".html", ".folded", ".collapsed", ".txt", ".pprof"})
+  if (events == 1 || flamegraph::format_for_path(output) == flamegraph::Format::Pprof) return output;
+  for (std::string_view ext : {".html", ".folded", ".collapsed", ".txt"})
     if (output.ends_with(ext)) return output.substr(0, output.size() - ext.size()) + "." + event + std::string(ext);
   return output + "." + event;
 }
@@ -431,8 +432,14 @@ int run_record(const RecordOptions& o) {
     if (view.unit == "samples") profile.period_ns = 1'000'000'000ull / o.frequency;
     flamegraph::HtmlOptions html;
     html.title = "ember — " + view.name + ", " + secs + " s, host " + host_name();
-    auto written = flamegraph::write_profile(profile, outputs[v], html);
+    bool shared = outputs.size() > 1 && outputs[v] == outputs[0];  // one pprof for all, written below
+    auto written = shared ? std::expected<void, std::string>() : flamegraph::write_profile(profile, outputs[v], html);
     graphs.push_back({std::move(profile), stats, std::move(written)});
+  }
+  if (graphs.size() > 1 && outputs[1] == outputs[0]) {
+    std::vector<const flamegraph::Profile*> all;
+    for (const Graph& g : graphs) all.push_back(&g.profile);
+    graphs.front().written = flamegraph::write_pprof(all, outputs[0]);
   }
   const CollectorStats& stats = graphs.front().stats;
   bool kernel_hidden = !o.user_only && symbolizer.kernel_symbols_hidden();
@@ -498,6 +505,7 @@ int run_record(const RecordOptions& o) {
       if (child && !child_status) wait_for(child->pid);
       return fail(graphs[v].written.error());
     }
+    if (v > 0 && outputs[v] == outputs[0]) continue;
     std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", outputs[v].c_str(), graphs[v].profile.stacks().size());
   }
   // -d may end the recording before the command: it still runs to its end.

@@ -37,6 +37,16 @@ cpu=$TMP/out.cpu-clock.folded
 assert_contains "$cpu" ';main;burnC' "no burnC in the CPU graph"
 assert_absent "$cpu" ';main;wait[AB];' "sleeping functions in the CPU graph"
 
+# pprof holds every event of a recording in one file, a sample type each.
+"$EMBER" record -e cpu-clock,offcpu,wall -F 999 --no-java -o "$TMP/all.pb.gz" -- "$WORKLOADS/offcpu_waits" 1 100 \
+	2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+[ ! -e "$TMP/all.offcpu.pb.gz" ] || fail "pprof output was split by event"
+"$ROOT/build/pprof" -raw "$TMP/all.pb.gz" >"$TMP/raw" 2>&1 || fail "pprof cannot read it: $(head -3 "$TMP/raw")"
+assert_contains "$TMP/raw" '^cpu-clock/count\[dflt\] cpu/nanoseconds offcpu/nanoseconds wall/nanoseconds$' \
+	"pprof sample types: $(grep -A1 '^Samples:' "$TMP/raw")"
+"$ROOT/build/pprof" -sample_index=offcpu -top "$TMP/all.pb.gz" >"$TMP/top" 2>&1
+assert_contains "$TMP/top" 'waitA' "pprof -sample_index=offcpu does not show waitA"
+
 # --min-block leaves out shorter blocks.
 "$EMBER" record -e offcpu --min-block 200ms --no-java -o "$TMP/min.folded" -- "$WORKLOADS/offcpu_waits" 2 \
 	2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"

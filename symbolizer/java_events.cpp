@@ -1,0 +1,229 @@
+#include "symbolizer/java_events.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace ember::symbolizer {
+namespace {
+
+constexpr uint64_t kMaxId = 1u << 24;  // as JitMap: ids are dense and small
+
+bool number(std::string_view& s, uint64_t& out) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 10);
+  if (ec != std::errc() || p == s.data()) return false;
+  s.remove_prefix(p - s.data());
+  return s.empty() || s.front() == ' ';
+}
+
+std::string_view word(std::string_view& s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  size_t end = s.find(' ');
+  std::string_view w = s.substr(0, end);
+  s.remove_prefix(end == std::string_view::npos ? s.size() : end);
+  return w;
+}
+
+std::string_view rest_of(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  return s;
+}
+
+void set_name(std::vector<std::string>& names, uint64_t id, std::string_view name) {
+  if (names.size() <= id) names.resize(id + 1);
+  names[id] = std::string(name);
+}
+
+}  // namespace
+
+size_t JavaEvents::StackHash::operator()(const Stack& s) const {
+  uint64_t h = s.truncated ? 0x51ed27ULL : 0;
+  for (uint32_t m : s.methods) h = (h ^ m) * 0x100000001b3ULL;
+  return static_cast<size_t>(h);
+}
+
+// HotSpot samples allocations with a geometric distribution of mean
+// `interval` bytes (JVMTI SetHeapSamplingInterval): an object of size s is
+// sampled with probability p = 1 - exp(-s / interval), so each sample
+// stands for 1/p objects and s/p bytes (the Horvitz-Thompson estimate,
+// unbiased at every size). async-profiler weighs a sample max(s, interval)
+// bytes (objectSampler.cpp), which is this estimate's limit for s << interval
+// and for s >> interval, but only 63% of it at s = interval; Datadog's
+// java-profiler uses 1 / (1 - exp(-s / interval)) as its sample weight, as
+// here. For the small objects that dominate most heaps s/p ~ interval: the
+// byte ratio between two classes is then their sample-count ratio.
+JavaEvents::AllocWeight JavaEvents::weigh_alloc(uint64_t size, uint64_t interval) {
+  if (interval == 0 || size == 0) return {1, double(size), 1};
+  double p = -std::expm1(-double(size) / double(interval));
+  return {1, double(size) / p, 1 / p};
+}
+
+void JavaEvents::feed(std::string_view text) {
+  while (!text.empty()) {
+    size_t eol = text.find('\n');
+    if (eol == std::string_view::npos) {
+      partial_.append(text);
+      return;
+    }
+    if (partial_.empty()) {
+      line(text.substr(0, eol));
+    } else {
+      partial_.append(text.substr(0, eol));
+      line(partial_);
+      partial_.clear();
+    }
+    text.remove_prefix(eol + 1);
+  }
+}
+
+// "3,2,1", "3,2,+" (cut at the depth limit) or "-" (no Java frames).
+uint32_t JavaEvents::intern_stack(std::string_view s, bool& ok) {
+  Stack stack;
+  ok = false;
+  s = rest_of(s);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s != "-") {
+    while (!s.empty()) {
+      size_t comma = s.find(',');
+      std::string_view item = s.substr(0, comma);
+      s.remove_prefix(comma == std::string_view::npos ? s.size() : comma + 1);
+      if (item == "+" && s.empty()) {
+        stack.truncated = true;
+        break;
+      }
+      uint32_t id = 0;
+      auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), id, 10);
+      if (ec != std::errc() || p != item.data() + item.size() || item.empty()) return 0;
+      stack.methods.push_back(id);
+    }
+    if (stack.methods.empty() && !stack.truncated) return 0;
+  }
+  ok = true;
+  auto [it, added] = stack_ids_.try_emplace(stack, static_cast<uint32_t>(stacks_.size()));
+  if (added) stacks_.push_back(std::move(stack));
+  return it->second;
+}
+
+void JavaEvents::line(std::string_view s) {
+  if (s.empty() || s.front() == '#') return;
+  char tag = s.front();
+  s.remove_prefix(1);
+  if (!s.empty() && s.front() != ' ') tag = '?';
+  uint64_t a = 0, b = 0, c = 0, d = 0, e = 0;
+  switch (tag) {
+    case 'L':
+    case 'I':
+    case 'U':
+    case 'S':
+      return;  // code: JitMap's
+    case 'M':
+    case 'K':
+      if (number(s, a) && a < kMaxId) {
+        set_name(tag == 'M' ? methods_ : classes_, a, rest_of(s));
+        return;
+      }
+      break;
+    case 'T':
+      if (number(s, a) && a <= UINT32_MAX) {
+        threads_[static_cast<uint32_t>(a)] = std::string(rest_of(s));
+        return;
+      }
+      break;
+    case 'O': {
+      std::string_view key = word(s), value = rest_of(s);
+      if (key.empty()) break;
+      uint64_t v = 0;
+      bool numeric = number(s, v);
+      if (key == "alloc-interval" && numeric) alloc_interval_ = v;
+      else if (key == "lock-interval" && numeric) lock_interval_ = v;
+      else if (key == "live-max") live_ = true;
+      else if (key == "alloc-unavailable") unavailable_.push_back("alloc");
+      else if (key == "lock-unavailable") unavailable_.push_back("lock");
+      (void)value;  // other settings: for newer readers
+      return;
+    }
+    case 'D': {
+      if (!number(s, a)) break;
+      std::string_view name = word(s);
+      if (name.empty() || !number(s, b)) break;
+      stats_.agent_counters[std::string(name)] += b;
+      return;
+    }
+    case 'A': {
+      // A <ns> <tid> <size> <class> <sample> <frames>
+      if (!number(s, a) || !number(s, b) || !number(s, c) || !number(s, d) || !number(s, e)) break;
+      if (b > UINT32_MAX || d > UINT32_MAX) break;
+      bool ok = false;
+      uint32_t stack = intern_stack(s, ok);
+      if (!ok) break;
+      Site site{static_cast<uint32_t>(b), static_cast<uint32_t>(d), stack};
+      AllocWeight w = weigh_alloc(c, alloc_interval_);
+      AllocWeight& total = alloc_[site];
+      total.samples += w.samples;
+      total.bytes += w.bytes;
+      total.objects += w.objects;
+      ++stats_.alloc_samples;
+      if (stacks_[stack].truncated) ++stats_.truncated_stacks;
+      if (e != 0) {
+        followed_[e] = Followed{site, w};
+        ++stats_.live_followed;
+      } else if (live_) {
+        ++stats_.live_untracked;
+      }
+      return;
+    }
+    case 'F': {
+      if (!number(s, a) || !number(s, b) || !rest_of(s).empty()) break;
+      if (followed_.erase(b))
+        ++stats_.freed;
+      else
+        ++stats_.unknown_frees;
+      return;
+    }
+    case 'C': {
+      // C <ns> <tid> <wait-ns> <class> <frames>
+      if (!number(s, a) || !number(s, b) || !number(s, c) || !number(s, d)) break;
+      if (b > UINT32_MAX || d > UINT32_MAX) break;
+      bool ok = false;
+      uint32_t stack = intern_stack(s, ok);
+      if (!ok) break;
+      // A wait shorter than the interval was sampled: one record per
+      // `interval` ns of such waits (agent/agent.cpp), so it weighs that.
+      uint64_t weight = lock_interval_ && c < lock_interval_ ? lock_interval_ : c;
+      LockWeight& w = lock_[Site{static_cast<uint32_t>(b), static_cast<uint32_t>(d), stack}];
+      ++w.samples;
+      w.wait_ns += weight;
+      ++stats_.lock_samples;
+      if (stacks_[stack].truncated) ++stats_.truncated_stacks;
+      return;
+    }
+  }
+  ++stats_.bad_lines;
+}
+
+std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHash> JavaEvents::live_alloc_sites()
+    const {
+  std::unordered_map<Site, AllocWeight, SiteHash> out;
+  for (const auto& [sample, f] : followed_) {
+    AllocWeight& w = out[f.site];
+    w.samples += f.weight.samples;
+    w.bytes += f.weight.bytes;
+    w.objects += f.weight.objects;
+  }
+  return out;
+}
+
+std::string_view JavaEvents::method(uint32_t id) const {
+  return id < methods_.size() && !methods_[id].empty() ? std::string_view(methods_[id]) : "[unknown method]";
+}
+
+std::string_view JavaEvents::class_name(uint32_t id) const {
+  return id < classes_.size() && !classes_[id].empty() ? std::string_view(classes_[id]) : "[unknown class]";
+}
+
+std::string_view JavaEvents::thread_name(uint32_t tid) const {
+  auto it = threads_.find(tid);
+  return it == threads_.end() ? std::string_view() : std::string_view(it->second);
+}
+
+}  // namespace ember::symbolizer

@@ -1,0 +1,112 @@
+// The Java events in a JVM's code-map stream (agent options alloc, live,
+// lock; line formats at the top of symbolizer/jit_map.h): allocation
+// samples, frees of followed samples, monitor contention, with their Java
+// stacks. Parsed and aggregated as they arrive — a site (thread, class,
+// stack) per distinct event, so memory follows the program's shape, not
+// the recording's length; only samples followed for `live` are kept one by
+// one (the agent bounds them). JitMap reads the same stream for the code.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ember::symbolizer {
+
+class JavaEvents {
+ public:
+  // Feeds appended text; a trailing partial line is kept for the next call.
+  void feed(std::string_view text);
+
+  // A stack: method ids innermost first; `truncated` when the agent cut it
+  // at its depth limit (the outermost frames are missing).
+  struct Stack {
+    std::vector<uint32_t> methods;
+    bool truncated = false;
+    bool operator==(const Stack&) const = default;
+  };
+  // What allocated (or waited) where; weights below.
+  struct Site {
+    uint32_t tid = 0, klass = 0, stack = 0;
+    bool operator==(const Site&) const = default;
+  };
+  struct SiteHash {
+    size_t operator()(const Site& s) const {
+      uint64_t h = (uint64_t{s.tid} << 32 | s.klass) * 0x9e3779b97f4a7c15ULL;
+      return static_cast<size_t>(h ^ (uint64_t{s.stack} * 0xc2b2ae3d27d4eb4fULL));
+    }
+  };
+  struct AllocWeight {
+    uint64_t samples = 0;
+    double bytes = 0;    // estimated bytes allocated (see weigh_alloc)
+    double objects = 0;  // estimated objects allocated
+  };
+  struct LockWeight {
+    uint64_t samples = 0;  // records
+    uint64_t wait_ns = 0;  // time spent waiting (estimated: short waits are sampled)
+  };
+
+  // Allocation sites over the whole stream, and those whose followed
+  // samples are still alive (F lines subtract; with `live` only).
+  const std::unordered_map<Site, AllocWeight, SiteHash>& alloc_sites() const { return alloc_; }
+  std::unordered_map<Site, AllocWeight, SiteHash> live_alloc_sites() const;
+  const std::unordered_map<Site, LockWeight, SiteHash>& lock_sites() const { return lock_; }
+
+  const Stack& stack(uint32_t id) const { return stacks_[id]; }
+  std::string_view method(uint32_t id) const;     // "[unknown method]" if never named
+  std::string_view class_name(uint32_t id) const;  // "[unknown class]"
+  std::string_view thread_name(uint32_t tid) const;  // "" if never named
+
+  // The stream's settings (O lines): 0 when absent.
+  uint64_t alloc_interval() const { return alloc_interval_; }
+  uint64_t lock_interval() const { return lock_interval_; }
+  bool live() const { return live_; }
+  // "alloc" or "lock" when the agent could not turn them on in this JVM.
+  const std::vector<std::string>& unavailable() const { return unavailable_; }
+
+  // Unbiased weights of one allocation sample of an object of `size`
+  // bytes, taken with mean sampling interval `interval`.
+  static AllocWeight weigh_alloc(uint64_t size, uint64_t interval);
+
+  struct Stats {
+    uint64_t alloc_samples = 0;
+    uint64_t live_followed = 0;    // samples followed for liveness
+    uint64_t live_untracked = 0;   // live: samples the agent could not follow (its table was full)
+    uint64_t freed = 0;            // followed samples the GC freed
+    uint64_t unknown_frees = 0;    // F lines for samples this stream never showed (an earlier stream's)
+    uint64_t lock_samples = 0;
+    uint64_t truncated_stacks = 0;  // events whose stack was cut at the agent's depth limit
+    uint64_t bad_lines = 0;         // event lines that did not parse (skipped)
+    std::map<std::string, uint64_t> agent_counters;  // D lines: losses inside the agent
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct StackHash {
+    size_t operator()(const Stack& s) const;
+  };
+  struct Followed {
+    Site site;
+    AllocWeight weight;
+  };
+  void line(std::string_view s);
+  uint32_t intern_stack(std::string_view frames, bool& ok);
+
+  std::string partial_;
+  std::vector<std::string> methods_, classes_;  // by id
+  std::unordered_map<uint32_t, std::string> threads_;
+  std::vector<Stack> stacks_;
+  std::unordered_map<Stack, uint32_t, StackHash> stack_ids_;
+  std::unordered_map<Site, AllocWeight, SiteHash> alloc_;
+  std::unordered_map<Site, LockWeight, SiteHash> lock_;
+  std::unordered_map<uint64_t, Followed> followed_;  // live samples by number
+  uint64_t alloc_interval_ = 0, lock_interval_ = 0;
+  bool live_ = false;
+  std::vector<std::string> unavailable_;
+  Stats stats_;
+};
+
+}  // namespace ember::symbolizer

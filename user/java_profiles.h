@@ -1,0 +1,54 @@
+// Java allocation and lock profiles from the events a JVM's agent wrote
+// (symbolizer/java_events.h): stacks of process, [thread,] Java frames
+// outermost first, and the allocated class — or the contended monitor's
+// class — as the top frame (FrameKind::Alloc, "the class kind").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "flamegraph/profile.h"
+#include "symbolizer/java_events.h"
+
+namespace ember {
+
+enum class JavaProfileKind {
+  AllocBytes,    // event "alloc", unit "bytes": estimated bytes allocated
+  AllocObjects,  // event "alloc-objects", unit "samples": estimated objects allocated
+  Lock,          // event "lock", unit "ns": time spent waiting to enter contended monitors
+};
+
+struct JavaProfileOptions {
+  bool live_only = false;      // alloc: only samples whose objects were alive when the stream ended
+  bool thread_frames = false;  // "[name tid=N]" under the process frame
+  bool pid_frames = false;     // root "comm (pid)" instead of "comm"
+};
+
+struct JavaProcess {
+  uint32_t pid = 0;
+  std::string name;  // comm
+};
+
+std::string_view java_event_name(JavaProfileKind kind);
+std::string_view java_unit(JavaProfileKind kind);
+
+// Adds one JVM's events of `kind` to `profile` (which may hold other JVMs'
+// already: equal stacks merge). Weights are rounded estimates; a site whose
+// estimate rounds to 0 is left out.
+void add_java_profile(const symbolizer::JavaEvents& events, JavaProfileKind kind, const JavaProcess& process,
+                      const JavaProfileOptions& options, flamegraph::Profile& profile);
+
+// Facts about one JVM's events for the report and the graph's info
+// (samples, intervals, what live could not follow, losses, bad lines).
+std::vector<std::pair<std::string, std::string>> java_profile_info(const symbolizer::JavaEvents& events,
+                                                                   JavaProfileKind kind,
+                                                                   const JavaProfileOptions& options);
+
+// One JVM's profile of `kind`: event, unit and info set.
+flamegraph::Profile java_profile(const symbolizer::JavaEvents& events, JavaProfileKind kind,
+                                 const JavaProcess& process, const JavaProfileOptions& options);
+
+}  // namespace ember
