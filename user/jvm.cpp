@@ -1,8 +1,8 @@
 #include "user/jvm.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -432,7 +432,7 @@ int run_record(const RecordOptions& o) {
     if (view.unit == "samples") profile.period_ns = 1'000'000'000ull / o.frequency;
     flamegraph::HtmlOptions html;
     html.title = "ember — " + view.name + ", " + secs + " s, host " + host_name();
-    bool shared = outputs.size() > 1 && outputs[v] == outputs[0];  // one pprof for all, written below
+    bool shared = outputs.size() > 1 && outputs[1] == outputs[0];  // one pprof for all, written below
     auto written = shared ? std::expected<void, std::string>() : flamegraph::write_profile(profile, outputs[v], html);
     graphs.push_back({std::move(profile), stats, std::move(written)});
   }
