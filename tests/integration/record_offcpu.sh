@@ -35,7 +35,9 @@ near "$wc" $((cycles * 200000000)) 10 || fail "wall: burnC $(ms "$wc") ms, not $
 
 cpu=$TMP/out.cpu-clock.folded
 assert_contains "$cpu" ';main;burnC' "no burnC in the CPU graph"
-assert_absent "$cpu" ';main;wait[AB];' "sleeping functions in the CPU graph"
+# Entering and leaving the sleeps takes a little CPU, no more.
+sleeping=$(weight "$cpu" ';main;wait[AB];')
+(( sleeping * 100 <= $(total "$cpu") * 3 )) || fail "$sleeping CPU samples in the sleeping functions"
 
 # pprof holds every event of a recording in one file, a sample type each.
 "$EMBER" record -e cpu-clock,offcpu,wall -F 999 --no-java -o "$TMP/all.pb.gz" -- "$WORKLOADS/offcpu_waits" 1 100 \
