@@ -237,6 +237,178 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 	return 0;
 }
 
+/* Native allocations (-e malloc): uprobes on the allocator's entry points.
+ * Sampled by size: a sample after about malloc_interval bytes allocated on
+ * a CPU (the next threshold drawn at random between half and one and a half
+ * intervals, so that sites allocating in a fixed rhythm are not aliased),
+ * weighing every byte allocated since the last sample: the weights add up
+ * to the bytes allocated, and a stack walk is paid once per interval, not
+ * per call. With --live, the pointers of sampled allocations are
+ * remembered until freed; what is left at the end is still allocated. */
+const volatile __u64 malloc_interval = 524288;
+const volatile bool malloc_live = false;
+__u64 malloc_live_full = 0;  /* sampled allocations not tracked: live_allocs full */
+
+struct malloc_budget {
+	__s64 remaining;  /* bytes until this CPU's next sample */
+	__u64 since;      /* bytes allocated since its last one */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct malloc_budget);
+} malloc_budget SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} malloc_ids SEC(".maps");  /* --live: samples numbered per CPU (an id is count << 8 | cpu) */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} malloc_pending SEC(".maps");  /* --live: tid -> weight of a sampled call, until it returns */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__type(key, __u64);
+	__type(value, __u32);
+} live_allocs SEC(".maps");  /* --live: pointer -> sample id, until freed */
+
+static __always_inline __u64 malloc_weight(__u64 size)
+{
+	__u32 zero = 0;
+	struct malloc_budget *b = bpf_map_lookup_elem(&malloc_budget, &zero);
+	__u64 weight;
+
+	if (!b)
+		return 0;
+	b->since += size;
+	b->remaining -= size;
+	if (b->remaining > 0)
+		return 0;
+	weight = b->since;
+	b->since = 0;
+	b->remaining = malloc_interval / 2 + bpf_get_prandom_u32() % (malloc_interval | 1);
+	return weight;
+}
+
+/* The user stack of an allocation, from its call site up. At the
+ * allocator's entry (`entry`) the call site's return address is on top of
+ * the stack, not yet in a frame (a frame-pointer walk would skip the
+ * caller): it replaces the allocator's own pc. On return, the pc is it. */
+static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid, __u64 weight, __u32 id, bool entry)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct ember_sample *s;
+	__u32 zero = 0;
+	__u64 ret = 0;
+	long n, ulen;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return;
+	s->time_ns = bpf_ktime_get_ns();
+	s->pid = pid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	BPF_CORE_READ_STR_INTO(&s->process_comm, task, group_leader, comm);
+	n = bpf_get_stack(ctx, s->ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
+	ulen = frames(n);
+	if (ulen > EMBER_MAX_STACK_DEPTH)
+		ulen = EMBER_MAX_STACK_DEPTH;
+	if (entry && ulen > 0 && bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)) == 0)
+		s->ips[0] = ret;
+	s->ustack_len = ulen;
+	s->kstack_len = 0;
+	s->weight = weight;
+	s->kind = EMBER_KIND_MALLOC;
+	s->pad = id;
+	send(s);
+}
+
+static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	__u64 weight;
+
+	if (!in_scope(pid, tid))
+		return 0;
+	weight = malloc_weight(size);
+	if (!weight)
+		return 0;
+	if (malloc_live)
+		bpf_map_update_elem(&malloc_pending, &tid, &weight, BPF_ANY);
+	else
+		send_alloc(ctx, pid, tid, weight, 0, true);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ember_malloc, __u64 size)
+{
+	return on_alloc(ctx, size);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ember_calloc, __u64 count, __u64 size)
+{
+	return on_alloc(ctx, count * size);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ember_realloc, __u64 ptr, __u64 size)
+{
+	if (malloc_live && ptr)
+		bpf_map_delete_elem(&live_allocs, &ptr);
+	return on_alloc(ctx, size);
+}
+
+/* --live: a sampled call returns its pointer. */
+SEC("uretprobe")
+int BPF_KRETPROBE(ember_alloc_return, __u64 ptr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id, sample;
+	__u64 *pending = bpf_map_lookup_elem(&malloc_pending, &tid);
+	__u64 weight;
+
+	if (!pending)
+		return 0;
+	weight = *pending;
+	bpf_map_delete_elem(&malloc_pending, &tid);
+	if (!ptr)
+		return 0;
+	{
+		__u32 zero = 0, *count = bpf_map_lookup_elem(&malloc_ids, &zero);
+
+		if (!count)
+			return 0;
+		sample = ++*count << 8 | (bpf_get_smp_processor_id() & 0xff);
+	}
+	if (bpf_map_update_elem(&live_allocs, &ptr, &sample, BPF_ANY))
+		__sync_fetch_and_add(&malloc_live_full, 1);
+	send_alloc(ctx, pid, tid, weight, sample, false);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ember_free, __u64 ptr)
+{
+	if (ptr)
+		bpf_map_delete_elem(&live_allocs, &ptr);
+	return 0;
+}
+
 /* Makes the children of profiled processes (`ember record -- CMD`)
  * targets from their first instruction. Also fires for new threads, whose
  * tgid is already a target. */

@@ -15,6 +15,7 @@
 #define EMBER_KIND_CPU 0         /* a tick of the CPU-sampling event */
 #define EMBER_KIND_BLOCKED 1     /* a thread's time off CPU, asleep (weight: ns) */
 #define EMBER_KIND_PREEMPTED 2   /* a thread's time off CPU while runnable (weight: ns) */
+#define EMBER_KIND_MALLOC 3      /* a sampled native allocation (weight: bytes; pad: its id with --live) */
 
 /* One sample: header, then ustack_len user ips (leaf first), then
  * kstack_len kernel ips (leaf first). Variable length in the ring buffer.

@@ -186,6 +186,10 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
     if (!(view.kinds & (1u << s.kind))) continue;
     if (s.kind == EMBER_KIND_BLOCKED && s.weight < view.min_blocked_ns) continue;
     key.view = v;
+    if (view.live_only) {
+      held_allocations_.push_back({key, s.weight, s.pad});
+      continue;
+    }
     Weight& w = counts_[key];
     w.total += s.kind == EMBER_KIND_CPU ? view.cpu_weight : s.weight;
     ++w.records;
@@ -207,6 +211,17 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
   }
   if (first && !expected_jvm_maps_.empty()) jvm_candidates_.emplace(s.pid, monotonic_ns());
   it->second = process;
+}
+
+void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
+  std::unordered_set<uint32_t> live(ids.begin(), ids.end());
+  for (const HeldAllocation& a : held_allocations_)
+    if (live.count(a.id)) {
+      Weight& w = counts_[a.key];
+      w.total += a.bytes;
+      ++w.records;
+    }
+  held_allocations_.clear();
 }
 
 void Collector::refresh_processes() {

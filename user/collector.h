@@ -32,6 +32,7 @@ struct EventView {
   uint32_t kinds = 1u << EMBER_KIND_CPU;  // bit per EMBER_KIND_*
   uint64_t cpu_weight = 1;          // a CPU sample's weight (its period in ns, for wall-clock time)
   uint64_t min_blocked_ns = 0;      // shorter off-CPU blocks are left out
+  bool live_only = false;           // allocations: only those still live (see keep_live_allocations)
 };
 
 struct CollectorOptions {
@@ -77,6 +78,9 @@ class Collector {
   // Reads what the agents appended, then takes in the JVM samples held back
   // until the code they ran in was surely published (all of them if final).
   void update_jvms(bool final);
+  // For views with live_only: the ids of the sampled allocations not freed
+  // by the end. Before build().
+  void keep_live_allocations(const std::vector<uint32_t>& ids);
   // The graph of options.views[view].
   flamegraph::Profile build(size_t view = 0);
   const CollectorStats& stats() const { return stats_; }
@@ -161,6 +165,12 @@ class Collector {
     uint64_t total = 0, records = 0;
   };
   std::unordered_map<Key, Weight, KeyHash> counts_;
+  struct HeldAllocation {
+    Key key;
+    uint64_t bytes;
+    uint32_t id;
+  };
+  std::vector<HeldAllocation> held_allocations_;  // live_only views, until the end
   // Names as sampled: a process that execs changes its name mid-recording.
   uint32_t name_id(const char (&comm)[EMBER_COMM_LEN]);
   InternMap name_ids_;

@@ -17,11 +17,14 @@ int main(int argc, char** argv) {
   CLI::App* record = app.add_subcommand("record", "Sample stacks of the whole host, some processes, or a command");
   record->add_option("-e,--event", rec.events,
                      "What to record, one graph each (comma-separated): cpu-clock (default), cycles (needs a "
-                     "hardware PMU), offcpu (time blocked), wall (on and off CPU)")
+                     "hardware PMU), offcpu (time blocked), wall (on and off CPU), malloc (bytes allocated by C/C++ code)")
       ->delimiter(',')
       ->capture_default_str();
   record->add_option("--min-block", rec.min_block, "offcpu: leave out blocks shorter than this (500us, 2ms, 1s)")
       ->capture_default_str();
+  record->add_option("--alloc-interval", rec.alloc_interval, "malloc: take a sample every this many bytes allocated")
+      ->capture_default_str();
+  record->add_flag("--live", rec.live, "malloc: only allocations still not freed at the end (leaks)");
   record->add_option("-F,--freq", rec.frequency, "Samples per second per CPU")->capture_default_str();
   record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid or a command)");
   record->add_option("-p,--pid", rec.pids, "Profile only these processes (comma-separated)")->delimiter(',');

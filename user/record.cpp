@@ -113,11 +113,12 @@ struct EventPlan {
   SampleEvent cpu_event = SampleEvent::CpuClock;
   bool offcpu = false;           // sched_switch records
   bool wall = false;
+  bool malloc = false;           // uprobes on the C allocator
   std::vector<EventView> views;  // one graph per event, in the order given
 };
 
 std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>& names, uint32_t frequency,
-                                                  uint64_t min_block_ns) {
+                                                  uint64_t min_block_ns, bool live) {
   EventPlan plan;
   std::string cpu_name;
   for (const std::string& name : names) {
@@ -139,9 +140,14 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
       view.unit = "ns";
       view.kinds = 1u << EMBER_KIND_CPU | 1u << EMBER_KIND_BLOCKED | 1u << EMBER_KIND_PREEMPTED;
       view.cpu_weight = 1'000'000'000ull / frequency;
+    } else if (name == "malloc") {
+      plan.malloc = true;
+      view.unit = "bytes";
+      view.kinds = 1u << EMBER_KIND_MALLOC;
+      view.live_only = live;
     } else {
       return std::unexpected("unknown event '" + name +
-                             "': ember record samples cpu-clock (default), cycles, offcpu or wall");
+                             "': ember record samples cpu-clock (default), cycles, offcpu, wall or malloc");
     }
     if (std::any_of(plan.views.begin(), plan.views.end(), [&](const EventView& v) { return v.name == name; }))
       return std::unexpected("-e " + name + " is given twice");
@@ -150,6 +156,21 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
   // Wall-clock time counts CPU time as the samples of a timer.
   if (plan.wall && !plan.cpu) plan.cpu = true;
   return plan;
+}
+
+// The C library a process maps, as a path ember can open (through the
+// process's root, for containers); empty if it maps none (a static binary).
+std::string libc_of(const std::string& proc_dir) {
+  std::ifstream in(proc_dir + "/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (path.ends_with("/libc.so.6") || path.find("/libc-2.") != std::string::npos)
+      return proc_dir == "/proc/self" ? path : proc_dir + "/root" + path;
+  }
+  return {};
 }
 
 // With several events, each graph gets its own file (out.html ->
@@ -224,8 +245,10 @@ int run_record(const RecordOptions& o) {
   // Everything a user can get wrong is checked before anything is loaded.
   auto min_block = parse_duration_ns(o.min_block);
   if (!min_block) return fail("--min-block '" + o.min_block + "' is not a duration: give e.g. 500us, 2ms or 1s");
-  auto plan = plan_events(o.events, std::max(o.frequency, 1u), *min_block);  // -F is checked below
+  auto plan = plan_events(o.events, std::max(o.frequency, 1u), *min_block, o.live);  // -F is checked below
   if (!plan) return fail(plan.error());
+  if (o.live && !plan->malloc) return fail("--live applies to allocations: add -e malloc");
+  if (o.alloc_interval == 0) return fail("--alloc-interval must be at least 1 byte");
   std::vector<std::string> outputs;
   for (const EventView& v : plan->views) outputs.push_back(output_for(o.output, v.name, plan->views.size()));
   for (const std::string& out : outputs)
@@ -302,6 +325,30 @@ int run_record(const RecordOptions& o) {
   config.offcpu_preempted = plan->wall;
   // Wall-clock time takes every block; the offcpu graph drops short ones itself.
   config.min_block_ns = plan->wall ? 0 : *min_block;
+  if (plan->malloc) {
+    // The targets' own libc (they may live in containers); the host's for
+    // everything else, a command included.
+    std::vector<uint32_t> targets = o.pids;
+    for (uint32_t tid : o.tids) targets.push_back(thread_group_of(tid));
+    for (uint32_t pid : targets) {
+      std::string libc = libc_of("/proc/" + std::to_string(pid));
+      if (libc.empty())
+        std::fprintf(stderr,
+                     "ember: warning: process %u maps no libc.so.6 (a static binary, or its own allocator): "
+                     "-e malloc cannot see its allocations\n",
+                     pid);
+      else if (std::find(config.malloc_libraries.begin(), config.malloc_libraries.end(), libc) ==
+               config.malloc_libraries.end())
+        config.malloc_libraries.push_back(libc);
+    }
+    if (targets.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
+    if (config.malloc_libraries.empty() || config.malloc_libraries.front().empty()) {
+      abandon_child();
+      return fail("-e malloc: none of the targets maps a shared libc.so.6 whose allocator ember could probe");
+    }
+    config.malloc_interval = o.alloc_interval;
+    config.malloc_live = o.live;
+  }
   config.frequency = o.frequency;
   config.include_idle = o.idle;
   config.verbose = o.verbose;
@@ -401,6 +448,7 @@ int run_record(const RecordOptions& o) {
 
   SamplerCounters counters = (*sampler)->counters();
   int cpus = (*sampler)->cpus();
+  if (o.live) collector.keep_live_allocations((*sampler)->live_allocations());
   sampler->reset();
   collector.update_jvms(true);
   if (java) java->detach();
@@ -462,6 +510,10 @@ int run_record(const RecordOptions& o) {
     else if (view.name == "offcpu")
       std::fprintf(stderr, "  %-11s %.3f s off CPU in %llu blocks of at least %s\n", label.c_str(),
                    g.profile.total() / 1e9, n(g.stats.samples), o.min_block.c_str());
+    else if (view.name == "malloc")
+      std::fprintf(stderr, "  %-11s %.1f MiB in %llu samples (one per %llu bytes allocated)%s\n", label.c_str(),
+                   g.profile.total() / 1048576.0, n(g.stats.samples), n(o.alloc_interval),
+                   o.live ? ", still allocated at the end" : "");
     else
       std::fprintf(stderr, "  %-11s %.3f s on and off CPU in %llu samples and blocks\n", label.c_str(),
                    g.profile.total() / 1e9, n(g.stats.samples));
@@ -481,6 +533,9 @@ int run_record(const RecordOptions& o) {
   if (plan->offcpu)
     std::fprintf(stderr, "  untracked   %llu  (switches off CPU not recorded: the off-CPU table was full)\n",
                  static_cast<unsigned long long>(counters.offcpu_untracked));
+  if (o.live)
+    std::fprintf(stderr, "  untracked   %llu  (sampled allocations not tracked to their free: the table was full)\n",
+                 static_cast<unsigned long long>(counters.malloc_untracked));
   std::fprintf(stderr, "  exits       %llu processes symbolized from their exit-time mappings, %llu mappings lost\n",
                static_cast<unsigned long long>(stats.exited_processes),
                static_cast<unsigned long long>(counters.mappings_lost));

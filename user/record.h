@@ -10,6 +10,8 @@ namespace ember {
 struct RecordOptions {
   std::vector<std::string> events = {"cpu-clock"};  // one graph each
   std::string min_block = "1us";  // offcpu: shorter blocks are left out
+  uint64_t alloc_interval = 512 * 1024;  // malloc: a sample per this many bytes
+  bool live = false;                     // malloc: only allocations not freed by the end
   uint32_t frequency = 99;
   bool all = false;              // -a: explicit, and exclusive with any narrower scope
   std::vector<uint32_t> pids;

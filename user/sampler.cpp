@@ -109,6 +109,13 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   skel->rodata->offcpu_preempted = config.offcpu_preempted;
   skel->rodata->min_block_ns = config.min_block_ns;
   bpf_program__set_autoload(skel->progs.ember_switch, config.offcpu);
+  bool allocations = !config.malloc_libraries.empty();
+  for (bpf_program* prog : {skel->progs.ember_malloc, skel->progs.ember_calloc, skel->progs.ember_realloc})
+    bpf_program__set_autoload(prog, allocations);
+  bpf_program__set_autoload(skel->progs.ember_alloc_return, allocations && config.malloc_live);
+  bpf_program__set_autoload(skel->progs.ember_free, allocations && config.malloc_live);
+  skel->rodata->malloc_interval = std::max<uint64_t>(config.malloc_interval, 1);
+  skel->rodata->malloc_live = config.malloc_live;
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
   bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
   bool exit_mappings = kernel_has_exit_mappings();
@@ -163,6 +170,27 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
     if (!link) return std::unexpected("cannot attach to sched_switch: " + errno_text(errno));
     st.links.push_back(link);
   }
+  for (const std::string& library : config.malloc_libraries) {
+    struct Probe {
+      bpf_program* prog;
+      const char* function;
+      bool ret;
+    };
+    std::vector<Probe> probes = {{skel->progs.ember_malloc, "malloc", false},
+                                 {skel->progs.ember_calloc, "calloc", false},
+                                 {skel->progs.ember_realloc, "realloc", false}};
+    if (config.malloc_live)
+      for (const char* f : {"malloc", "calloc", "realloc"}) probes.push_back({skel->progs.ember_alloc_return, f, true});
+    if (config.malloc_live) probes.push_back({skel->progs.ember_free, "free", false});
+    for (const Probe& p : probes) {
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.ret, .func_name = p.function);
+      bpf_link* link = bpf_program__attach_uprobe_opts(p.prog, -1, library.c_str(), 0, &opts);
+      if (!link)
+        return std::unexpected("cannot attach to " + std::string(p.function) + " in " + library + ": " +
+                               errno_text(errno));
+      st.links.push_back(link);
+    }
+  }
   for (int cpu = 0; config.cpu && cpu < ncpus; ++cpu) {
     int fd = open_perf_event(config.event, config.frequency, cpu);
     if (fd < 0) {
@@ -211,7 +239,21 @@ void Sampler::stop() {
 SamplerCounters Sampler::counters() const {
   const auto* bss = state_->skel->bss;
   return {bss->samples_seen, bss->samples_lost, bss->samples_idle, bss->targets_full, bss->mappings_lost,
-          bss->offcpu_untracked};
+          bss->offcpu_untracked, bss->malloc_live_full};
+}
+
+std::vector<uint32_t> Sampler::live_allocations() const {
+  std::vector<uint32_t> ids;
+  int fd = bpf_map__fd(state_->skel->maps.live_allocs);
+  uint64_t key = 0, next = 0;
+  uint64_t* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    uint32_t id = 0;
+    if (bpf_map_lookup_elem(fd, &next, &id) == 0) ids.push_back(id);
+    key = next;
+    prev = &key;
+  }
+  return ids;
 }
 
 }  // namespace ember

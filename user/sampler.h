@@ -25,6 +25,11 @@ struct SamplerConfig {
   bool offcpu = false;               // record time off CPU (sched_switch)
   bool offcpu_preempted = false;     // ...while runnable too (wall-clock time)
   uint64_t min_block_ns = 0;         // shorter blocks are not sent
+  // Native allocations: uprobes on malloc, calloc, realloc (and free) of
+  // these libraries (paths ember can open), in every process mapping them.
+  std::vector<std::string> malloc_libraries;
+  uint64_t malloc_interval = 512 * 1024;  // bytes per sample
+  bool malloc_live = false;               // track sampled pointers until freed
   std::vector<uint32_t> pids;        // with filter_pids: only these processes
   bool filter_pids = false;
   bool follow_forks = false;         // children of `pids` become targets
@@ -40,6 +45,7 @@ struct SamplerCounters {
   uint64_t targets_full = 0;  // child processes not followed: map full
   uint64_t mappings_lost = 0;  // mappings of exiting processes dropped: ring full
   uint64_t offcpu_untracked = 0;  // switches out not recorded: the off-CPU table was full
+  uint64_t malloc_untracked = 0;  // --live: sampled allocations not tracked, table full
 };
 
 using SampleHandler = std::function<void(const ember_sample& sample)>;
@@ -60,6 +66,8 @@ class Sampler {
   // Stops sampling (closes the perf events); poll() still drains what is queued.
   void stop();
   SamplerCounters counters() const;
+  // --live: ids of the sampled allocations not freed (yet).
+  std::vector<uint32_t> live_allocations() const;
   int cpus() const { return cpus_; }  // CPUs sampled
 
  private:
