@@ -266,7 +266,7 @@ bench: deps-bench
 	$(Q)bench/record.sh
 	$(Q)bench/java.sh
 	$(Q)bench/viewer.sh
-	$(Q)bench/offcpu.sh
+	$(Q)bench/events.sh
 	$(Q)bench/symbolize.sh
 
 clean:
