@@ -306,11 +306,9 @@ flamegraph::Profile Collector::build(size_t view) {
       // its own frames (and the tracepoint's runner) above __schedule are
       // ember's, not the thread's.
       size_t leaf = 0;
-      while (!user && key.offcpu && leaf < ips.size()) {
-        const Named& n = names.at(lookup_address(ips, leaf));
-        const Frame& f = profile.frames()[named_frames[n.first]];
-        if (f.module != "[bpf]" && !f.name.starts_with("bpf_trace_run")) break;
-        ++leaf;
+      for (size_t i = 0; !user && key.offcpu && i < std::min<size_t>(ips.size(), 4); ++i) {
+        const Named& n = names.at(lookup_address(ips, i));
+        if (profile.frames()[named_frames[n.first]].name.starts_with("bpf_trace_run")) leaf = i + 1;
       }
       for (size_t i = ips.size(); i-- > leaf;) {
         if (user && is_jit_token(ips[i])) {
@@ -323,6 +321,15 @@ flamegraph::Profile Collector::build(size_t view) {
         unknown |= !n.known;
       }
     };
+    if (const std::string& prefix = options_.views[view].kernel_frame_prefix; !prefix.empty()) {
+      auto k = kstacks_.get(key.kstack);
+      bool match = false;
+      for (size_t i = 0; i < k.size() && !match; ++i) {
+        const Named& n = kernel_names.at(lookup_address(k, i));
+        match = profile.frames()[named_frames[n.first]].name.starts_with(prefix);
+      }
+      if (!match) continue;
+    }
     if (!options_.kernel_only) append(ustacks_.get(key.ustack), user_names[key.pid], true);
     if (!options_.user_only) append(kstacks_.get(key.kstack), kernel_names, false);
     // --kernel-only: time in user space still counts, as one frame.

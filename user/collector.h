@@ -33,6 +33,7 @@ struct EventView {
   uint64_t cpu_weight = 1;          // a CPU sample's weight (its period in ns, for wall-clock time)
   uint64_t min_blocked_ns = 0;      // shorter off-CPU blocks are left out
   bool live_only = false;           // allocations: only those still live (see keep_live_allocations)
+  std::string kernel_frame_prefix;  // keep only stacks with a kernel frame named so (e.g. futex_wait)
 };
 
 struct CollectorOptions {

@@ -140,6 +140,14 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
       view.unit = "ns";
       view.kinds = 1u << EMBER_KIND_CPU | 1u << EMBER_KIND_BLOCKED | 1u << EMBER_KIND_PREEMPTED;
       view.cpu_weight = 1'000'000'000ull / frequency;
+    } else if (name == "lock") {
+      // Native lock waits: time blocked in futex waits (pthread mutexes and
+      // condition variables, and the JVM's own monitors underneath).
+      plan.offcpu = true;
+      view.unit = "ns";
+      view.kinds = 1u << EMBER_KIND_BLOCKED;
+      view.min_blocked_ns = min_block_ns;
+      view.kernel_frame_prefix = "futex_wait";
     } else if (name == "malloc") {
       plan.malloc = true;
       view.unit = "bytes";
@@ -147,7 +155,7 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
       view.live_only = live;
     } else {
       return std::unexpected("unknown event '" + name +
-                             "': ember record samples cpu-clock (default), cycles, offcpu, wall or malloc");
+                             "': ember record samples cpu-clock (default), cycles, offcpu, wall, lock or malloc");
     }
     if (std::any_of(plan.views.begin(), plan.views.end(), [&](const EventView& v) { return v.name == name; }))
       return std::unexpected("-e " + name + " is given twice");
@@ -366,7 +374,6 @@ int run_record(const RecordOptions& o) {
   sopts.inlines = o.inlines;
   sopts.dwarf_memory_bytes = uint64_t(o.symbol_memory_mib) << 20;
   symbolizer::Symbolizer symbolizer(sopts);
-  if (!o.user_only) symbolizer.prefetch_kernel();
   CollectorOptions copts;
   copts.thread_frames = o.thread_frames;
   copts.pid_frames = o.pid_frames;
@@ -393,6 +400,8 @@ int run_record(const RecordOptions& o) {
   auto sampler = Sampler::start(
       config, [&](const ember_sample& s) { collector.add(s); },
       [&](const ember_mapping& m) { collector.add_exit_mapping(m); });
+  // Kallsyms read after the programs load: it then names them too.
+  if (sampler && !o.user_only) symbolizer.prefetch_kernel();
   if (!sampler) {
     abandon_child();
     return fail(sampler.error());
@@ -509,6 +518,9 @@ int run_record(const RecordOptions& o) {
       std::fprintf(stderr, "  %-11s %llu%s\n", label.c_str(), n(g.stats.samples), label == "samples" ? "" : " samples");
     else if (view.name == "offcpu")
       std::fprintf(stderr, "  %-11s %.3f s off CPU in %llu blocks of at least %s\n", label.c_str(),
+                   g.profile.total() / 1e9, n(g.stats.samples), o.min_block.c_str());
+    else if (view.name == "lock")
+      std::fprintf(stderr, "  %-11s %.3f s waiting for locks (futex) in %llu waits of at least %s\n", label.c_str(),
                    g.profile.total() / 1e9, n(g.stats.samples), o.min_block.c_str());
     else if (view.name == "malloc")
       std::fprintf(stderr, "  %-11s %.1f MiB in %llu samples (one per %llu bytes allocated)%s\n", label.c_str(),
