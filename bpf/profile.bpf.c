@@ -98,12 +98,13 @@ static __always_inline bool in_scope(__u32 pid, __u32 tid)
 	return true;
 }
 
-/* Fills the header and both stacks of the current task (comm and stacks
- * are the current task's: the interrupted one, or the one switching out). */
-static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32 pid, __u32 tid)
+/* Fills the header and the stacks of the current task (comm and stacks
+ * are the current task's: the interrupted one, or the one switching out);
+ * the kernel stack only if `kernel`. */
+static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32 pid, __u32 tid, bool kernel)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	long ulen, klen, n;
+	long ulen, klen = 0, n;
 
 	s->time_ns = bpf_ktime_get_ns();
 	s->pid = pid;
@@ -117,10 +118,12 @@ static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32
 	ulen = frames(n);
 	if (ulen > EMBER_MAX_STACK_DEPTH)
 		ulen = EMBER_MAX_STACK_DEPTH;
-	n = bpf_get_stack(ctx, &s->ips[ulen], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0);
-	klen = frames(n);
-	if (klen > EMBER_MAX_STACK_DEPTH)
-		klen = EMBER_MAX_STACK_DEPTH;
+	if (kernel) {
+		n = bpf_get_stack(ctx, &s->ips[ulen], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0);
+		klen = frames(n);
+		if (klen > EMBER_MAX_STACK_DEPTH)
+			klen = EMBER_MAX_STACK_DEPTH;
+	}
 	s->ustack_len = ulen;
 	s->kstack_len = klen;
 }
@@ -170,7 +173,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return 0;
-	take_stacks(ctx, s, pid, tid);
+	take_stacks(ctx, s, pid, tid, true);
 	s->weight = 1;
 	s->kind = EMBER_KIND_CPU;
 	send(s);
@@ -215,7 +218,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 		if (!runnable || offcpu_preempted) {
 			s = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 			if (s) {
-				take_stacks(ctx, s, pid, tid);
+				take_stacks(ctx, s, pid, tid, true);
 				s->weight = 0;
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
 			} else {
@@ -306,29 +309,16 @@ static __always_inline __u64 malloc_weight(__u64 size)
  * caller): it replaces the allocator's own pc. On return, the pc is it. */
 static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid, __u64 weight, __u32 id, bool entry)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct ember_sample *s;
 	__u32 zero = 0;
 	__u64 ret = 0;
-	long n, ulen;
 
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return;
-	s->time_ns = bpf_ktime_get_ns();
-	s->pid = pid;
-	s->tid = tid;
-	s->cpu = bpf_get_smp_processor_id();
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	BPF_CORE_READ_STR_INTO(&s->process_comm, task, group_leader, comm);
-	n = bpf_get_stack(ctx, s->ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
-	ulen = frames(n);
-	if (ulen > EMBER_MAX_STACK_DEPTH)
-		ulen = EMBER_MAX_STACK_DEPTH;
-	if (entry && ulen > 0 && bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)) == 0)
+	take_stacks(ctx, s, pid, tid, false);
+	if (entry && s->ustack_len > 0 && bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)) == 0)
 		s->ips[0] = ret;
-	s->ustack_len = ulen;
-	s->kstack_len = 0;
 	s->weight = weight;
 	s->kind = EMBER_KIND_MALLOC;
 	s->pad = id;
