@@ -213,6 +213,12 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
   it->second = process;
 }
 
+std::vector<uint32_t> Collector::jvm_pids() const {
+  std::vector<uint32_t> pids;
+  for (const auto& [pid, jvm] : jvms_) pids.push_back(pid);
+  return pids;
+}
+
 void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
   std::unordered_set<uint32_t> live(ids.begin(), ids.end());
   for (const HeldAllocation& a : held_allocations_)

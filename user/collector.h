@@ -85,6 +85,8 @@ class Collector {
   // The graph of options.views[view].
   flamegraph::Profile build(size_t view = 0);
   const CollectorStats& stats() const { return stats_; }
+  // The JVMs whose code maps are read (attached, or started by the command).
+  std::vector<uint32_t> jvm_pids() const;
 
  private:
   struct Key {

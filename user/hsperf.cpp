@@ -18,15 +18,16 @@ namespace {
 
 constexpr uint32_t kMagic = 0xcafec0c0;
 constexpr int kMajorVersion = 2;
-// HotSpot's default PerfDataMemorySize is 64 KiB (32 KiB in JDK 17); a file
-// past this bound is not one, and is not read into memory whole.
+// The file is PerfDataMemorySize bytes (32 KiB by default in JDK 17, a
+// flag); one past this bound is not an hsperfdata file, and is not read.
 constexpr off_t kMaxFileSize = 64 << 20;
 
 // Fixed-width loads in the image's byte order, from offsets the caller has
 // bounds-checked.
 class Reader {
  public:
-  Reader(std::span<const std::byte> data, bool little) : data_(data), swap_(little != (std::endian::native == std::endian::little)) {}
+  Reader(std::span<const std::byte> data, bool little)
+      : data_(data), swap_(little != (std::endian::native == std::endian::little)) {}
   uint8_t u1(size_t at) const { return static_cast<uint8_t>(data_[at]); }
   int32_t s4(size_t at) const { return load<int32_t>(at); }
   int64_t s8(size_t at) const { return load<int64_t>(at); }
@@ -75,16 +76,15 @@ std::expected<Snapshot, std::string> parse(std::span<const std::byte> data, std:
   if (data.size() < kPrologueSize)
     return bad("truncated: " + std::to_string(data.size()) + " bytes, shorter than the " +
                std::to_string(kPrologueSize) + "-byte PerfData prologue");
-  // HotSpot stores the magic in its own byte order: it tells the order.
-  uint32_t magic_be = 0;
-  for (size_t i = 0; i < 4; ++i) magic_be = magic_be << 8 | static_cast<uint8_t>(data[i]);
-  bool little;
-  if (magic_be == kMagic) little = false;
-  else if (std::byteswap(magic_be) == kMagic) little = true;
-  else return bad("not a HotSpot hsperfdata file (magic " + hex32(magic_be) + ", not 0xcafec0c0)");
-  Reader r(data, little);
-  if (r.u1(4) != (little ? 1 : 0))
-    return bad("damaged: its byte-order byte (" + std::to_string(r.u1(4)) + ") contradicts its magic");
+  // The magic's bytes are CA FE C0 C0 on every platform (perfMemory.cpp
+  // stores 0xc0c0feca on little-endian ones); the next byte gives the order
+  // of everything else.
+  uint32_t magic = 0;
+  for (size_t i = 0; i < 4; ++i) magic = magic << 8 | static_cast<uint8_t>(data[i]);
+  if (magic != kMagic) return bad("not a HotSpot hsperfdata file (magic " + hex32(magic) + ", not 0xcafec0c0)");
+  uint8_t order = static_cast<uint8_t>(data[4]);
+  if (order > 1) return bad("damaged: byte order " + std::to_string(order) + " (0: big, 1: little endian)");
+  Reader r(data, order == 1);
   if (r.u1(5) != kMajorVersion)
     return bad("PerfData version " + std::to_string(r.u1(5)) + "." + std::to_string(r.u1(6)) +
                ", ember reads version 2 (JDK 1.4.2 and later)");
@@ -97,20 +97,21 @@ std::expected<Snapshot, std::string> parse(std::span<const std::byte> data, std:
   int64_t num_entries = r.s4(28);
   int64_t size = static_cast<int64_t>(data.size());
   if (used < static_cast<int64_t>(kPrologueSize) || used > size)
-    return bad(used > size ? "truncated: " + std::to_string(size) + " bytes of the " + std::to_string(used) +
-                                 " the JVM wrote"
-                           : "damaged: it says " + std::to_string(used) + " bytes are in use");
+    return bad(used > size
+                   ? "truncated: " + std::to_string(size) + " bytes of the " + std::to_string(used) + " the JVM wrote"
+                   : "damaged: it says " + std::to_string(used) + " bytes are in use");
   if (entry_offset < static_cast<int64_t>(kPrologueSize) || entry_offset > used)
     return bad("damaged: its first entry would be at offset " + std::to_string(entry_offset) + ", outside its " +
                std::to_string(used) + " bytes in use");
   if (num_entries < 0 || num_entries > (used - entry_offset) / static_cast<int64_t>(kEntryHeaderSize))
-    return bad("damaged: " + std::to_string(num_entries) + " entries cannot fit in its " +
-               std::to_string(used) + " bytes in use");
+    return bad("damaged: " + std::to_string(num_entries) + " entries cannot fit in its " + std::to_string(used) +
+               " bytes in use");
 
   int64_t at = entry_offset;
   for (int64_t i = 0; i < num_entries; ++i) {
     std::string where = "entry " + std::to_string(i) + " (offset " + std::to_string(at) + ")";
-    if (at + static_cast<int64_t>(kEntryHeaderSize) > used) return bad("truncated: " + where + " ends past the data in use");
+    if (at + static_cast<int64_t>(kEntryHeaderSize) > used)
+      return bad("truncated: " + where + " ends past the data in use");
     int64_t length = r.s4(static_cast<size_t>(at));
     int64_t name_offset = r.s4(static_cast<size_t>(at + 4));
     int64_t vector_length = r.s4(static_cast<size_t>(at + 8));
@@ -235,9 +236,7 @@ std::expected<std::string, std::string> find_file(pid_t pid, const std::string& 
   // pid namespace since gone; the newest file of the JVM's own user wins.
   const Candidate* best = nullptr;
   for (const Candidate& c : found) {
-    auto key = [&](const Candidate& x) {
-      return std::make_tuple(x.uid == st->euid, x.mtime.tv_sec, x.mtime.tv_nsec);
-    };
+    auto key = [&](const Candidate& x) { return std::make_tuple(x.uid == st->euid, x.mtime.tv_sec, x.mtime.tv_nsec); };
     if (!best || key(c) > key(*best)) best = &c;
   }
   return best->path;

@@ -19,7 +19,7 @@ namespace ember::hsperf {
 
 // The layout (hotspot/share/runtime/perfMemory.hpp, PerfData major version 2,
 // JDK 1.4.2 to 25): a 32-byte prologue
-//   u4 magic 0xcafec0c0 (in the file's byte order), u1 byte_order (0 big,
+//   u4 magic (bytes CA FE C0 C0 on every platform), u1 byte_order (0 big,
 //   1 little endian), u1 major, u1 minor, u1 accessible, s4 used,
 //   s4 overflow, s8 mod_time_stamp, s4 entry_offset, s4 num_entries
 // then num_entries entries from entry_offset, each
@@ -43,9 +43,9 @@ struct Counter {
 
 struct Snapshot {
   std::map<std::string, Counter, std::less<>> counters;
-  bool accessible = false;      // the JVM has finished creating its counters
-  int64_t mod_time_stamp = 0;   // ticks of the last added counter
-  size_t skipped = 0;           // entries of types other than 'J' and 'B'
+  bool accessible = false;     // the JVM has finished creating its counters
+  int64_t mod_time_stamp = 0;  // ticks of the last added counter
+  size_t skipped = 0;          // entries of types other than 'J' and 'B'
 
   // The value of a 'J' counter, or nothing if absent or a string.
   std::optional<int64_t> number(std::string_view name) const;

@@ -30,8 +30,8 @@ constexpr int64_t kHeapWordSize = 8;
 constexpr double kMiB = 1024.0 * 1024.0;
 // How often `ember jvm` reads the counters between two lines: often enough
 // to see each GC on its own, so that each eden emptied is known exactly
-// (young GCs come every 100 ms or more in all but tiny heaps); reading
-// 32 KiB from shared memory costs ~20 µs.
+// (young GCs come every 100 ms or more in all but tiny heaps). A reading
+// costs ~40 µs (32 KiB read and parsed): 0.4% of a CPU.
 constexpr auto kPollPeriod = std::chrono::milliseconds(10);
 // Heap inspection stops the JVM for a walk of the whole heap: seconds on
 // large heaps.
@@ -107,8 +107,7 @@ std::string no_hsperfdata(pid_t pid, const std::string& lookup_error) {
   std::string jvm = "JVM " + std::to_string(pid);
   std::string histo = " (ember jvm PID --histo works without them)";
   if (jvm_flag(pid, "UsePerfData") == false)
-    return jvm + " runs with -XX:-UsePerfData: it keeps no performance counters; restart it without that flag" +
-           histo;
+    return jvm + " runs with -XX:-UsePerfData: it keeps no performance counters; restart it without that flag" + histo;
   if (jvm_flag(pid, "PerfDisableSharedMem") == true)
     return jvm + " runs with -XX:+PerfDisableSharedMem: its counters are not in a file; restart it without that flag" +
            histo;
@@ -192,22 +191,28 @@ std::string clock_now() {
 
 bool has_other(const JvmTelemetry& t) { return t.has_role(GcRole::other); }
 
+// Columns of `ember jvm`'s lines, the same for the header and the values.
+constexpr const char* kColumns = "%-8s  %-13s  %-13s  %-15s  %-13s  %-15s  %-15s  ";
+constexpr const char* kOtherColumn = "%-15s  ";
+constexpr const char* kLastColumns = "%5s  %10s\n";
+
 void print_header(const JvmTelemetry& t) {
-  std::printf("%-8s  %-13s  %-13s  %-15s  %-11s  %-14s  %-14s  ", "time", "eden MB", "survivors MB", "old MB",
-              "metaspace MB", "young GCs", "full GCs");
-  if (has_other(t)) std::printf("%-14s  ", "other pauses");
-  std::printf("%5s  %10s\n", "GC%", "alloc MB/s");
+  std::printf(kColumns, "time", "eden MB", "survivors MB", "old MB", "metaspace MB", "young GCs", "full GCs");
+  if (has_other(t)) std::printf(kOtherColumn, "other pauses");
+  std::printf(kLastColumns, "GC%", "alloc MB/s");
   std::fflush(stdout);
 }
 
 void print_line(const JvmTelemetry& from, const JvmTelemetry& to, const JvmAllocation& allocation) {
   double wall = to.read_at - from.read_at;
   double gc_share = wall > 0 ? 100 * (all_gc_seconds(to) - all_gc_seconds(from)) / wall : 0;
-  std::printf("%-8s  %-13s  %-13s  %-15s  %-11s  %-14s  %-14s  ", clock_now().c_str(), used_of(to.eden).c_str(),
-              used_of(to.survivors).c_str(), used_of(to.old).c_str(), used_of(to.metaspace).c_str(),
-              gcs_of(to, GcRole::young).c_str(), gcs_of(to, GcRole::full).c_str());
-  if (has_other(to)) std::printf("%-14s  ", gcs_of(to, GcRole::other).c_str());
-  std::printf("%5.1f  %10s\n", std::clamp(gc_share, 0.0, 100.0), rate_of(allocation, to.time() - from.time()).c_str());
+  char share[16];
+  std::snprintf(share, sizeof share, "%.1f", std::clamp(gc_share, 0.0, 100.0));
+  std::printf(kColumns, clock_now().c_str(), used_of(to.eden).c_str(), used_of(to.survivors).c_str(),
+              used_of(to.old).c_str(), used_of(to.metaspace).c_str(), gcs_of(to, GcRole::young).c_str(),
+              gcs_of(to, GcRole::full).c_str());
+  if (has_other(to)) std::printf(kOtherColumn, gcs_of(to, GcRole::other).c_str());
+  std::printf(kLastColumns, share, rate_of(allocation, to.time() - from.time()).c_str());
   std::fflush(stdout);
 }
 
@@ -216,42 +221,33 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// What was allocated between two cumulative figures.
+JvmAllocation since(const JvmAllocation& now, const JvmAllocation& base) {
+  return {now.known, now.bytes - base.bytes, now.gcs - base.gcs, now.estimated_gcs - base.estimated_gcs};
+}
+
 int run_live(const JvmOptions& o) {
   if (!(o.interval > 0)) return fail("--interval must be more than 0 seconds");
-  auto source = open_source(o.pid);
-  if (!source) return fail(source.error());
-  const JvmTelemetry& first = source->first;
+  auto watch = JvmWatch::start(o.pid);
+  if (!watch) return fail(watch.error());
+  const JvmTelemetry& first = watch->first();
   std::fprintf(stderr, "ember: JVM %d (%s), %s GC, counters from %s\n", o.pid,
-               first.main_class.empty() ? "?" : first.main_class.c_str(), first.gc.c_str(),
-               source->file.path().c_str());
+               first.main_class.empty() ? "?" : first.main_class.c_str(), first.gc.c_str(), watch->path().c_str());
   print_header(first);
 
   using Clock = std::chrono::steady_clock;
   auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.interval));
   auto next = Clock::now() + interval;
-  JvmTelemetry line_start = first, last = first;
-  JvmAllocation allocation{.known = true};
-  size_t failures = 0;
+  JvmTelemetry line_start = first;
+  JvmAllocation line_base = watch->allocated();
   for (uint64_t printed = 0; o.count == 0 || printed < o.count;) {
     std::this_thread::sleep_until(std::min(next, Clock::now() + kPollPeriod));
-    auto snap = source->file.read();
-    if (snap && snap->accessible) {
-      failures = 0;
-      JvmTelemetry now = telemetry_from(*snap, o.pid, monotonic_seconds());
-      if (!now.in_gc()) {
-        allocation += allocated_between(last, now);
-        last = std::move(now);
-      }
-    } else if (!alive(o.pid)) {
-      return fail(jvm_gone(o.pid));
-    } else if (++failures * kPollPeriod > std::chrono::seconds(2)) {
-      return fail(snap ? source->file.path() + ": the JVM marked its counters inaccessible" : snap.error());
-    }
+    if (auto polled = watch->poll(); !polled) return fail(polled.error());
     if (Clock::now() < next) continue;
     if (!alive(o.pid)) return fail(jvm_gone(o.pid));
-    print_line(line_start, last, allocation);
-    line_start = last;
-    allocation = JvmAllocation{.known = true};
+    print_line(line_start, watch->last(), since(watch->allocated(), line_base));
+    line_start = watch->last();
+    line_base = watch->allocated();
     ++printed;
     next += interval;
     if (next < Clock::now()) next = Clock::now() + interval;  // suspended, or a slow terminal
@@ -306,6 +302,8 @@ std::string first_comment(std::string_view text) {
   if (!line.starts_with('#')) return "";
   line.remove_prefix(1);
   while (line.starts_with(' ')) line.remove_prefix(1);
+  constexpr std::string_view kOurs = "ember class histogram: ";
+  if (line.starts_with(kOurs)) line.remove_prefix(kOurs.size());
   return std::string(line);
 }
 
@@ -345,11 +343,11 @@ int run_histo(const JvmOptions& o) {
 
   if (before) {
     auto deltas = diff_histograms(*before, *now);
-    std::printf("change since %s%s, %s of JVM %d: %s instances, %s bytes\n", o.diff.c_str(),
-                before_label.empty() ? "" : (" (" + before_label + ")").c_str(), objects.c_str(), o.pid,
+    std::printf("JVM %d, %s, change since %s%s: %s instances, %s bytes\n", o.pid, objects.c_str(), o.diff.c_str(),
+                before_label.empty() ? "" : (" (" + before_label + ")").c_str(),
                 signed_number(now->instances() - before->instances()).c_str(),
                 signed_number(now->bytes() - before->bytes()).c_str());
-    std::printf("%14s  %14s  %14s  %12s  %s\n", "bytes change", "instances chg", "bytes", "instances", "class");
+    std::printf("%14s  %14s  %14s  %12s  %s\n", "bytes +/-", "instances +/-", "bytes", "instances", "class");
     for (size_t i = 0; i < deltas.size() && i < o.top; ++i) {
       const ClassDelta& d = deltas[i];
       std::printf("%14s  %14s  %14lld  %12lld  %s\n", signed_number(d.d_bytes).c_str(),
@@ -358,9 +356,8 @@ int run_histo(const JvmOptions& o) {
     }
     if (deltas.size() > o.top) std::printf("(%zu more classes changed)\n", deltas.size() - o.top);
   } else {
-    std::printf("class histogram of JVM %d, %s: %zu classes, %lld instances, %lld bytes\n", o.pid,
-                objects.c_str(), now->classes.size(), static_cast<long long>(now->instances()),
-                static_cast<long long>(now->bytes()));
+    std::printf("JVM %d, %s: %zu classes, %lld instances, %lld bytes\n", o.pid, objects.c_str(), now->classes.size(),
+                static_cast<long long>(now->instances()), static_cast<long long>(now->bytes()));
     std::printf("%5s  %12s  %14s  %s\n", "rank", "instances", "bytes", "class");
     for (size_t i = 0; i < now->classes.size() && i < o.top; ++i) {
       const ClassCount& c = now->classes[i];
@@ -404,6 +401,58 @@ std::optional<int64_t> take_number(std::string_view& s) {
   if (end != s.data() + s.size() && *end != ' ' && *end != '\t') return std::nullopt;
   s.remove_prefix(static_cast<size_t>(end - s.data()));
   return v;
+}
+
+std::string summarize(const JvmTelemetry& a, const JvmTelemetry& b, const JvmAllocation& alloc) {
+  std::string out =
+      "JVM " + std::to_string(b.pid) + " (" + (b.main_class.empty() ? "?" : b.main_class) + ", " + b.gc + "): ";
+  char buf[512];
+  JvmSpace heap = b.heap();
+  if (heap.known()) {
+    std::snprintf(buf, sizeof buf, "heap %.1f MB used of %.1f MB committed", heap.used / kMiB, heap.committed / kMiB);
+    out += buf;
+    if (b.eden.known()) {
+      std::snprintf(buf, sizeof buf, " (eden %.1f, survivors %.1f, old %.1f MB)", b.eden.used / kMiB,
+                    std::max<int64_t>(b.survivors.used, 0) / kMiB, std::max<int64_t>(b.old.used, 0) / kMiB);
+      out += buf;
+    }
+  } else {
+    out += "heap size unknown";
+  }
+  if (b.metaspace.known()) {
+    std::snprintf(buf, sizeof buf, ", metaspace %.1f MB", b.metaspace.used / kMiB);
+    out += buf;
+  }
+  double wall = b.read_at - a.read_at;
+  std::snprintf(buf, sizeof buf, ". In %.1f s: ", wall);
+  out += buf;
+  std::vector<std::string> gcs;
+  if (b.has_role(GcRole::young)) gcs.push_back(gc_phrase(a, b, GcRole::young, "young GC"));
+  if (b.has_role(GcRole::full)) gcs.push_back(gc_phrase(a, b, GcRole::full, "full GC"));
+  if (b.has_role(GcRole::other)) gcs.push_back(gc_phrase(a, b, GcRole::other, "other GC pause"));
+  for (size_t i = 0; i < gcs.size(); ++i) out += (i ? ", " : "") + gcs[i];
+  double paused = all_gc_seconds(b) - all_gc_seconds(a);
+  std::snprintf(buf, sizeof buf, "%s%.1f%% of the time in GC pauses; ", gcs.empty() ? "" : ", ",
+                wall > 0 ? std::clamp(100 * paused / wall, 0.0, 100.0) : 0.0);
+  out += buf;
+  double span = b.time() - a.time();
+  if (!alloc.known) {
+    out += "allocation rate unknown (no eden counters with this GC).";
+  } else if (span <= 0) {
+    out += "allocation rate unknown (the counters did not change between the two readings).";
+  } else {
+    const char* approx = alloc.estimated_gcs ? "~" : "";
+    std::snprintf(buf, sizeof buf, "%s%.1f MB allocated, %s%.1f MB/s", approx, alloc.bytes / kMiB, approx,
+                  alloc.bytes / kMiB / span);
+    out += buf;
+    if (alloc.estimated_gcs) {
+      std::snprintf(buf, sizeof buf, " (estimated for %lld of the %lld GCs, which ember did not see one by one)",
+                    static_cast<long long>(alloc.estimated_gcs), static_cast<long long>(alloc.gcs));
+      out += buf;
+    }
+    out += ".";
+  }
+  return out;
 }
 
 }  // namespace
@@ -513,10 +562,14 @@ JvmTelemetry telemetry_from(const hsperf::Snapshot& s, pid_t pid, double read_at
     // Generational heaps number their young collector 0 and their full one
     // 1 (CMS's 1 is its concurrent cycles); further ones are pauses of
     // concurrent cycles (G1's remark and cleanup).
-    if (generational && i == 0) c.role = GcRole::young;
-    else if (generational && i == 1 && c.name != "CMS") c.role = GcRole::full;
-    else if (!generational && c.name.find("full") != std::string::npos) c.role = GcRole::full;
-    else c.role = GcRole::other;
+    if (generational && i == 0)
+      c.role = GcRole::young;
+    else if (generational && i == 1 && c.name != "CMS")
+      c.role = GcRole::full;
+    else if (!generational && c.name.find("full") != std::string::npos)
+      c.role = GcRole::full;
+    else
+      c.role = GcRole::other;
     t.collectors.push_back(std::move(c));
   }
 
@@ -539,6 +592,15 @@ std::optional<JvmTelemetry> read_jvm_telemetry(pid_t pid) {
   auto t = read_telemetry(pid);
   if (!t) return std::nullopt;
   return std::move(*t);
+}
+
+bool mid_gc(const JvmTelemetry& before, const JvmTelemetry& after) {
+  if (after.in_gc()) return true;
+  // A pause counts itself before it stamps its entry time.
+  for (const JvmCollector& b : after.collectors)
+    for (const JvmCollector& a : before.collectors)
+      if (a.name == b.name && b.count > a.count && b.last_entry == a.last_entry) return true;
+  return false;
 }
 
 JvmAllocation allocated_between(const JvmTelemetry& a, const JvmTelemetry& b) {
@@ -569,9 +631,13 @@ JvmAllocation allocated_between(const JvmTelemetry& a, const JvmTelemetry& b) {
     int64_t gap = std::max(full.last_entry - young.last_exit, young.last_entry - full.last_exit);
     if (b.frequency > 0 && gap >= 0 && gap < b.frequency / 1000) epochs = 1;
   }
-  // The TLABs of the epoch that ended at the last GC; the same figures as
-  // before the GCs mean HotSpot published none (an epoch without a TLAB).
-  int64_t seen = (b.tlab.alloc > 0 && !(b.tlab == a.tlab)) ? b.tlab.alloc * kHeapWordSize : -1;
+  // The TLABs of the epoch that ended at the last GC. HotSpot publishes
+  // none for an epoch without TLABs (a GC right after another): then the
+  // figures are those of the epoch before. A steady workload repeats them
+  // too (G1 hands out the same TLABs epoch after epoch), but then eden held
+  // about as much before the GC.
+  int64_t seen = b.tlab.alloc > 0 ? b.tlab.alloc * kHeapWordSize : -1;
+  if (b.tlab == a.tlab && a.eden.used < seen / 2) seen = -1;
   int64_t first_eden;  // eden when the first GC began
   int64_t other_eden;  // each further epoch's
   if (epochs == 1) {
@@ -590,57 +656,35 @@ JvmAllocation allocated_between(const JvmTelemetry& a, const JvmTelemetry& b) {
 }
 
 std::string summarize_jvm(const JvmTelemetry& a, const JvmTelemetry& b) {
-  std::string out = "JVM " + std::to_string(b.pid) + " (" + (b.main_class.empty() ? "?" : b.main_class) + ", " +
-                    b.gc + "): ";
-  char buf[512];
-  JvmSpace heap = b.heap();
-  if (heap.known()) {
-    std::snprintf(buf, sizeof buf, "heap %.1f MB used of %.1f MB committed", heap.used / kMiB, heap.committed / kMiB);
-    out += buf;
-    if (b.eden.known()) {
-      std::snprintf(buf, sizeof buf, " (eden %.1f, survivors %.1f, old %.1f MB)", b.eden.used / kMiB,
-                    std::max<int64_t>(b.survivors.used, 0) / kMiB, std::max<int64_t>(b.old.used, 0) / kMiB);
-      out += buf;
-    }
-  } else {
-    out += "heap size unknown";
-  }
-  if (b.metaspace.known()) {
-    std::snprintf(buf, sizeof buf, ", metaspace %.1f MB", b.metaspace.used / kMiB);
-    out += buf;
-  }
-  double wall = b.read_at - a.read_at;
-  std::snprintf(buf, sizeof buf, ". In %.1f s: ", wall);
-  out += buf;
-  std::vector<std::string> gcs;
-  if (b.has_role(GcRole::young)) gcs.push_back(gc_phrase(a, b, GcRole::young, "young GC"));
-  if (b.has_role(GcRole::full)) gcs.push_back(gc_phrase(a, b, GcRole::full, "full GC"));
-  if (b.has_role(GcRole::other)) gcs.push_back(gc_phrase(a, b, GcRole::other, "other GC pause"));
-  for (size_t i = 0; i < gcs.size(); ++i) out += (i ? ", " : "") + gcs[i];
-  double paused = all_gc_seconds(b) - all_gc_seconds(a);
-  std::snprintf(buf, sizeof buf, "%s%.1f%% of the time in GC pauses; ", gcs.empty() ? "" : ", ",
-                wall > 0 ? std::clamp(100 * paused / wall, 0.0, 100.0) : 0.0);
-  out += buf;
-  JvmAllocation alloc = allocated_between(a, b);
-  double span = b.time() - a.time();
-  if (!alloc.known || span <= 0) {
-    out += "allocation rate unknown (no eden counters with this GC).";
-  } else {
-    const char* approx = alloc.estimated_gcs ? "~" : "";
-    std::snprintf(buf, sizeof buf, "%s%.1f MB allocated, %s%.1f MB/s", approx, alloc.bytes / kMiB, approx,
-                  alloc.bytes / kMiB / span);
-    out += buf;
-    if (alloc.estimated_gcs) {
-      std::snprintf(buf, sizeof buf,
-                    " (estimated: eden at %lld of the %lld GCs was taken to be that at the last one; "
-                    "`ember jvm PID` follows each GC)",
-                    static_cast<long long>(alloc.estimated_gcs), static_cast<long long>(alloc.gcs));
-      out += buf;
-    }
-    out += ".";
-  }
-  return out;
+  return summarize(a, b, allocated_between(a, b));
 }
+
+JvmWatch::JvmWatch(hsperf::File file, JvmTelemetry first)
+    : file_(std::move(file)), first_(first), last_(std::move(first)), allocated_{.known = first_.eden.known()} {}
+
+std::expected<JvmWatch, std::string> JvmWatch::start(pid_t pid) {
+  auto source = open_source(pid);
+  if (!source) return std::unexpected(source.error());
+  return JvmWatch(std::move(source->file), std::move(source->first));
+}
+
+std::expected<void, std::string> JvmWatch::poll() {
+  auto snap = file_.read();
+  if (snap && snap->accessible) {
+    failures_ = 0;
+    JvmTelemetry now = telemetry_from(*snap, first_.pid, monotonic_seconds());
+    if (!mid_gc(last_, now)) {
+      allocated_ += allocated_between(last_, now);
+      last_ = std::move(now);
+    }
+    return {};
+  }
+  if (!alive(first_.pid)) return std::unexpected(jvm_gone(first_.pid));
+  if (++failures_ * kPollPeriod <= std::chrono::seconds(2)) return {};
+  return std::unexpected(snap ? file_.path() + ": the JVM marked its counters inaccessible" : snap.error());
+}
+
+std::string JvmWatch::summary() const { return summarize(first_, last_, allocated_); }
 
 int64_t ClassHistogram::instances() const {
   int64_t n = 0;

@@ -19,13 +19,13 @@ namespace ember {
 
 struct JvmOptions {
   pid_t pid = 0;
-  double interval = 1;   // seconds between lines
-  uint64_t count = 0;    // lines to print; 0: until Ctrl-C or the JVM exits
-  bool histo = false;    // a class histogram instead of the live lines
-  bool live = false;     // histogram of reachable objects only (HotSpot runs a full GC first)
-  std::string save;      // write the histogram here
-  std::string diff;      // print the change since this saved histogram
-  size_t top = 20;       // rows of the histogram or the diff
+  double interval = 1;  // seconds between lines
+  uint64_t count = 0;   // lines to print; 0: until Ctrl-C or the JVM exits
+  bool histo = false;   // a class histogram instead of the live lines
+  bool live = false;    // histogram of reachable objects only (HotSpot runs a full GC first)
+  std::string save;     // write the histogram here
+  std::string diff;     // print the change since this saved histogram
+  size_t top = 20;      // rows of the histogram or the diff
 };
 
 int run_jvm(const JvmOptions& options);
@@ -40,10 +40,10 @@ struct JvmSpace {
 enum class GcRole { young, full, other };
 
 struct JvmCollector {
-  std::string name;      // "G1 young collection pauses"
+  std::string name;  // "G1 young collection pauses"
   GcRole role = GcRole::other;
-  int64_t count = 0;     // invocations
-  int64_t ticks = 0;     // time in them, sun.os.hrt ticks
+  int64_t count = 0;                      // invocations
+  int64_t ticks = 0;                      // time in them, sun.os.hrt ticks
   int64_t last_entry = 0, last_exit = 0;  // ticks
 };
 
@@ -51,18 +51,18 @@ struct JvmCollector {
 // since the GC before (threadLocalAllocBuffer.cpp): sizes in heap words,
 // -1 if the JVM has none.
 struct JvmTlabEpoch {
-  int64_t alloc = -1;    // sun.gc.tlab.alloc: words of TLABs handed out
+  int64_t alloc = -1;  // sun.gc.tlab.alloc: words of TLABs handed out
   int64_t fills = -1, gc_waste = -1, refill_waste = -1, slow_alloc = -1, threads = -1;
   bool operator==(const JvmTlabEpoch&) const = default;
 };
 
 struct JvmTelemetry {
   pid_t pid = 0;
-  std::string main_class;     // first word of sun.rt.javaCommand
-  std::string gc;             // "G1", "Parallel", "Serial", or HotSpot's policy name
-  int64_t frequency = 0;      // sun.os.hrt.frequency: ticks per second
-  int64_t ticks = 0;          // sun.os.hrt.ticks: the JVM's last counter sample
-  double read_at = 0;         // ember's CLOCK_MONOTONIC when read, seconds
+  std::string main_class;  // first word of sun.rt.javaCommand
+  std::string gc;          // "G1", "Parallel", "Serial", or HotSpot's policy name
+  int64_t frequency = 0;   // sun.os.hrt.frequency: ticks per second
+  int64_t ticks = 0;       // sun.os.hrt.ticks: the JVM's last counter sample
+  double read_at = 0;      // ember's CLOCK_MONOTONIC when read, seconds
   // Serial and Parallel sample their space counters (every 50 ms,
   // PerfDataSamplingInterval) and at each GC; G1 updates them as eden
   // regions fill and at each GC.
@@ -112,9 +112,38 @@ struct JvmAllocation {
 };
 JvmAllocation allocated_between(const JvmTelemetry& before, const JvmTelemetry& after);
 
+// Whether `after` was read during a GC pause (its counters half updated),
+// `before` being an earlier reading: such a reading is skipped.
+bool mid_gc(const JvmTelemetry& before, const JvmTelemetry& after);
+
 // One paragraph: heap now, GCs and GC time between the two, allocation
 // rate. For `ember record`'s summary.
 std::string summarize_jvm(const JvmTelemetry& before, const JvmTelemetry& after);
+
+// Follows one JVM's counters. With poll() called often (every 10 to 100
+// ms), each GC is seen on its own, so the allocation summed across them is
+// exact where two readings far apart (summarize_jvm) can only estimate it.
+class JvmWatch {
+ public:
+  static std::expected<JvmWatch, std::string> start(pid_t pid);
+  // Reads the counters once (~40 µs), passing over a reading taken in a GC
+  // pause. An error once the JVM has exited, or if its file stayed
+  // unreadable for 2 s.
+  std::expected<void, std::string> poll();
+  const JvmTelemetry& first() const { return first_; }
+  const JvmTelemetry& last() const { return last_; }
+  const JvmAllocation& allocated() const { return allocated_; }  // from first() to last()
+  const std::string& path() const { return file_.path(); }
+  // summarize_jvm(first(), last()), with allocated() for the allocation.
+  std::string summary() const;
+
+ private:
+  JvmWatch(hsperf::File file, JvmTelemetry first);
+  hsperf::File file_;
+  JvmTelemetry first_, last_;
+  JvmAllocation allocated_;
+  int failures_ = 0;
+};
 
 // A class histogram: instances and bytes per class name (classes of one
 // name from several class loaders are summed), largest first.

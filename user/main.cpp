@@ -87,7 +87,9 @@ int main(int argc, char** argv) {
   ember::JvmOptions jvm_opt;
   CLI::App* jvm = app.add_subcommand("jvm", "Live heap, GC and allocation rate of a JVM, or its class histogram");
   jvm->add_option("pid", jvm_opt.pid, "The JVM's pid")->required();
-  auto* jvm_interval = jvm->add_option("-i,--interval", jvm_opt.interval, "Seconds between lines")->capture_default_str();
+  auto* jvm_interval = jvm->add_option("-i,--interval", jvm_opt.interval, "Seconds between lines")
+                           ->check(CLI::Range(0.01, 86400.0))
+                           ->capture_default_str();
   auto* jvm_count = jvm->add_option("-c,--count", jvm_opt.count, "Lines to print (default: until Ctrl-C or the JVM exits)");
   auto* jvm_histo = jvm->add_flag("--histo", jvm_opt.histo, "Print the class histogram (instances and bytes per class)");
   jvm->add_flag("--live", jvm_opt.live, "Histogram of reachable objects only: the JVM runs a full GC first")->needs(jvm_histo);

@@ -21,6 +21,7 @@
 #include "user/host.h"
 #include "user/java.h"
 #include "user/java_attach.h"
+#include "user/jvm.h"
 #include "user/sampler.h"
 
 namespace ember {
@@ -424,6 +425,22 @@ int run_record(const RecordOptions& o) {
   using Clock = std::chrono::steady_clock;
   auto started = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  // Each JVM's heap, GCs and allocation rate over the recording, from its
+  // hsperfdata, read at every turn of the loop so each GC is seen.
+  struct Watched {
+    std::optional<JvmWatch> watch;  // none: no hsperfdata (-XX:-UsePerfData)
+    bool ended = false;             // the JVM exited: its summary stands
+  };
+  std::map<uint32_t, Watched> jvm_watches;
+  auto watch_jvms = [&] {
+    for (uint32_t pid : collector.jvm_pids())
+      if (!jvm_watches.count(pid)) {
+        auto w = JvmWatch::start(static_cast<pid_t>(pid));
+        jvm_watches[pid].watch = w ? std::optional<JvmWatch>(std::move(*w)) : std::nullopt;
+      }
+    for (auto& [pid, w] : jvm_watches)
+      if (w.watch && !w.ended && !w.watch->poll()) w.ended = true;
+  };
   StatusLine status;
   bool targets_gone = false;
   while (!g_stop_signal) {
@@ -443,6 +460,7 @@ int run_record(const RecordOptions& o) {
       break;
     }
     collector.update_jvms(false);
+    watch_jvms();
     SamplerCounters c = (*sampler)->counters();
     status.update(elapsed(), c.seen, c.lost);
   }
@@ -560,6 +578,8 @@ int run_record(const RecordOptions& o) {
                  static_cast<unsigned long long>(stats.jvms), static_cast<unsigned long long>(stats.jit_frames),
                  static_cast<unsigned long long>(stats.broken_java_stacks),
                  static_cast<unsigned long long>(stats.bad_jit_map_lines));
+  for (const auto& [pid, w] : jvm_watches)
+    if (w.watch) std::fprintf(stderr, "  jvm %-7u %s\n", pid, w.watch->summary().c_str());
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));

@@ -7,7 +7,7 @@ import java.lang.management.ManagementFactory;
  * HotSpot counts them (ThreadMXBean.getThreadAllocatedBytes), with the
  * monotonic time, once per REPORT_MS.
  *
- * Usage: java Allocator MB_PER_SECOND SECONDS
+ * Usage: java Allocator MB_PER_SECOND SECONDS (MB: 10^6 bytes)
  * Prints "alloc NANOS BYTES" lines (NANOS: System.nanoTime, CLOCK_MONOTONIC
  * on Linux) and flushes each.
  */
