@@ -29,8 +29,8 @@ background() {
 }
 
 # Sum of the counts of folded lines matching an extended regex.
-weight() { grep -E -- "$2" "$1" | awk '{ s += $NF } END { print s + 0 }'; }
-total() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
+weight() { grep -E -- "$2" "$1" | awk '{ s += $NF } END { printf "%.0f\n", s }'; }
+total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
 
 assert_contains() { grep -qE -- "$2" "$1" || fail "${3:-$1 has no line matching /$2/}"; }
 assert_absent() { ! grep -qE -- "$2" "$1" || fail "${3:-$1 has a line matching /$2/}"; }

@@ -1,6 +1,7 @@
 #include "user/collector.h"
 
 #include <fcntl.h>
+#include <glob.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,23 +97,29 @@ void Collector::expect_jvms(std::string pattern, bool frame_pointers) {
 void Collector::update_jvms(bool final) {
   uint64_t now = monotonic_ns();
   uint64_t settled = final ? UINT64_MAX : now - kJitSettleNs;
-  // A JVM's agent opens its map early in start-up; give up on a process
-  // that has shown none for 5 s (it is not a JVM).
-  for (auto it = jvm_candidates_.begin(); it != jvm_candidates_.end();) {
-    std::string path = expected_jvm_maps_;
-    path.replace(path.find("{pid}"), 5, std::to_string(it->first));
-    if (access(path.c_str(), R_OK) == 0) {
-      watch_jvm(it->first, path, expected_frame_pointers_);
-      it = jvm_candidates_.erase(it);
-    } else {
-      it = now - it->second > 5'000'000'000 ? jvm_candidates_.erase(it) : std::next(it);
-    }
+  // JVMs the command started: their agents' maps appear as they start (a
+  // JVM that allocates but never runs on a sampled CPU is found too).
+  if (!expected_jvm_maps_.empty()) {
+    std::string pattern = expected_jvm_maps_;
+    pattern.replace(pattern.find("{pid}"), 5, "*");
+    size_t pid_at = expected_jvm_maps_.find("{pid}");
+    glob_t found{};
+    if (glob(pattern.c_str(), 0, nullptr, &found) == 0)
+      for (size_t i = 0; i < found.gl_pathc; ++i) {
+        std::string path = found.gl_pathv[i];
+        uint32_t pid = static_cast<uint32_t>(std::strtoul(path.c_str() + pid_at, nullptr, 10));
+        if (pid && !jvms_.count(pid)) watch_jvm(pid, path, expected_frame_pointers_);
+      }
+    globfree(&found);
   }
   char buf[1 << 16];
   for (auto& [pid, jvm] : jvms_) {
     if (jvm.fd < 0) jvm.fd = open(jvm.path.c_str(), O_RDONLY | O_CLOEXEC);  // the agent may not have made it yet
     ssize_t n;
-    while (jvm.fd >= 0 && (n = read(jvm.fd, buf, sizeof buf)) > 0) jvm.map.feed(std::string_view(buf, n));
+    while (jvm.fd >= 0 && (n = read(jvm.fd, buf, sizeof buf)) > 0) {
+      jvm.map.feed(std::string_view(buf, static_cast<size_t>(n)));
+      jvm.events.feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
     while (!jvm.held.empty()) {
       const auto& s = *reinterpret_cast<const ember_sample*>(jvm.held.front().data());
       if (s.time_ns > settled) break;
@@ -209,7 +216,6 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
       last = s.time_ns;
     }
   }
-  if (first && !expected_jvm_maps_.empty()) jvm_candidates_.emplace(s.pid, monotonic_ns());
   it->second = process;
 }
 
@@ -217,6 +223,15 @@ std::vector<uint32_t> Collector::jvm_pids() const {
   std::vector<uint32_t> pids;
   for (const auto& [pid, jvm] : jvms_) pids.push_back(pid);
   return pids;
+}
+
+std::vector<Collector::JavaStream> Collector::java_streams() const {
+  std::vector<JavaStream> out;
+  for (const auto& [pid, jvm] : jvms_) {
+    auto name = process_name_.find(pid);
+    out.push_back({pid, name == process_name_.end() ? "java" : names_[name->second], &jvm.events});
+  }
+  return out;
 }
 
 void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
@@ -341,6 +356,11 @@ flamegraph::Profile Collector::build(size_t view) {
     // --kernel-only: time in user space still counts, as one frame.
     if (options_.kernel_only && kstacks_.get(key.kstack).empty())
       frames.push_back(profile.intern(Frame{"[user space]", FrameKind::Unknown, {}}));
+    if (std::any_of(frames.begin(), frames.end(), [&](FrameId id) {
+          return std::any_of(options_.views[view].excluded_frames.begin(), options_.views[view].excluded_frames.end(),
+                             [&](const std::string& e) { return profile.frames()[id].name.find(e) != std::string::npos; });
+        }))
+      continue;
     profile.add(frames, count.total);
     stats_.samples += count.records;
     if (unknown) stats_.unknown_samples += count.records;

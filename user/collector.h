@@ -19,6 +19,7 @@ extern "C" {
 #include "profile.h"
 }
 #include "flamegraph/profile.h"
+#include "symbolizer/java_events.h"
 #include "symbolizer/jit_map.h"
 #include "symbolizer/symbolizer.h"
 
@@ -34,6 +35,7 @@ struct EventView {
   uint64_t min_blocked_ns = 0;      // shorter off-CPU blocks are left out
   bool live_only = false;           // allocations: only those still live (see keep_live_allocations)
   std::string kernel_frame_prefix;  // keep only stacks with a kernel frame named so (e.g. futex_wait)
+  std::vector<std::string> excluded_frames;  // leave out stacks with a frame whose name holds one
 };
 
 struct CollectorOptions {
@@ -72,9 +74,9 @@ class Collector {
   // to `jitmap_path`. Without frame pointers in JIT code (no
   // -XX:+PreserveFramePointer) stacks are cut above the first JIT frame.
   void watch_jvm(uint32_t pid, std::string jitmap_path, bool frame_pointers);
-  // Watches, too, every new process whose code map appears at `pattern`
-  // ("{pid}" standing for its pid) within a few seconds of its first sample:
-  // the JVMs that `-- CMD` starts with the agent in JAVA_TOOL_OPTIONS.
+  // Watches, too, every code map that appears at `pattern` ("{pid}"
+  // standing for a pid): the JVMs that `-- CMD` starts with the agent in
+  // JAVA_TOOL_OPTIONS.
   void expect_jvms(std::string pattern, bool frame_pointers);
   // Reads what the agents appended, then takes in the JVM samples held back
   // until the code they ran in was surely published (all of them if final).
@@ -87,6 +89,14 @@ class Collector {
   const CollectorStats& stats() const { return stats_; }
   // The JVMs whose code maps are read (attached, or started by the command).
   std::vector<uint32_t> jvm_pids() const;
+  // What each JVM's agent reported besides code (allocations, contention),
+  // with the JVM's process name; after update_jvms(true).
+  struct JavaStream {
+    uint32_t pid;
+    std::string name;
+    const symbolizer::JavaEvents* events;
+  };
+  std::vector<JavaStream> java_streams() const;
 
  private:
   struct Key {
@@ -143,6 +153,7 @@ class Collector {
     int fd = -1;
     bool frame_pointers = true;
     symbolizer::JitMap map;
+    symbolizer::JavaEvents events;  // allocation samples, monitor contention (same stream)
     std::deque<std::vector<uint8_t>> held;  // raw ember_sample records
     std::unordered_map<symbolizer::JitMap::Location, uint32_t, LocationHash> tokens;
     Jvm() = default;
@@ -158,7 +169,6 @@ class Collector {
   std::unordered_map<uint32_t, Jvm> jvms_;
   std::string expected_jvm_maps_;  // pattern, see expect_jvms()
   bool expected_frame_pointers_ = true;
-  std::unordered_map<uint32_t, uint64_t> jvm_candidates_;  // pid -> first sample time
   // User stack entries with the top bit set are tokens for JIT frames, not
   // addresses (user addresses never have it): index into jit_frames_.
   std::vector<std::vector<flamegraph::Frame>> jit_frames_;  // innermost first

@@ -44,7 +44,8 @@ std::string default_agent_path() {
   return (exe.parent_path() / "libember-agent.so").string();
 }
 
-JavaSession::JavaSession(std::string agent_path) : agent_path_(std::move(agent_path)) {}
+JavaSession::JavaSession(std::string agent_path, std::string events)
+    : agent_path_(std::move(agent_path)), events_(std::move(events)) {}
 
 JavaSession::~JavaSession() { detach(); }
 
@@ -67,7 +68,7 @@ void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& 
       continue;
     }
     std::string map = map_name(jvm->ns_pid);
-    if (auto r = java::load_agent(pid, *agent, "out=" + map); !r) {
+    if (auto r = java::load_agent(pid, *agent, "out=" + map + events_); !r) {
       std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
       continue;
     }
@@ -86,7 +87,7 @@ void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& 
 std::string JavaSession::started_maps() const { return "/tmp/ember-" + std::to_string(getpid()) + "-{pid}.jitmap"; }
 
 std::string JavaSession::tool_options(const std::string& existing, bool add_frame_pointers) const {
-  std::string opts = "-agentpath:" + agent_path_ + "=out=" + started_maps();
+  std::string opts = "-agentpath:" + agent_path_ + "=out=" + started_maps() + events_;
   if (add_frame_pointers) opts += " -XX:+PreserveFramePointer";
   return existing.empty() ? opts : existing + " " + opts;
 }

@@ -15,8 +15,9 @@ namespace ember {
 
 class JavaSession {
  public:
-  // `agent_path`: libember-agent.so as ember sees it.
-  explicit JavaSession(std::string agent_path);
+  // `agent_path`: libember-agent.so as ember sees it. `events`: what the
+  // agent reports besides code, as agent options (",alloc=524288,live,lock").
+  JavaSession(std::string agent_path, std::string events);
   ~JavaSession();
   JavaSession(const JavaSession&) = delete;
   JavaSession& operator=(const JavaSession&) = delete;
@@ -40,6 +41,7 @@ class JavaSession {
  private:
   std::string map_name(pid_t ns_pid) const;  // "/tmp/ember-<ember pid>-<pid>.jitmap", in the JVM's view
   std::string agent_path_;
+  std::string events_;
   struct Attached {
     pid_t pid;
     std::string agent_path;  // as the JVM sees it

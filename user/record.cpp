@@ -21,6 +21,7 @@
 #include "user/host.h"
 #include "user/java.h"
 #include "user/java_attach.h"
+#include "user/java_profiles.h"
 #include "user/jvm.h"
 #include "user/sampler.h"
 
@@ -115,6 +116,8 @@ struct EventPlan {
   bool offcpu = false;           // sched_switch records
   bool wall = false;
   bool malloc = false;           // uprobes on the C allocator
+  bool java_alloc = false;       // the agent's allocation samples
+  bool java_lock = false;        // the agent's monitor contention
   std::vector<EventView> views;  // one graph per event, in the order given
 };
 
@@ -142,13 +145,25 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
       view.kinds = 1u << EMBER_KIND_CPU | 1u << EMBER_KIND_BLOCKED | 1u << EMBER_KIND_PREEMPTED;
       view.cpu_weight = 1'000'000'000ull / frequency;
     } else if (name == "lock") {
-      // Native lock waits: time blocked in futex waits (pthread mutexes and
-      // condition variables, and the JVM's own monitors underneath).
+      // Native lock waits: time blocked in a futex wait on a mutex (glibc's
+      // lock slow path). Waits on condition variables, read-write locks and
+      // semaphores (glibc's __futex_abstimed_wait_common) are mostly idle
+      // threads waiting for work: -e offcpu has them. Java monitors come
+      // from the agent, with the monitor's class; HotSpot's own futex
+      // waits under ObjectMonitor would count them twice.
       plan.offcpu = true;
+      plan.java_lock = true;
       view.unit = "ns";
       view.kinds = 1u << EMBER_KIND_BLOCKED;
       view.min_blocked_ns = min_block_ns;
       view.kernel_frame_prefix = "futex_wait";
+      view.excluded_frames = {"__futex_abstimed_wait_common", "ObjectMonitor::"};
+    } else if (name == "alloc") {
+      // From the JVMs' agents, not from BPF: no record kind feeds it.
+      plan.java_alloc = true;
+      view.unit = "bytes";
+      view.kinds = 0;
+      view.live_only = live;
     } else if (name == "malloc") {
       plan.malloc = true;
       view.unit = "bytes";
@@ -156,7 +171,7 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
       view.live_only = live;
     } else {
       return std::unexpected("unknown event '" + name +
-                             "': ember record samples cpu-clock (default), cycles, offcpu, wall, lock or malloc");
+                             "': ember record samples cpu-clock (default), cycles, offcpu, wall, lock, malloc or alloc (Java)");
     }
     if (std::any_of(plan.views.begin(), plan.views.end(), [&](const EventView& v) { return v.name == name; }))
       return std::unexpected("-e " + name + " is given twice");
@@ -165,6 +180,14 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
   // Wall-clock time counts CPU time as the samples of a timer.
   if (plan.wall && !plan.cpu) plan.cpu = true;
   return plan;
+}
+
+// What the Java agent reports besides code, as its options.
+std::string java_agent_events(const EventPlan& plan, const RecordOptions& o) {
+  std::string options;
+  if (plan.java_alloc) options += ",alloc=" + std::to_string(o.alloc_interval) + (o.live ? ",live" : "");
+  if (plan.java_lock) options += ",lock";
+  return options;
 }
 
 // The C library a process maps, as a path ember can open (through the
@@ -256,7 +279,9 @@ int run_record(const RecordOptions& o) {
   if (!min_block) return fail("--min-block '" + o.min_block + "' is not a duration: give e.g. 500us, 2ms or 1s");
   auto plan = plan_events(o.events, std::max(o.frequency, 1u), *min_block, o.live);  // -F is checked below
   if (!plan) return fail(plan.error());
-  if (o.live && !plan->malloc) return fail("--live applies to allocations: add -e malloc");
+  if (o.live && !plan->malloc && !plan->java_alloc)
+    return fail("--live applies to allocations: add -e malloc (C/C++) or -e alloc (Java)");
+  if (plan->java_alloc && !o.java) return fail("-e alloc needs ember's Java agent: drop --no-java");
   if (o.alloc_interval == 0) return fail("--alloc-interval must be at least 1 byte");
   std::vector<std::string> outputs;
   for (const EventView& v : plan->views) outputs.push_back(output_for(o.output, v.name, plan->views.size()));
@@ -302,7 +327,7 @@ int run_record(const RecordOptions& o) {
   if (o.java) {
     std::string agent = default_agent_path();
     if (access(agent.c_str(), R_OK) == 0)
-      java.emplace(agent);
+      java.emplace(agent, java_agent_events(*plan, o));
     else
       std::fprintf(stderr,
                    "ember: warning: no Java agent at %s: Java frames will be unnamed; build it with `make` "
@@ -477,8 +502,9 @@ int run_record(const RecordOptions& o) {
   int cpus = (*sampler)->cpus();
   if (o.live) collector.keep_live_allocations((*sampler)->live_allocations());
   sampler->reset();
-  collector.update_jvms(true);
+  // Detach first: with --live, the agents' last full GC reports the frees.
   if (java) java->detach();
+  collector.update_jvms(true);
 
   collector.refresh_processes();
   char secs[32];
@@ -494,6 +520,18 @@ int run_record(const RecordOptions& o) {
     const EventView& view = plan->views[v];
     flamegraph::Profile profile = collector.build(v);
     const CollectorStats& stats = collector.stats();
+    // Java allocations and monitor contention come from the agents.
+    if (plan->java_alloc && view.name == "alloc") {
+      profile.event = "alloc";
+      profile.unit = "bytes";
+    }
+    JavaProfileOptions jopts{view.live_only, o.thread_frames, o.pid_frames};
+    for (const Collector::JavaStream& j : collector.java_streams()) {
+      if (view.name == "alloc")
+        add_java_profile(*j.events, JavaProfileKind::AllocBytes, {j.pid, j.name}, jopts, profile);
+      else if (view.name == "lock")
+        add_java_profile(*j.events, JavaProfileKind::Lock, {j.pid, j.name}, jopts, profile);
+    }
     profile.info = {{"samples", std::to_string(stats.samples)},
                     {"lost", std::to_string(counters.lost)},
                     {"truncated", std::to_string(stats.truncated)},
@@ -538,8 +576,12 @@ int run_record(const RecordOptions& o) {
       std::fprintf(stderr, "  %-11s %.3f s off CPU in %llu blocks of at least %s\n", label.c_str(),
                    g.profile.total() / 1e9, n(g.stats.samples), o.min_block.c_str());
     else if (view.name == "lock")
-      std::fprintf(stderr, "  %-11s %.3f s waiting for locks (futex) in %llu waits of at least %s\n", label.c_str(),
-                   g.profile.total() / 1e9, n(g.stats.samples), o.min_block.c_str());
+      std::fprintf(stderr, "  %-11s %.3f s waiting for locks (mutexes, Java monitors), of at least %s each\n",
+                   label.c_str(), g.profile.total() / 1e9, o.min_block.c_str());
+    else if (view.name == "alloc")
+      std::fprintf(stderr, "  %-11s %.1f MiB allocated by Java code, estimated from samples every %llu bytes%s\n",
+                   label.c_str(), g.profile.total() / 1048576.0, n(o.alloc_interval),
+                   o.live ? ", still alive at the end" : "");
     else if (view.name == "malloc")
       std::fprintf(stderr, "  %-11s %.1f MiB in %llu samples (one per %llu bytes allocated)%s\n", label.c_str(),
                    g.profile.total() / 1048576.0, n(g.stats.samples), n(o.alloc_interval),

@@ -12,4 +12,4 @@ echo "lock: workers waited $((waits / 1000000)) ms in futex waits; they measured
 (( truth > 50000000 )) || fail "the workload barely contended ($truth ns): nothing to measure"
 (( waits * 100 >= truth * 90 && waits * 100 <= truth * 110 )) || fail "$waits ns, not $truth ns ±10%: $(cat "$TMP/lock.folded")"
 assert_absent "$TMP/lock.folded" 'hold_lock' "the holder's sleep (not a futex) counted as a lock wait"
-assert_contains "$TMP/err" "waiting for locks \\(futex\\)"
+assert_contains "$TMP/err" "waiting for locks \\(mutexes"

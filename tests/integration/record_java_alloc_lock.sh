@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# ember record -e alloc and -e lock on JVMs, through ember's agent:
+# allocation bytes by allocated class (top frame) at a 3:1 ratio; --live
+# keeps only the class still reachable at the end; monitor contention with
+# the waiter's stack and the monitor's class.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
+javac -d "$TMP/classes" "$ROOT/tests/java/AllocRatio.java" "$ROOT/tests/java/LiveLeak.java" \
+	"$ROOT/tests/java/Contention.java" || fail "javac failed"
+
+"$EMBER" record -e alloc -o "$TMP/alloc.folded" -- java -cp "$TMP/classes" AllocRatio 3 >/dev/null 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+big=$(weight "$TMP/alloc.folded" ';AllocRatio.allocBig_\[[ji0]\];AllocRatio\$Big [0-9]+$')
+small=$(weight "$TMP/alloc.folded" ';AllocRatio.allocSmall_\[[ji0]\];AllocRatio\$Small [0-9]+$')
+echo "alloc: Big $((big >> 20)) MiB, Small $((small >> 20)) MiB (3:1 by construction)"
+(( big > 0 && small > 0 )) || fail "a class is missing as top frame: $(head -5 "$TMP/alloc.folded")"
+(( big * 100 / small >= 270 && big * 100 / small <= 330 )) || fail "Big:Small = $big:$small, not 3:1 ±10%"
+
+# --live: the agent from the start (LiveLeak keeps its leak early on); the
+# JVM's exit ends the stream after a last GC.
+"$EMBER" record -e alloc --live -o "$TMP/live.folded" -- java -cp "$TMP/classes" LiveLeak 2 >/dev/null 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+kept=$(weight "$TMP/live.folded" 'LiveLeak\$Kept [0-9]+$')
+dropped=$(weight "$TMP/live.folded" 'LiveLeak\$Dropped [0-9]+$')
+echo "alloc --live: Kept $((kept >> 10)) KiB, Dropped $((dropped >> 10)) KiB"
+(( kept > 0 )) || fail "--live lost the kept class: $(cat "$TMP/live.folded" "$TMP/err")"
+(( dropped * 20 <= kept )) || fail "--live still shows $dropped bytes of Dropped (kept: $kept)"
+
+"$EMBER" record -e lock -o "$TMP/lock.folded" -- java -cp "$TMP/classes" Contention 2 >/dev/null 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+monitor=$(weight "$TMP/lock.folded" ';Contention.worker_\[[ji0]\];Contention.critical_\[[ji0]\];Contention\$SharedLock [0-9]+$')
+echo "lock: $((monitor / 1000000)) ms waiting to enter Contention\$SharedLock"
+(( monitor > 0 )) || fail "no contention on SharedLock under Contention.critical: $(head -5 "$TMP/lock.folded")"
+
+# alloc needs a JVM: a clear word for other targets.
+"$EMBER" record -e alloc --no-java -o "$TMP/x.folded" -- true 2>"$TMP/err" && fail "-e alloc --no-java was accepted"
+assert_contains "$TMP/err" "needs ember's Java agent"
+true
