@@ -421,6 +421,14 @@ int run_record(const RecordOptions& o) {
     else if (!child)
       jvms = java::find_jvms();
     java->attach(jvms, !o.java_attach.empty(), collector, [] { return g_stop_signal != 0; });
+    // Java events need a JVM: say so for each named target that is not one.
+    if (plan->java_alloc)
+      for (uint32_t pid : o.pids)
+        if (!java::inspect_jvm(static_cast<pid_t>(pid)))
+          std::fprintf(stderr,
+                       "ember: warning: process %u is not a HotSpot JVM: -e alloc sees Java allocations only "
+                       "(for C/C++ code: -e malloc)\n",
+                       pid);
   }
 
   auto sampler = Sampler::start(

@@ -33,7 +33,10 @@ monitor=$(weight "$TMP/lock.folded" ';Contention.worker_\[[ji0]\];Contention.cri
 echo "lock: $((monitor / 1000000)) ms waiting to enter Contention\$SharedLock"
 (( monitor > 0 )) || fail "no contention on SharedLock under Contention.critical: $(head -5 "$TMP/lock.folded")"
 
-# alloc needs a JVM: a clear word for other targets.
+# alloc needs a JVM: a clear word for other targets, per target.
+background "$WORKLOADS/spinner" 10
+"$EMBER" record -e alloc -p "${BACKGROUND[-1]}" -d 0.5 -o "$TMP/x.folded" 2>"$TMP/err" || fail "ember exited $?"
+assert_contains "$TMP/err" "is not a HotSpot JVM: -e alloc sees Java allocations only"
 "$EMBER" record -e alloc --no-java -o "$TMP/x.folded" -- true 2>"$TMP/err" && fail "-e alloc --no-java was accepted"
 assert_contains "$TMP/err" "needs ember's Java agent"
 true
