@@ -265,6 +265,7 @@ bench: deps-bench
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS) $(BUILD)/bench/symbolize_bench
 	$(Q)bench/record.sh
 	$(Q)bench/java.sh
+	$(Q)bench/java_alloc.sh
 	$(Q)bench/viewer.sh
 	$(Q)bench/events.sh
 	$(Q)bench/symbolize.sh

@@ -12,13 +12,19 @@
 //                sample per N bytes allocated on average (default 524288)
 //   live         with alloc: follow the sampled objects (weak references,
 //                at most LiveObjects::kMaxTracked at a time) and write which
-//                ones the GC freed. The stream ends with one full GC (as
-//                `jmap -histo:live` does), so that objects dropped but not
-//                yet collected are not taken for live ones.
+//                ones the GC freed. A `stop` ends the stream with one full GC
+//                (as `jmap -histo:live` does), so that objects dropped but
+//                not yet collected are not taken for live ones. At JVM exit
+//                only with G1: by VMDeath HotSpot has stopped the threads of
+//                its concurrent collectors, and a forced GC hangs the exit
+//                (seen with ZGC and Shenandoah on JDK 17.0.15), while G1's
+//                full GC runs in the VM thread. "O live-end gc" or
+//                "O live-end none" says which ending a stream had.
 //   lock[=NS]    contended monitor enters (MonitorContendedEnter/Entered):
 //                the wait, the waiter's stack and the monitor's class.
 //                Waits shorter than NS (default 10000) are sampled: one per
-//                NS of such waiting (async-profiler's lock=10us default).
+//                NS of such waiting (async-profiler's lock=10us default);
+//                lock=0 records every one.
 //   stop         stop publishing and close the file (the "detach": HotSpot
 //                never unloads an agent library, so a later attach restarts it)
 // Attaching again while publishing starts a fresh stream with the new
@@ -31,6 +37,8 @@
 // and table is bounded.
 #include <jvmti.h>
 #include <jvmticmlr.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,8 +62,13 @@ namespace {
 constexpr int kMaxFrames = 128;  // Java frames per event; deeper stacks are cut (and marked)
 constexpr uint64_t kDefaultAllocInterval = 512 * 1024;
 constexpr uint64_t kDefaultLockIntervalNs = 10'000;
-constexpr uint64_t kLiveSweepNs = 1'000'000'000;  // how often `live` looks for freed objects
+// How often `live` looks for freed objects: a sweep of a full table takes
+// 0.3 ms (LiveObjects), so at most 0.03% of a thread's time, or 0.12% while
+// the table is full (a leak: sweeping at every sample would be in vain).
+constexpr uint64_t kLiveSweepNs = 1'000'000'000;
+constexpr uint64_t kLiveFullSweepNs = 250'000'000;
 
+JavaVM* g_vm = nullptr;
 jvmtiEnv* g_jvmti = nullptr;
 JitMapWriter g_writer;
 LiveObjects g_live;  // guarded by g_writer's lock
@@ -68,9 +81,11 @@ std::atomic<uint32_t> g_lock_epoch{0};        // bumped when lock events are tur
 std::atomic<uint64_t> g_next_sample{1};       // sample numbers, unique over the JVM's life
 std::atomic<int> g_in_flight{0};              // alloc/lock callbacks running now
 // Loss counters of the current stream, written as D lines at its end.
-std::atomic<uint64_t> g_untracked{0};   // live: samples not followed (table full)
 std::atomic<uint64_t> g_reentered{0};   // events raised inside our own callback, skipped
 uint64_t g_last_sweep_ns = 0;           // guarded by g_writer's lock
+
+// Whether the JVM collects with G1 (see `live`), found while its threads run.
+std::atomic<bool> g_g1{false};
 
 // Per thread, trivially destructible (no TLS destructors in someone else's JVM).
 thread_local uint32_t t_tid = 0;
@@ -124,8 +139,8 @@ void expand_path(const char* path, size_t len, char* out, size_t size) {
 }
 
 // "NAME" or "NAME=<number>" at p[0..len): true if the name matches; the
-// number (if any, > 0) goes to *value.
-bool numeric_option(const char* p, size_t len, const char* name, uint64_t* value, bool* bad) {
+// number (if any; 0 only if `zero_ok`) goes to *value.
+bool numeric_option(const char* p, size_t len, const char* name, bool zero_ok, uint64_t* value, bool* bad) {
   size_t n = std::strlen(name);
   if (len < n || std::strncmp(p, name, n) != 0) return false;
   if (len == n) return true;
@@ -133,7 +148,7 @@ bool numeric_option(const char* p, size_t len, const char* name, uint64_t* value
   uint64_t v = 0;
   size_t i = n + 1;
   for (; i < len && p[i] >= '0' && p[i] <= '9' && v < (uint64_t{1} << 50); ++i) v = v * 10 + uint64_t(p[i] - '0');
-  if (i != len || i == n + 1 || v == 0)
+  if (i != len || i == n + 1 || (v == 0 && !zero_ok))
     *bad = true;
   else
     *value = v;
@@ -155,16 +170,17 @@ void parse_options(const char* text, Options& o) {
       o.stop = true;
     } else if (len == 4 && std::strncmp(p, "live", 4) == 0) {
       o.live = true;
-    } else if (numeric_option(p, len, "alloc", &alloc, &bad)) {
+    } else if (numeric_option(p, len, "alloc", false, &alloc, &bad)) {
       o.alloc = std::min<uint64_t>(alloc, INT_MAX);  // SetHeapSamplingInterval takes a jint
-    } else if (numeric_option(p, len, "lock", &lock, &bad)) {
+    } else if (numeric_option(p, len, "lock", true, &lock, &bad)) {  // lock=0: every wait
       o.lock = true;
       o.lock_interval = lock;
     } else {
       std::fprintf(stderr, "ember-agent: ignoring unknown option '%.*s'\n", static_cast<int>(len), p);
     }
     if (bad)
-      std::fprintf(stderr, "ember-agent: '%.*s' needs a positive number; using the default\n", static_cast<int>(len), p);
+      std::fprintf(stderr, "ember-agent: '%.*s' needs a number (alloc: above 0); using the default\n",
+                   static_cast<int>(len), p);
     p += len + (end ? 1 : 0);
   }
   if (o.live && !o.alloc) o.alloc = kDefaultAllocInterval;
@@ -211,8 +227,15 @@ void format_method(jmethodID method, char* out, size_t size) {
     std::snprintf(out, size, "[unknown method]");
     return;
   }
-  if (g_jvmti->GetMethodDeclaringClass(method, &klass) == JVMTI_ERROR_NONE)
+  if (g_jvmti->GetMethodDeclaringClass(method, &klass) == JVMTI_ERROR_NONE) {
     g_jvmti->GetClassSignature(klass, &class_sig, nullptr);
+    // A local reference: released when the event returns, but one event
+    // can name a whole new stack of methods. Threads that post JVMTI
+    // events are Java threads, attached to JNI.
+    JNIEnv* jni = nullptr;
+    if (g_vm && g_vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_6) == JNI_OK && jni)
+      jni->DeleteLocalRef(klass);
+  }
   const char* cls = class_sig ? class_sig : "L?;";
   size_t n = 0;
   if (*cls == 'L') ++cls;
@@ -306,12 +329,9 @@ void JNICALL on_sampled_object_alloc(jvmtiEnv*, JNIEnv* jni, jthread thread, job
     stack.intern(ids);
     uint64_t sample = 0;
     if (g_live_on.load() && jni) {
-      if (now - g_last_sweep_ns >= kLiveSweepNs) sweep_live(jni, now);
+      if (now - g_last_sweep_ns >= (g_live.full() ? kLiveFullSweepNs : kLiveSweepNs)) sweep_live(jni, now);
       uint64_t n = g_next_sample.fetch_add(1, std::memory_order_relaxed);
-      if (g_live.add(jni, object, n, [](uint64_t s) { g_writer.freed(s); }))
-        sample = n;
-      else
-        g_untracked.fetch_add(1, std::memory_order_relaxed);
+      if (g_live.add(jni, object, n)) sample = n;  // else: untracked, the reader counts them
     }
     g_writer.alloc(now, current_tid(), static_cast<uint64_t>(size), class_id, sample, ids, stack.count,
                    stack.truncated);
@@ -421,14 +441,14 @@ void end_java_events(JNIEnv* jni, bool final_gc) {
     set_event(JVMTI_DISABLE, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED);
   }
   for (int i = 0; i < 2000 && g_in_flight.load() > 0; ++i) usleep(1000);
-  if (live && jni && final_gc) g_jvmti->ForceGarbageCollection();
+  bool collected = live && jni && final_gc && g_jvmti->ForceGarbageCollection() == JVMTI_ERROR_NONE;
   g_writer.lock();
   if (jni && g_live.size()) {
     if (live) sweep_live(jni, monotonic_ns());
     g_live.clear(jni);
   }
+  if (live) g_writer.option("live-end", collected ? "gc" : "none");
   if (alloc || lock) {
-    if (uint64_t n = g_untracked.exchange(0)) g_writer.counter("live-untracked", n);
     if (uint64_t n = g_reentered.exchange(0)) g_writer.counter("reentered", n);
     if (uint64_t n = g_writer.write_errors()) g_writer.counter("write-error-bytes", n);
     g_writer.commit();
@@ -449,11 +469,12 @@ bool add_capability(void (*set)(jvmtiCapabilities&), const char* what) {
 // With a fresh stream open: the O lines, then the events.
 void start_java_events(const Options& o) {
   char value[32];
+  // JVMTI calls first, the writer's lock only for the lines.
   if (o.alloc) {
-    g_writer.lock();
     bool ok = add_capability([](jvmtiCapabilities& c) { c.can_generate_sampled_object_alloc_events = 1; },
                              "sampled object allocation events (JDK 11 or later needed)") &&
               g_jvmti->SetHeapSamplingInterval(static_cast<jint>(o.alloc)) == JVMTI_ERROR_NONE;
+    g_writer.lock();
     std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(o.alloc));
     g_writer.option(ok ? "alloc-interval" : "alloc-unavailable", value);
     if (ok && o.live) {
@@ -469,8 +490,8 @@ void start_java_events(const Options& o) {
     }
   }
   if (o.lock) {
-    g_writer.lock();
     bool ok = add_capability([](jvmtiCapabilities& c) { c.can_generate_monitor_events = 1; }, "monitor events");
+    g_writer.lock();
     std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(o.lock_interval));
     g_writer.option(ok ? "lock-interval" : "lock-unavailable", value);
     g_writer.commit();
@@ -492,15 +513,44 @@ void close_stream() {
   g_writer.unlock();
 }
 
+// Whether the collector is G1, by its marking thread's name ("G1 Main
+// Marker", JDK 11 to 21): its full GC is safe at VMDeath. The thread is
+// gone by VMDeath, so this runs at VMInit or attach. A name it cannot
+// find only costs the final GC, never a hang.
+bool collector_is_g1() {
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return false;
+  bool found = false;
+  char path[64], comm[32];
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::snprintf(path, sizeof path, "/proc/self/task/%.20s/comm", e->d_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t n = read(fd, comm, sizeof comm - 1);
+    close(fd);
+    if (n > 0 && static_cast<size_t>(n) == sizeof "G1 Main Marker" && std::memcmp(comm, "G1 Main Marker\n", n) == 0) {
+      found = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+void JNICALL on_vm_init(jvmtiEnv*, JNIEnv*, jthread) { g_g1 = collector_is_g1(); }
+
 // The JVM is exiting (System.exit or the last thread): the last word of
-// the stream, while JVMTI and JNI still work.
+// the stream, while JVMTI and JNI still work. A final GC only with G1 (see
+// `live`).
 void JNICALL on_vm_death(jvmtiEnv*, JNIEnv* jni) {
-  end_java_events(jni, true);
+  end_java_events(jni, g_g1.load());
   close_stream();
 }
 
 jint init_jvmti(JavaVM* vm) {
   if (g_jvmti) return JNI_OK;
+  g_vm = vm;
   if (vm->GetEnv(reinterpret_cast<void**>(&g_jvmti), JVMTI_VERSION_1_2) != JNI_OK) {
     std::fprintf(stderr, "ember-agent: no JVMTI 1.2 environment\n");
     return JNI_ERR;
@@ -519,8 +569,15 @@ jint init_jvmti(JavaVM* vm) {
   callbacks.MonitorContendedEnter = on_monitor_contended_enter;
   callbacks.MonitorContendedEntered = on_monitor_contended_entered;
   callbacks.VMDeath = on_vm_death;
+  callbacks.VMInit = on_vm_init;
   g_jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
   set_event(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH);
+  jvmtiPhase phase = JVMTI_PHASE_ONLOAD;
+  g_jvmti->GetPhase(&phase);
+  if (phase == JVMTI_PHASE_LIVE)
+    g_g1 = collector_is_g1();
+  else
+    set_event(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT);
   return JNI_OK;
 }
 
@@ -535,8 +592,9 @@ jint start(JavaVM* vm, const char* text, bool attached) {
   const jvmtiEvent events[] = {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
                                JVMTI_EVENT_DYNAMIC_CODE_GENERATED};
   // Whatever the last attach turned on ends with its stream. A `stop` ends
-  // a recording, which with `live` wants its final GC; a new attach
-  // replaces a stream nobody reads any more.
+  // a recording, which with `live` wants its final GC (the VM is fully up:
+  // safe with every collector); a new attach replaces a stream nobody
+  // reads any more.
   end_java_events(jni, o.stop);
   if (o.stop) {
     for (jvmtiEvent e : events) set_event(JVMTI_DISABLE, e);

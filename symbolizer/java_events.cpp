@@ -137,9 +137,10 @@ void JavaEvents::line(std::string_view s) {
       if (key == "alloc-interval" && numeric) alloc_interval_ = v;
       else if (key == "lock-interval" && numeric) lock_interval_ = v;
       else if (key == "live-max") live_ = true;
+      else if (key == "live-end") live_end_ = std::string(value);
       else if (key == "alloc-unavailable") unavailable_.push_back("alloc");
       else if (key == "lock-unavailable") unavailable_.push_back("lock");
-      (void)value;  // other settings: for newer readers
+      // Other settings: for newer readers.
       return;
     }
     case 'D': {

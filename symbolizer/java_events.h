@@ -64,6 +64,10 @@ class JavaEvents {
   uint64_t alloc_interval() const { return alloc_interval_; }
   uint64_t lock_interval() const { return lock_interval_; }
   bool live() const { return live_; }
+  // How a live stream ended: "gc" (a full GC first: what is left is live),
+  // "none" (no GC: garbage not yet collected is left too), or "" (not yet,
+  // or not live).
+  const std::string& live_end() const { return live_end_; }
   // "alloc" or "lock" when the agent could not turn them on in this JVM.
   const std::vector<std::string>& unavailable() const { return unavailable_; }
 
@@ -105,6 +109,7 @@ class JavaEvents {
   std::unordered_map<uint64_t, Followed> followed_;  // live samples by number
   uint64_t alloc_interval_ = 0, lock_interval_ = 0;
   bool live_ = false;
+  std::string live_end_;
   std::vector<std::string> unavailable_;
   Stats stats_;
 };

@@ -18,7 +18,12 @@
 //                                  allocation samples), live-max <n> (samples
 //                                  are followed for liveness, at most n at a
 //                                  time), lock-interval <ns>; alloc-unavailable
-//                                  or lock-unavailable when the JVM refused
+//                                  or lock-unavailable when the JVM refused;
+//                                  at the end of a live stream, live-end gc
+//                                  (after a full GC: what is left is live) or
+//                                  live-end none (no GC: the JVM exited with a
+//                                  collector other than G1, or the stream was
+//                                  replaced; garbage not yet collected is left)
 //   K <id> <name>                  class id -> "java.lang.String", "byte[]"
 //   T <tid> <name>                 a thread's name, before its first event
 //   A <ns> <tid> <size> <class> <sample> <frames>
@@ -33,7 +38,7 @@
 //                                  under lock-interval are sampled, one record
 //                                  per lock-interval ns of them
 //   D <ns> <counter> <value>       losses inside the agent over the stream
-//                                  (live-untracked, reentered, write-error-bytes)
+//                                  (reentered, write-error-bytes)
 // <tid> is the Linux thread id. <frames>: method ids (M lines), innermost
 // first, comma-separated; "-" for none; a last "+" when the agent cut the
 // stack at its depth limit (128). Unknown lines are counted and skipped.

@@ -94,7 +94,9 @@ std::string JavaSession::tool_options(const std::string& existing, bool add_fram
 
 void JavaSession::detach() {
   for (const Attached& a : attached_) {
-    java::load_agent(a.pid, a.agent_path, "stop", 2000);  // the JVM may have exited: nothing to stop then
+    // The JVM may have exited: nothing to stop then. With live objects
+    // followed, the stop runs a full GC first: give it time.
+    java::load_agent(a.pid, a.agent_path, "stop", 15000);
     unlink(a.map_path.c_str());
   }
   attached_.clear();

@@ -98,6 +98,13 @@ std::vector<std::pair<std::string, std::string>> java_profile_info(const JavaEve
     if (options.live_only) {
       if (!events.live())
         info.emplace_back("live", "not recorded: the agent did not follow objects (option live)");
+      else if (events.live_end() == "gc")
+        info.emplace_back("live", "objects left after a full GC at the end");
+      else if (events.live_end() == "none")
+        info.emplace_back("live", "objects not yet collected at the end, garbage included (no final GC: the JVM "
+                                  "exited with a collector other than G1, where one would hang the exit)");
+      else
+        info.emplace_back("live", "objects not yet collected so far, garbage included (the stream has not ended)");
       add("live samples", s.live_followed - s.freed);
       add("freed samples", s.freed);
       // Not followed: they cannot be called live or freed, so they are left

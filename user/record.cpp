@@ -524,6 +524,7 @@ int run_record(const RecordOptions& o) {
     std::expected<void, std::string> written;
   };
   std::vector<Graph> graphs;
+  std::vector<std::string> java_notes;
   for (size_t v = 0; v < plan->views.size(); ++v) {
     const EventView& view = plan->views[v];
     flamegraph::Profile profile = collector.build(v);
@@ -535,10 +536,12 @@ int run_record(const RecordOptions& o) {
     }
     JavaProfileOptions jopts{view.live_only, o.thread_frames, o.pid_frames};
     for (const Collector::JavaStream& j : collector.java_streams()) {
-      if (view.name == "alloc")
-        add_java_profile(*j.events, JavaProfileKind::AllocBytes, {j.pid, j.name}, jopts, profile);
-      else if (view.name == "lock")
-        add_java_profile(*j.events, JavaProfileKind::Lock, {j.pid, j.name}, jopts, profile);
+      if (view.name != "alloc" && view.name != "lock") continue;
+      JavaProfileKind kind = view.name == "alloc" ? JavaProfileKind::AllocBytes : JavaProfileKind::Lock;
+      add_java_profile(*j.events, kind, {j.pid, j.name}, jopts, profile);
+      // What the agent could not follow or lost: in the graph and the summary.
+      for (auto& [key, value] : java_profile_info(*j.events, kind, jopts))
+        java_notes.push_back("JVM " + std::to_string(j.pid) + " " + view.name + ": " + key + " " + value);
     }
     profile.info = {{"samples", std::to_string(stats.samples)},
                     {"lost", std::to_string(counters.lost)},
@@ -630,6 +633,7 @@ int run_record(const RecordOptions& o) {
                  static_cast<unsigned long long>(stats.bad_jit_map_lines));
   for (const auto& [pid, w] : jvm_watches)
     if (w.watch) std::fprintf(stderr, "  jvm %-7u %s\n", pid, w.watch->summary().c_str());
+  for (const std::string& note : java_notes) std::fprintf(stderr, "  java        %s\n", note.c_str());
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));

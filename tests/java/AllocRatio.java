@@ -21,9 +21,12 @@ public class AllocRatio {
 
     static Big[] bigs = new Big[4096];
     static Small[] smalls = new Small[4096];
+    static int work;
+    static volatile long sink;
 
     public static void main(String[] args) {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
+        work = args.length > 1 ? Integer.parseInt(args[1]) : 0;
         long end = System.nanoTime() + (long) (seconds * 1e9);
         long rounds = 0;
         while (System.nanoTime() < end) {
@@ -40,11 +43,18 @@ public class AllocRatio {
         Big b = new Big();
         b.tag = i;
         bigs[i] = b;
+        if (work > 0) spin(i);
     }
 
     static void allocSmall(int i) {
         Small s = new Small();
         s.tag = i;
         smalls[i] = s;
+        if (work > 0) spin(i);
+    }
+
+    static void spin(long x) {
+        for (int i = 0; i < work; i++) x = x * 6364136223846793005L + 1442695040888963407L;
+        sink = x;
     }
 }

@@ -1,9 +1,12 @@
 /**
  * Monitor contention for ember's lock tests: two threads ("contender-1",
  * "contender-2") take turns on one monitor, an instance of SharedLock,
- * holding it for ~50 us of work each time (Contention.critical), so each
- * spends much of its time waiting to enter. Prints "entries N".
- * Usage: java Contention SECONDS
+ * holding it for INSIDE rounds of work (default 20000, ~20 us) and doing
+ * OUTSIDE rounds (default 2000) between (Contention.critical), so each
+ * spends much of its time waiting to enter. Prints "entries N". Small
+ * INSIDE and OUTSIDE, and more THREADS (default 2, named contender-N),
+ * make many short waits: the worst case for lock events.
+ * Usage: java Contention SECONDS [INSIDE [OUTSIDE [THREADS]]]
  */
 public class Contention {
     static final class SharedLock {
@@ -13,10 +16,13 @@ public class Contention {
     static final SharedLock lock = new SharedLock();
     static volatile boolean stop;
     static volatile long sink;
+    static int inside = 20_000, outside = 2_000;
 
     public static void main(String[] args) throws Exception {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
-        Thread[] threads = new Thread[2];
+        if (args.length > 1) inside = Integer.parseInt(args[1]);
+        if (args.length > 2) outside = Integer.parseInt(args[2]);
+        Thread[] threads = new Thread[args.length > 3 ? Integer.parseInt(args[3]) : 2];
         for (int t = 0; t < threads.length; t++) {
             threads[t] = new Thread(Contention::worker, "contender-" + (t + 1));
             threads[t].start();
@@ -39,11 +45,11 @@ public class Contention {
     static long critical(long x) {
         synchronized (lock) {
             lock.counter++;
-            return spin(x, 20_000);
+            return spin(x, inside);
         }
     }
 
-    static long outside(long x) { return spin(x, 2_000); }
+    static long outside(long x) { return spin(x, outside); }
 
     static long spin(long x, int rounds) {
         for (int i = 0; i < rounds; i++) x = x * 6364136223846793005L + 1442695040888963407L;

@@ -7,8 +7,10 @@ import java.util.ArrayList;
  * MAX_KEPT (about 100 MB of them), after which only Dropped come. At the
  * end the Kept are still reachable (static) and no Dropped is (the ring is
  * a local of a method that has returned). Both are 48 bytes (int + 4 longs
- * with compressed class pointers).
- * Usage: java LiveLeak SECONDS
+ * with compressed class pointers). It prints "rounds N kept M" then, with
+ * LINGER, idles that many seconds before exiting — time for a test to end
+ * the agent's stream (its final GC) while the state is held.
+ * Usage: java LiveLeak SECONDS [LINGER]
  */
 public class LiveLeak {
     static final class Kept {
@@ -24,11 +26,14 @@ public class LiveLeak {
     static final int MAX_KEPT = 2_000_000;
     static final ArrayList<Kept> kept = new ArrayList<>();
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws InterruptedException {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
+        double linger = args.length > 1 ? Double.parseDouble(args[1]) : 0;
         long end = System.nanoTime() + (long) (seconds * 1e9);
         long rounds = churn(end);
         System.out.println("rounds " + rounds + " kept " + kept.size());
+        System.out.flush();
+        Thread.sleep((long) (linger * 1000));
     }
 
     static long churn(long end) {

@@ -1,0 +1,215 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "flamegraph/folded.h"
+#include "symbolizer/java_events.h"
+#include "symbolizer/jit_map.h"
+#include "user/java_profiles.h"
+
+using ember::JavaProcess;
+using ember::JavaProfileKind;
+using ember::JavaProfileOptions;
+using ember::symbolizer::JavaEvents;
+using ember::symbolizer::JitMap;
+
+namespace {
+
+// A stream as the agent writes it: code, then Java events.
+constexpr const char* kStream =
+    "# ember-jitmap 1 pid 42\n"
+    "O alloc-interval 1000\n"
+    "O live-max 32768\n"
+    "O lock-interval 100\n"
+    "M 1 App.main\n"
+    "M 2 App.make\n"
+    "M 3 App.critical\n"
+    "L 100 7f0000010000 400 1\n"
+    "I 20 2,1\n"
+    "K 1 App$Big\n"
+    "K 2 byte[]\n"
+    "K 3 App$SharedLock\n"
+    "T 7 main\n"
+    "T 8 worker-1\n"
+    "A 200 7 10 1 1 2,1\n"        // followed: sample 1
+    "A 210 7 10 1 2 2,1\n"        // sample 2, freed below
+    "A 220 8 2000000 2 0 1\n"     // not followed (table full)
+    "F 300 2\n"
+    "F 310 99\n"                  // a sample of an earlier stream
+    "C 400 8 5000 3 3,1\n"        // a long wait: its own weight
+    "C 410 8 40 3 3,1\n"          // a short one, sampled: weighs the interval
+    "D 500 reentered 2\n"
+    "O live-end gc\n";
+
+std::string folded(const JavaEvents& events, JavaProfileKind kind, JavaProfileOptions options = {}) {
+  return ember::flamegraph::folded_text(ember::java_profile(events, kind, JavaProcess{42, "java"}, options));
+}
+
+// An exact size/p in the folded text: the rounded HT estimate.
+std::string bytes(uint64_t size, uint64_t interval, int samples) {
+  double p = -std::expm1(-double(size) / double(interval));
+  return std::to_string(std::llround(samples * double(size) / p));
+}
+
+}  // namespace
+
+TEST_CASE("java events: allocation samples, frees, contention, names") {
+  JavaEvents events;
+  events.feed(kStream);
+  const auto& s = events.stats();
+  CHECK(s.bad_lines == 0);
+  CHECK(s.alloc_samples == 3);
+  CHECK(s.live_followed == 2);
+  CHECK(s.live_untracked == 1);
+  CHECK(s.freed == 1);
+  CHECK(s.unknown_frees == 1);
+  CHECK(s.lock_samples == 2);
+  CHECK(s.agent_counters.at("reentered") == 2);
+  CHECK(events.alloc_interval() == 1000);
+  CHECK(events.lock_interval() == 100);
+  CHECK(events.live());
+  CHECK(events.thread_name(8) == "worker-1");
+  CHECK(events.thread_name(9).empty());
+  CHECK(events.class_name(2) == "byte[]");
+  CHECK(events.class_name(77) == "[unknown class]");
+  CHECK(events.method(77) == "[unknown method]");
+
+  // Bytes: frames outermost first, the class on top; two samples of one site merge.
+  CHECK(folded(events, JavaProfileKind::AllocBytes) ==
+        "java;App.main_[j];byte[] 2000000\n"
+        "java;App.main_[j];App.make_[j];App$Big " + bytes(10, 1000, 2) + "\n");
+}
+
+TEST_CASE("java events: profiles of bytes, objects, live objects, lock time") {
+  JavaEvents events;
+  events.feed(kStream);
+  JavaProfileOptions threads;
+  threads.thread_frames = true;
+  // Bytes per site; a huge object (size >> interval) weighs about its size.
+  std::string text = folded(events, JavaProfileKind::AllocBytes, threads);
+  CHECK(text.find("java;[main tid=7];App.main_[j];App.make_[j];App$Big " + bytes(10, 1000, 2) + "\n") !=
+        std::string::npos);
+  CHECK(text.find("java;[worker-1 tid=8];App.main_[j];byte[] 2000000\n") != std::string::npos);
+  // Objects: 1/p each; the huge one counts once.
+  text = folded(events, JavaProfileKind::AllocObjects);
+  CHECK(text.find("java;App.main_[j];byte[] 1\n") != std::string::npos);
+  CHECK(text.find("java;App.main_[j];App.make_[j];App$Big 201\n") != std::string::npos);  // 2 / (1 - e^-0.01)
+  // Live: sample 2 was freed and the untracked one cannot be called live.
+  JavaProfileOptions live;
+  live.live_only = true;
+  auto profile = ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, live);
+  CHECK(profile.event == "alloc-live");
+  CHECK(ember::flamegraph::folded_text(profile) == "java;App.main_[j];App.make_[j];App$Big " + bytes(10, 1000, 1) + "\n");
+  bool says_untracked = false, says_gc = false;
+  for (const auto& [k, v] : profile.info) {
+    says_untracked |= k.starts_with("samples not followed") && v == "1";
+    says_gc |= k == "live" && v.find("after a full GC") != std::string::npos;
+  }
+  CHECK(says_untracked);
+  CHECK(says_gc);
+  CHECK(events.live_end() == "gc");
+  // Lock: the waiter's stack and the monitor's class; the sampled short
+  // wait weighs one interval.
+  JavaProfileOptions pid;
+  pid.pid_frames = true;
+  profile = ember::java_profile(events, JavaProfileKind::Lock, JavaProcess{42, "java"}, pid);
+  CHECK(profile.unit == "ns");
+  CHECK(ember::flamegraph::folded_text(profile) == "java (42);App.main_[j];App.critical_[j];App$SharedLock 5100\n");
+  CHECK(profile.frames().back().kind == ember::flamegraph::FrameKind::Alloc);
+}
+
+TEST_CASE("java events: garbage lines are counted and skipped, the rest still parses") {
+  JavaEvents events;
+  events.feed(
+      "O alloc-interval 1000\n"
+      "M 1 App.main\n"
+      "K 1 App$Big\n"
+      "A\n"
+      "A 1 2 3\n"
+      "A 1 2 3 1 0\n"           // no frames
+      "A 1 2 3 1 0 1,x\n"       // a bad frame
+      "A 1 2 3 1 0 +,1\n"       // the cut marker is last or nowhere
+      "A 1 99999999999 3 1 0 1\n"
+      "Ax 1 2 3 1 0 1\n"
+      "F 1\n"
+      "F 1 2 3\n"
+      "C 1 2 3 1\n"
+      "D 1 counter\n"
+      "Z something\n"
+      "M x name\n"
+      "K 99999999999 name\n"
+      "\n"
+      "A 1 5 10 1 0 1\n");
+  CHECK(events.stats().bad_lines == 14);  // every line above but the empty one
+  CHECK(events.stats().alloc_samples == 1);
+  CHECK(folded(events, JavaProfileKind::AllocObjects) == "java;App.main_[j];App$Big 101\n");  // 1 / (1 - e^-0.01)
+}
+
+TEST_CASE("java events: lines split across feeds; empty and truncated stacks") {
+  JavaEvents events;
+  std::string text =
+      "O alloc-interval 1000\nM 1 A.a\nM 2 A.b\nK 1 C\n"
+      "A 1 5 1000 1 0 2,1,+\n"
+      "A 1 5 1000 1 0 -\n";
+  for (char c : text) events.feed(std::string_view(&c, 1));
+  CHECK(events.stats().bad_lines == 0);
+  CHECK(events.stats().truncated_stacks == 1);
+  std::string out = folded(events, JavaProfileKind::AllocObjects);
+  // The agent keeps the innermost frames: the marker goes at the root side.
+  CHECK(out == "java;C 2\njava;[truncated];A.a_[j];A.b_[j];C 2\n");
+}
+
+TEST_CASE("java events: the code map skips event lines and keeps working") {
+  JitMap map;
+  map.feed(kStream);
+  CHECK(map.bad_lines() == 0);
+  auto at = map.locate(0x7f0000010010, 300);
+  REQUIRE(at);
+  auto frames = map.frames(at);
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[0].name == "App.make");
+}
+
+// HotSpot's sampler, simulated: geometric gaps of mean `interval` bytes;
+// the object that crosses a sample point is sampled. Objects are allocated
+// round-robin from `sizes`.
+TEST_CASE("java events: allocation estimates are unbiased at every size (simulated sampler)") {
+  const uint64_t interval = 512 * 1024;
+  struct Case {
+    std::vector<uint64_t> sizes;
+    uint64_t rounds;
+  };
+  // 96:32 bytes (AllocRatio), and objects near and above the interval,
+  // where async-profiler's max(size, interval) is off by up to 37%.
+  for (const Case& c : {Case{{96, 32}, 40'000'000}, Case{{512 * 1024, 128 * 1024}, 40'000}}) {
+    std::mt19937_64 rng(7);
+    std::exponential_distribution<double> gap(1.0 / double(interval));
+    std::string stream = "O alloc-interval " + std::to_string(interval) + "\nM 1 A.a\nK 1 First\nK 2 Second\n";
+    double until_sample = gap(rng);
+    std::vector<double> truth(c.sizes.size());
+    for (uint64_t r = 0; r < c.rounds; ++r) {
+      for (size_t k = 0; k < c.sizes.size(); ++k) {
+        truth[k] += double(c.sizes[k]);
+        until_sample -= double(c.sizes[k]);
+        if (until_sample > 0) continue;
+        while (until_sample <= 0) until_sample += gap(rng);
+        stream += "A 1 1 " + std::to_string(c.sizes[k]) + " " + std::to_string(k + 1) + " 0 1\n";
+      }
+    }
+    JavaEvents events;
+    events.feed(stream);
+    for (const auto& [site, w] : events.alloc_sites()) {
+      double want = truth[site.klass - 1];
+      INFO("size " << c.sizes[site.klass - 1] << ": " << w.samples << " samples, estimate " << w.bytes
+                   << " bytes, truth " << want);
+      CHECK(std::abs(w.bytes - want) < 0.05 * want);
+      // async-profiler's weight, max(size, interval) per sample: 1 - 1/e
+      // of the truth for objects the size of the interval.
+      uint64_t size = c.sizes[site.klass - 1];
+      if (size == interval) CHECK(double(w.samples) * double(std::max(size, interval)) < 0.7 * want);
+    }
+  }
+}
