@@ -5,7 +5,9 @@
 need_bpf
 [ -x /usr/bin/chromium ] || skip "no /usr/bin/chromium (scripts/deps.sh test installs it)"
 [ -d "$ROOT/tests/browser/node_modules/playwright-core" ] || skip "playwright-core not installed in tests/browser"
-"$EMBER" record -o "$TMP/out.html" -- "$WORKLOADS/syscall_loop" 2 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+# Two processes, so the graph branches at its root whatever the samples.
+"$EMBER" record -o "$TMP/out.html" -- sh -c '"$0" 2 & "$1" 2; wait' "$WORKLOADS/syscall_loop" "$WORKLOADS/cpu_split" \
+	2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 mkdir -p "$ROOT/build/screenshots"
 node "$ROOT/tests/browser/flamegraph.test.mjs" "$TMP/out.html" --search 'read_zero_loop|_read' \
 	--screenshot "$ROOT/build/screenshots/record.png" || fail "browser checks failed"
