@@ -4,12 +4,14 @@
 . "$(dirname "$0")/../lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root for unshare"
 command -v unshare >/dev/null || skip "no unshare (util-linux)"
+# The stub is copied through an open file: the checkout may be under /tmp.
 unshare --pid --fork --kill-child --mount --propagation private \
-	sh -c 'mount -t tmpfs ember-test /tmp && "$0" & wait' "$WORKLOADS/jit_stub" >"$TMP/addr" 2>"$TMP/err" &
+	sh -c 'exec 3<"$0" && mount -t tmpfs ember-test /tmp && cat <&3 >/tmp/jit_stub && chmod +x /tmp/jit_stub &&
+	       /tmp/jit_stub & wait' "$WORKLOADS/jit_stub" >"$TMP/addr" 2>"$TMP/err" &
 BACKGROUND+=($!)
 for _ in $(seq 100); do [ -s "$TMP/addr" ] && break; sleep 0.05; done
 [ -s "$TMP/addr" ] || fail "jit_stub did not start in its namespaces: $(cat "$TMP/err")"
-pid=$(pgrep -n -f "^$WORKLOADS/jit_stub") || fail "no jit_stub process"
+pid=$(pgrep -n -f "^/tmp/jit_stub$") || fail "no jit_stub process"
 BACKGROUND+=("$pid")  # unshare ignores SIGTERM while it waits: end its grandchild
 nspid=$(awk '/^NSpid:/{print $NF}' "/proc/$pid/status")
 [ "$nspid" != "$pid" ] || fail "jit_stub is not in its own pid namespace"

@@ -131,10 +131,12 @@ cmp -s <(cut -d' ' -f2- "$TMP/deleted.entries") <(cut -d' ' -f2- "$TMP/pie.entri
 	fail "deleted: its mappings differ from the twin's: $(grep del/ /proc/$PID/maps)"
 check deleted "$PID" "$pie" "$pie"
 
-# Own mount namespace: /tmp there is a fresh tmpfs holding the binary and library.
+# Own mount namespace: /tmp there is a fresh tmpfs holding the binary and
+# library, copied through open files (the checkout may itself be under /tmp).
 command -v unshare >/dev/null || skip "no unshare(1) (util-linux)"
 start_target mountns unshare -m --propagation private sh -c \
-	'mount -t tmpfs tmpfs /tmp && mkdir /tmp/ember-ns && cp "$0" "$1" /tmp/ember-ns/ && exec /tmp/ember-ns/symtarget' \
+	'exec 3<"$0" 4<"$1" && mount -t tmpfs tmpfs /tmp && mkdir /tmp/ember-ns && cat <&3 >/tmp/ember-ns/symtarget &&
+	 cat <&4 >/tmp/ember-ns/libsymlib.so && chmod +x /tmp/ember-ns/symtarget && exec /tmp/ember-ns/symtarget' \
 	"$FIX/symtarget" "$FIX/libsymlib.so"
 [ ! -e /tmp/ember-ns/symtarget ] || fail "mountns: the host sees /tmp/ember-ns/symtarget"
 grep -q ' /tmp/ember-ns/symtarget$' /proc/"$PID"/maps || fail "mountns: the target does not run /tmp/ember-ns/symtarget"
