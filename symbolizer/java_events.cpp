@@ -59,21 +59,7 @@ JavaEvents::AllocWeight JavaEvents::weigh_alloc(uint64_t size, uint64_t interval
 }
 
 void JavaEvents::feed(std::string_view text) {
-  while (!text.empty()) {
-    size_t eol = text.find('\n');
-    if (eol == std::string_view::npos) {
-      partial_.append(text);
-      return;
-    }
-    if (partial_.empty()) {
-      line(text.substr(0, eol));
-    } else {
-      partial_.append(text.substr(0, eol));
-      line(partial_);
-      partial_.clear();
-    }
-    text.remove_prefix(eol + 1);
-  }
+  lines_.feed(text, [this](std::string_view l) { line(l); });
 }
 
 // "3,2,1", "3,2,+" (cut at the depth limit) or "-" (no Java frames).

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "symbolizer/line_buffer.h"
+
 namespace ember::symbolizer {
 
 class JavaEvents {
@@ -99,7 +101,7 @@ class JavaEvents {
   void line(std::string_view s);
   uint32_t intern_stack(std::string_view frames, bool& ok);
 
-  std::string partial_;
+  LineBuffer lines_;
   std::vector<std::string> methods_, classes_;  // by id
   std::unordered_map<uint32_t, std::string> threads_;
   std::vector<Stack> stacks_;

@@ -28,21 +28,7 @@ std::string_view rest_of(std::string_view s) {
 }  // namespace
 
 void JitMap::feed(std::string_view text) {
-  while (!text.empty()) {
-    size_t eol = text.find('\n');
-    if (eol == std::string_view::npos) {
-      partial_.append(text);
-      return;
-    }
-    if (partial_.empty()) {
-      line(text.substr(0, eol));
-    } else {
-      partial_.append(text.substr(0, eol));
-      line(partial_);
-      partial_.clear();
-    }
-    text.remove_prefix(eol + 1);
-  }
+  lines_.feed(text, [this](std::string_view l) { line(l); });
 }
 
 void JitMap::retire(std::map<uint64_t, Blob>::iterator it, uint64_t when) {

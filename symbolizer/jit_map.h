@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "flamegraph/profile.h"
+#include "symbolizer/line_buffer.h"
 
 namespace ember::symbolizer {
 
@@ -98,7 +99,7 @@ class JitMap {
   static const Blob* containing(const std::multimap<uint64_t, Blob>& blobs, uint64_t address, uint64_t time_ns,
                                 uint64_t max_size);
 
-  std::string partial_;
+  LineBuffer lines_;
   std::vector<std::string> names_;  // by method id
   std::vector<uint32_t> inline_ids_;
   std::map<uint64_t, Blob> live_;         // by start; live code never overlaps
