@@ -7,7 +7,6 @@
 
 #include <bit>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <tuple>
@@ -156,62 +155,15 @@ std::expected<Snapshot, std::string> parse(std::span<const std::byte> data, std:
   return snap;
 }
 
-namespace {
-
-struct ProcStatus {
-  uid_t euid = 0;
-  pid_t ns_pid = 0;
-};
-
-std::optional<ProcStatus> read_status(const std::string& path, pid_t pid) {
-  FILE* f = std::fopen(path.c_str(), "re");
-  if (!f) return std::nullopt;
-  ProcStatus st;
-  st.ns_pid = pid;  // kernels before 4.1 have no NSpid line
-  char line[512];
-  while (std::fgets(line, sizeof line, f)) {
-    std::string_view l(line);
-    auto last_number = [](std::string_view v) {
-      while (!v.empty() && (v.back() == '\n' || v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-      size_t b = v.find_last_of(" \t");
-      v.remove_prefix(b == v.npos ? 0 : b + 1);
-      long n = -1;
-      std::from_chars(v.data(), v.data() + v.size(), n);
-      return n;
-    };
-    if (l.starts_with("NSpid:")) {
-      long n = last_number(l.substr(6));
-      if (n > 0) st.ns_pid = static_cast<pid_t>(n);
-    } else if (l.starts_with("Uid:")) {
-      // real, effective, saved, fs: the second field
-      std::string_view v = l.substr(4);
-      size_t b = v.find_first_not_of(" \t");
-      size_t e = b == v.npos ? v.npos : v.find_first_of(" \t", b);
-      size_t b2 = e == v.npos ? v.npos : v.find_first_not_of(" \t", e);
-      if (b2 != v.npos) {
-        long n = -1;
-        std::from_chars(v.data() + b2, v.data() + v.size(), n);
-        if (n >= 0) st.euid = static_cast<uid_t>(n);
-      }
-    }
-  }
-  std::fclose(f);
-  return st;
-}
-
-}  // namespace
-
-std::expected<std::string, std::string> find_file(pid_t pid, const std::string& proc) {
-  std::string base = proc + "/" + std::to_string(pid);
-  auto st = read_status(base + "/status", pid);
-  if (pid <= 0 || !st) return std::unexpected("no process with pid " + std::to_string(pid));
-  std::string tmp = base + "/root/tmp";
+std::expected<std::string, std::string> find_file(const java::JvmProcess& jvm) {
+  std::string tmp = jvm.root + "/tmp";
   DIR* dir = opendir(tmp.c_str());
   if (!dir) {
     int err = errno;
     if (err == EACCES || err == EPERM)
-      return std::unexpected("cannot look into " + tmp + ": " + std::strerror(err) + "; JVM " + std::to_string(pid) +
-                             " runs as uid " + std::to_string(st->euid) + ": run ember as that user or as root");
+      return std::unexpected("cannot look into " + tmp + ": " + std::strerror(err) + "; JVM " +
+                             std::to_string(jvm.pid) + " runs as uid " + std::to_string(jvm.uid) +
+                             ": run ember as that user or as root");
     return std::unexpected("cannot look into " + tmp + ": " + std::strerror(err));
   }
   struct Candidate {
@@ -220,7 +172,7 @@ std::expected<std::string, std::string> find_file(pid_t pid, const std::string& 
     struct timespec mtime;
   };
   std::vector<Candidate> found;
-  std::string leaf = "/" + std::to_string(st->ns_pid);
+  std::string leaf = "/" + std::to_string(jvm.ns_pid);
   while (dirent* e = readdir(dir)) {
     if (!std::string_view(e->d_name).starts_with("hsperfdata_")) continue;
     std::string path = tmp + "/" + e->d_name + leaf;
@@ -230,13 +182,13 @@ std::expected<std::string, std::string> find_file(pid_t pid, const std::string& 
   }
   closedir(dir);
   if (found.empty())
-    return std::unexpected("no hsperfdata file for JVM " + std::to_string(pid) + " (looked for " + tmp +
+    return std::unexpected("no hsperfdata file for JVM " + std::to_string(jvm.pid) + " (looked for " + tmp +
                            "/hsperfdata_*" + leaf + ")");
   // A file of another user with the same pid is left over from a JVM of a
   // pid namespace since gone; the newest file of the JVM's own user wins.
   const Candidate* best = nullptr;
   for (const Candidate& c : found) {
-    auto key = [&](const Candidate& x) { return std::make_tuple(x.uid == st->euid, x.mtime.tv_sec, x.mtime.tv_nsec); };
+    auto key = [&](const Candidate& x) { return std::make_tuple(x.uid == jvm.uid, x.mtime.tv_sec, x.mtime.tv_nsec); };
     if (!best || key(c) > key(*best)) best = &c;
   }
   return best->path;

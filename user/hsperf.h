@@ -15,6 +15,8 @@
 #include <string_view>
 #include <variant>
 
+#include "user/java_attach.h"
+
 namespace ember::hsperf {
 
 // The layout (hotspot/share/runtime/perfMemory.hpp, PerfData major version 2,
@@ -61,12 +63,11 @@ std::expected<Snapshot, std::string> parse(std::span<const std::byte> data, std:
 
 // Where a JVM's hsperfdata file is, as ember sees it: HotSpot names it
 // /tmp/hsperfdata_<user>/<pid> after the pid in its own pid namespace
-// (NSpid in /proc/PID/status), in its own /tmp, which ember reaches as
-// /proc/PID/root/tmp (a container's, a systemd PrivateTmp's, or the host's).
-// Like jps, every hsperfdata_* directory is looked in: the user name is the
-// JVM's, from its /etc/passwd. Among several candidates the file owned by
-// the JVM's uid is taken. `proc` is "/proc" but for tests.
-std::expected<std::string, std::string> find_file(pid_t pid, const std::string& proc = "/proc");
+// (jvm.ns_pid), in its own /tmp, which ember reaches through jvm.root (a
+// container's, a systemd PrivateTmp's, or the host's). Like jps, every
+// hsperfdata_* directory is looked in: the user name is the JVM's, from its
+// /etc/passwd. Among several candidates the file owned by jvm.uid is taken.
+std::expected<std::string, std::string> find_file(const java::JvmProcess& jvm);
 
 // An open hsperfdata file, read whole at each read(): with pread into a
 // buffer, not mmap, so that a file truncated under ember is an error, not a

@@ -138,39 +138,6 @@ std::string mount_ns(const std::string& ns_link) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-// Applies each -XX:±DisableAttachMechanism among `options` in turn: the last wins.
-void scan_options(std::string_view options, std::string_view separators, bool& disabled) {
-  while (!options.empty()) {
-    size_t end = options.find_first_of(separators);
-    std::string_view opt = options.substr(0, end);
-    options.remove_prefix(end == options.npos ? options.size() : end + 1);
-    if (opt == "-XX:+DisableAttachMechanism") disabled = true;
-    if (opt == "-XX:-DisableAttachMechanism") disabled = false;
-  }
-}
-
-// Whether the JVM's options switch attach off, read in HotSpot's order. A
-// SIGQUIT to such a JVM would only print a thread dump into its log.
-bool attach_disabled(pid_t pid) {
-  std::string env = read_file(proc_path(pid, "environ")).value_or("");
-  auto env_var = [&](std::string_view name) {
-    std::string_view rest = env;
-    while (!rest.empty()) {
-      std::string_view entry = rest.substr(0, rest.find('\0'));
-      rest.remove_prefix(std::min(rest.size(), entry.size() + 1));
-      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=')
-        return entry.substr(name.size() + 1);
-    }
-    return std::string_view();
-  };
-  bool disabled = false;
-  scan_options(env_var("JAVA_TOOL_OPTIONS"), " \t\n", disabled);
-  scan_options(env_var("JDK_JAVA_OPTIONS"), " \t\n", disabled);
-  scan_options(read_file(proc_path(pid, "cmdline")).value_or(""), std::string_view("\0", 1), disabled);
-  scan_options(env_var("_JAVA_OPTIONS"), " \t\n", disabled);
-  return disabled;
-}
-
 bool is_socket(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
@@ -236,7 +203,8 @@ std::expected<void, std::string> open_listener(const JvmProcess& jvm, const std:
                                                int timeout_ms) {
   std::string jvm_name = "JVM " + std::to_string(jvm.pid);
   if (is_socket(socket_path)) return {};
-  if (attach_disabled(jvm.pid))
+  // A SIGQUIT to such a JVM would only print a thread dump into its log.
+  if (jvm_flag(jvm.pid, "DisableAttachMechanism") == true)
     return std::unexpected(jvm_name +
                            " runs with -XX:+DisableAttachMechanism, so it cannot be attached to; restart it "
                            "without that flag, or give it the agent at startup (-agentpath:PATH)");
@@ -422,6 +390,37 @@ std::expected<void, std::string> check_request(std::string_view command, std::sp
 }
 
 }  // namespace
+
+std::optional<bool> jvm_flag(pid_t pid, std::string_view name) {
+  std::string env = read_file(proc_path(pid, "environ")).value_or("");
+  auto env_var = [&](std::string_view var) {
+    std::string_view rest = env;
+    while (!rest.empty()) {
+      std::string_view entry = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(std::min(rest.size(), entry.size() + 1));
+      if (entry.size() > var.size() && entry.starts_with(var) && entry[var.size()] == '=')
+        return entry.substr(var.size() + 1);
+    }
+    return std::string_view();
+  };
+  std::optional<bool> value;
+  std::string on = "-XX:+" + std::string(name), off = "-XX:-" + std::string(name);
+  auto scan = [&](std::string_view options, std::string_view separators) {
+    while (!options.empty()) {
+      size_t end = options.find_first_of(separators);
+      std::string_view opt = options.substr(0, end);
+      options.remove_prefix(end == options.npos ? options.size() : end + 1);
+      if (opt == on) value = true;
+      if (opt == off) value = false;
+    }
+  };
+  scan(env_var("JAVA_TOOL_OPTIONS"), " \t\n");
+  scan(env_var("JDK_JAVA_OPTIONS"), " \t\n");
+  std::string cmdline = read_file(proc_path(pid, "cmdline")).value_or("");
+  scan(cmdline, std::string_view("\0", 1));
+  scan(env_var("_JAVA_OPTIONS"), " \t\n");
+  return value;
+}
 
 std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid) {
   std::string who = "process " + std::to_string(pid);

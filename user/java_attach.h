@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <expected>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +31,11 @@ struct AttachResult {
 
 // Whether `pid` is a HotSpot JVM (it maps libjvm.so), and its ids.
 std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid);
+
+// The last of -XX:+NAME / -XX:-NAME among the JVM's options, read in
+// HotSpot's order: JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS, the command line,
+// _JAVA_OPTIONS. Nothing if not given.
+std::optional<bool> jvm_flag(pid_t pid, std::string_view name);
 
 // The pids of the running HotSpot JVMs that ember may inspect.
 std::vector<pid_t> find_jvms();

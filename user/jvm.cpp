@@ -68,47 +68,13 @@ std::string gc_name(std::string_view policy) {
   return std::string(policy);
 }
 
-// The last of -XX:+NAME / -XX:-NAME among the JVM's options, read in
-// HotSpot's order: JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS, the command line,
-// _JAVA_OPTIONS. Nothing if not given.
-std::optional<bool> jvm_flag(pid_t pid, std::string_view name) {
-  std::string proc = "/proc/" + std::to_string(pid);
-  std::string env = read_small_file(proc + "/environ");
-  auto env_var = [&](std::string_view var) {
-    std::string_view rest = env;
-    while (!rest.empty()) {
-      std::string_view entry = rest.substr(0, rest.find('\0'));
-      rest.remove_prefix(std::min(rest.size(), entry.size() + 1));
-      if (entry.size() > var.size() && entry.starts_with(var) && entry[var.size()] == '=')
-        return std::string(entry.substr(var.size() + 1));
-    }
-    return std::string();
-  };
-  std::optional<bool> value;
-  std::string on = "-XX:+" + std::string(name), off = "-XX:-" + std::string(name);
-  auto scan = [&](std::string_view options, std::string_view separators) {
-    while (!options.empty()) {
-      size_t end = options.find_first_of(separators);
-      std::string_view opt = options.substr(0, end);
-      options.remove_prefix(end == options.npos ? options.size() : end + 1);
-      if (opt == on) value = true;
-      if (opt == off) value = false;
-    }
-  };
-  scan(env_var("JAVA_TOOL_OPTIONS"), " \t\n");
-  scan(env_var("JDK_JAVA_OPTIONS"), " \t\n");
-  scan(read_small_file(proc + "/cmdline"), std::string_view("\0", 1));
-  scan(env_var("_JAVA_OPTIONS"), " \t\n");
-  return value;
-}
-
 // Why a JVM has no hsperfdata file ember can find, with the fix.
 std::string no_hsperfdata(pid_t pid, const std::string& lookup_error) {
   std::string jvm = "JVM " + std::to_string(pid);
   std::string histo = " (ember jvm PID --histo works without them)";
-  if (jvm_flag(pid, "UsePerfData") == false)
+  if (java::jvm_flag(pid, "UsePerfData") == false)
     return jvm + " runs with -XX:-UsePerfData: it keeps no performance counters; restart it without that flag" + histo;
-  if (jvm_flag(pid, "PerfDisableSharedMem") == true)
+  if (java::jvm_flag(pid, "PerfDisableSharedMem") == true)
     return jvm + " runs with -XX:+PerfDisableSharedMem: its counters are not in a file; restart it without that flag" +
            histo;
   return lookup_error +
@@ -144,7 +110,7 @@ std::expected<JvmTelemetry, std::string> read_whole(hsperf::File& file, pid_t pi
 std::expected<Source, std::string> open_source(pid_t pid) {
   auto jvm = java::inspect_jvm(pid);
   if (!jvm) return std::unexpected(jvm.error());
-  auto path = hsperf::find_file(pid);
+  auto path = hsperf::find_file(*jvm);
   if (!path) return std::unexpected(no_hsperfdata(pid, path.error()));
   auto file = hsperf::File::open(*path);
   if (!file) return std::unexpected(file.error());

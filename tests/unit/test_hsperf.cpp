@@ -287,55 +287,54 @@ TEST_CASE("hsperf: garbage and bit flips never crash", "[hsperf]") {
   }
 }
 
-TEST_CASE("hsperf: finding a JVM's file through /proc, as for a container", "[hsperf]") {
+TEST_CASE("hsperf: finding a JVM's file through its root, as for a container", "[hsperf]") {
   TempDir dir;
-  fs::path proc = dir.path / "proc";
-  auto make_jvm = [&](int pid, const std::string& status) {
-    fs::create_directories(proc / std::to_string(pid) / "root" / "tmp");
-    std::ofstream(proc / std::to_string(pid) / "status") << status;
-  };
-  auto place = [&](int pid, const std::string& user, const std::string& leaf, time_t mtime) {
-    fs::path d = proc / std::to_string(pid) / "root" / "tmp" / ("hsperfdata_" + user);
+  fs::path root = dir.path / "proc" / "4242" / "root";
+  fs::create_directories(root / "tmp");
+  auto place = [&](const std::string& user, const std::string& leaf, time_t mtime) {
+    fs::path d = root / "tmp" / ("hsperfdata_" + user);
     fs::create_directories(d);
     std::ofstream(d / leaf) << "x";
     struct timespec times[2] = {{mtime, 0}, {mtime, 0}};
     utimensat(AT_FDCWD, (d / leaf).c_str(), times, 0);
     return (d / leaf).string();
   };
-  std::string uid = std::to_string(geteuid());
-  std::string uids = "Uid:\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid + "\n";
+  // As java::inspect_jvm finds it: host pid 4242, pid 7 in its namespace.
+  java::JvmProcess jvm;
+  jvm.pid = 4242;
+  jvm.ns_pid = 7;
+  jvm.uid = geteuid();
+  jvm.root = root.string();
 
   SECTION("named after its namespace pid") {
-    make_jvm(4242, "Name:\tjava\n" + uids + "NSpid:\t4242\t7\n");
-    place(4242, "bob", "4242", 1000);  // the host pid: not the JVM's name for it
-    std::string want = place(4242, "app", "7", 1000);
-    auto found = hsperf::find_file(4242, proc.string());
+    place("bob", "4242", 1000);  // the host pid: not the JVM's name for it
+    std::string want = place("app", "7", 1000);
+    auto found = hsperf::find_file(jvm);
     REQUIRE(found);
     CHECK(*found == want);
   }
-  SECTION("without NSpid (Linux before 4.1), the pid itself") {
-    make_jvm(4242, "Name:\tjava\n" + uids);
-    std::string want = place(4242, "app", "4242", 1000);
-    CHECK(hsperf::find_file(4242, proc.string()) == want);
+  SECTION("without a namespace (or NSpid, Linux before 4.1), the pid itself") {
+    jvm.ns_pid = jvm.pid;
+    std::string want = place("app", "4242", 1000);
+    CHECK(hsperf::find_file(jvm) == want);
   }
   SECTION("several users' files: the newest of the JVM's user") {
-    make_jvm(4242, "Name:\tjava\n" + uids + "NSpid:\t4242\t7\n");
-    place(4242, "old", "7", 1000);
-    std::string want = place(4242, "new", "7", 2000);
-    CHECK(hsperf::find_file(4242, proc.string()) == want);
+    place("old", "7", 1000);
+    std::string want = place("new", "7", 2000);
+    CHECK(hsperf::find_file(jvm) == want);
   }
   SECTION("none: the error says where it looked") {
-    make_jvm(4242, "Name:\tjava\n" + uids + "NSpid:\t4242\t7\n");
-    place(4242, "app", "8", 1000);
-    auto found = hsperf::find_file(4242, proc.string());
+    place("app", "8", 1000);
+    auto found = hsperf::find_file(jvm);
     REQUIRE(!found);
     CHECK(contains(found.error(), "no hsperfdata file for JVM 4242"));
     CHECK(contains(found.error(), "/root/tmp/hsperfdata_*/7"));
   }
-  SECTION("no such process") {
-    auto found = hsperf::find_file(999, proc.string());
+  SECTION("no such root: the error names it") {
+    jvm.root = (dir.path / "proc" / "999" / "root").string();
+    auto found = hsperf::find_file(jvm);
     REQUIRE(!found);
-    CHECK(found.error() == "no process with pid 999");
+    CHECK(contains(found.error(), "cannot look into " + jvm.root + "/tmp"));
   }
 }
 
