@@ -300,6 +300,24 @@ struct JavaStack {
   }
 };
 
+// Appends one event of `thread` with its Java stack and a class (`sig`,
+// freed here): `write` gets the class id and the interned frames, with the
+// writer locked.
+template <class Write>
+void write_event(JNIEnv* jni, jthread thread, const JavaStack& stack, char* sig, Write&& write) {
+  uint32_t ids[kMaxFrames];
+  g_writer.lock();
+  if (g_writer.is_open()) {
+    name_thread(jni, thread);
+    uint32_t class_id = intern_class(sig);
+    stack.intern(ids);
+    write(class_id, ids);
+    g_writer.commit_lazy();
+  }
+  g_writer.unlock();
+  if (sig) g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
+}
+
 // With the writer locked: F lines for the followed objects the GC freed.
 void sweep_live(JNIEnv* jni, uint64_t now) {
   g_last_sweep_ns = now;
@@ -320,13 +338,7 @@ void JNICALL on_sampled_object_alloc(jvmtiEnv*, JNIEnv* jni, jthread thread, job
   stack.take(thread);
   char* sig = nullptr;
   if (g_jvmti->GetClassSignature(klass, &sig, nullptr) != JVMTI_ERROR_NONE) sig = nullptr;
-  uint32_t ids[kMaxFrames];
-
-  g_writer.lock();
-  if (g_writer.is_open()) {
-    name_thread(jni, thread);
-    uint32_t class_id = intern_class(sig);
-    stack.intern(ids);
+  write_event(jni, thread, stack, sig, [&](uint32_t class_id, const uint32_t* ids) {
     uint64_t sample = 0;
     if (g_live_on.load() && jni) {
       if (now - g_last_sweep_ns >= (g_live.full() ? kLiveFullSweepNs : kLiveSweepNs)) sweep_live(jni, now);
@@ -335,10 +347,7 @@ void JNICALL on_sampled_object_alloc(jvmtiEnv*, JNIEnv* jni, jthread thread, job
     }
     g_writer.alloc(now, current_tid(), static_cast<uint64_t>(size), class_id, sample, ids, stack.count,
                    stack.truncated);
-    g_writer.commit_lazy();
-  }
-  g_writer.unlock();
-  if (sig) g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
+  });
   t_busy = false;
 }
 
@@ -373,17 +382,9 @@ void JNICALL on_monitor_contended_entered(jvmtiEnv*, JNIEnv* jni, jthread thread
       jni->DeleteLocalRef(klass);
     }
   }
-  uint32_t ids[kMaxFrames];
-  g_writer.lock();
-  if (g_writer.is_open()) {
-    name_thread(jni, thread);
-    uint32_t class_id = intern_class(sig);
-    stack.intern(ids);
+  write_event(jni, thread, stack, sig, [&](uint32_t class_id, const uint32_t* ids) {
     g_writer.contended(enter, current_tid(), wait, class_id, ids, stack.count, stack.truncated);
-    g_writer.commit_lazy();
-  }
-  g_writer.unlock();
-  if (sig) g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
+  });
   t_busy = false;
 }
 
