@@ -378,7 +378,9 @@ int run_record(const RecordOptions& o) {
     if (targets.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
     if (config.malloc_libraries.empty() || config.malloc_libraries.front().empty()) {
       abandon_child();
-      return fail("-e malloc: none of the targets maps a shared libc.so.6 whose allocator ember could probe");
+      return fail("-e malloc: none of the targets maps a shared libc.so.6, the allocator ember probes (static "
+                  "binaries and other allocators, such as jemalloc linked in, are not seen): profile their CPU "
+                  "time with -e cpu-clock, or relink them against glibc's malloc");
     }
     config.malloc_interval = o.alloc_interval;
     config.malloc_live = o.live;
@@ -530,10 +532,6 @@ int run_record(const RecordOptions& o) {
     flamegraph::Profile profile = collector.build(v);
     const CollectorStats& stats = collector.stats();
     // Java allocations and monitor contention come from the agents.
-    if (plan->java_alloc && view.name == "alloc") {
-      profile.event = "alloc";
-      profile.unit = "bytes";
-    }
     JavaProfileOptions jopts{view.live_only, o.thread_frames, o.pid_frames};
     for (const Collector::JavaStream& j : collector.java_streams()) {
       if (view.name != "alloc" && view.name != "lock") continue;
