@@ -16,6 +16,9 @@ small=$(weight "$TMP/alloc.folded" ';AllocRatio.allocSmall_\[[ji0]\];AllocRatio\
 echo "alloc: Big $((big >> 20)) MiB, Small $((small >> 20)) MiB (3:1 by construction)"
 (( big > 0 && small > 0 )) || fail "a class is missing as top frame: $(head -5 "$TMP/alloc.folded")"
 (( big * 100 / small >= 270 && big * 100 / small <= 330 )) || fail "Big:Small = $big:$small, not 3:1 ±10%"
+# Each JVM's heap and GCs over the recording, from its hsperfdata.
+assert_contains "$TMP/err" '^  jvm [0-9]+ +JVM [0-9]+ \(AllocRatio, [A-Za-z0-9 ]+\): heap .* [1-9][0-9]* young GCs? ' \
+	"no jvm summary with young GCs for AllocRatio: $(grep '^  jvm' "$TMP/err")"
 
 # --live: the agent from the start (LiveLeak keeps its leak early on); the
 # JVM's exit ends the stream after a last GC.
