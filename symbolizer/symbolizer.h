@@ -79,6 +79,9 @@ class Symbolizer {
 
   // Problems worth telling the user once (kptr_restrict, unreadable files).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Distinct binaries whose symbols were read: copies of one build (a
+  // container's libc and the host's) count once.
+  size_t binaries_read() const { return modules_.size(); }
   // Whether kernel symbols are hidden by kernel.kptr_restrict (loads kallsyms).
   bool kernel_symbols_hidden();
 

@@ -178,6 +178,28 @@ TEST_CASE("symbolizer: perf maps, anonymous memory, unknown addresses") {
   CHECK_FALSE(out[5].known());
 }
 
+TEST_CASE("symbolizer reads one build once, whatever the copies and paths") {
+  TempDir dir;
+  // Two files, two inodes, one build-id: as a container's copy of a library.
+  fs::copy_file(fixture_path("libfixture.so"), dir.path / "a.so");
+  fs::copy_file(fixture_path("libfixture.so"), dir.path / "b.so");
+  void* a = dlopen((dir.path / "a.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* b = dlopen((dir.path / "b.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(a != b);
+  uint64_t addrs[] = {reinterpret_cast<uint64_t>(dlsym(a, "fixture_alpha")) + 2,
+                      reinterpret_cast<uint64_t>(dlsym(b, "fixture_beta")) + 2};
+  Symbolizer sym;
+  REQUIRE(sym.snapshot_process(getpid()));
+  auto out = sym.symbolize_user(getpid(), addrs);
+  CHECK(out[0].frames.front().name == "fixture_alpha");
+  CHECK(out[1].frames.front().name == "fixture_beta");
+  CHECK(sym.binaries_read() == 1);
+  dlclose(a);
+  dlclose(b);
+}
+
 TEST_CASE("symbolizer names vDSO functions from the kernel's image") {
   Symbolizer sym;
   REQUIRE(sym.snapshot_process(getpid()));
