@@ -252,7 +252,6 @@ DwarfIndex::Unit& DwarfIndex::unit(uint32_t i) {
     }
     entries = std::move(sorted);
   }
-  index_bytes_ += sizeof(Unit) + u->entries.capacity() * sizeof(Unit::Entry) + u->nodes.capacity() * sizeof(Unit::Node);
   units_[i] = std::move(u);
   return *units_[i];
 }

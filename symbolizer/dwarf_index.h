@@ -35,8 +35,6 @@ class DwarfIndex {
   // Empty when DWARF does not cover `vaddr`.
   std::vector<SourceFrame> lookup(uint64_t vaddr, bool lines);
 
-  // Bytes held by the tables built so far.
-  size_t index_bytes() const { return index_bytes_; }
   // Compile units read so far that libdw could read only in part (corrupt
   // DWARF): their functions may lack inlined frames or lines.
   size_t damaged_units() const { return damaged_units_; }
@@ -59,7 +57,6 @@ class DwarfIndex {
   std::vector<UnitRange> unit_ranges_;  // sorted by lo
   std::vector<std::unique_ptr<Unit>> units_;  // built on first use
   std::vector<uint64_t> unit_offsets_;  // DIE offset of each unit
-  size_t index_bytes_ = 0;
   size_t damaged_units_ = 0;
   std::vector<std::pair<const char*, const char*>> die_sections_;  // .debug_info/.debug_types bytes
   std::unordered_map<uint64_t, std::string> names_;  // by DIE offset

@@ -32,8 +32,9 @@ struct Options {
   std::string perf_map_dir = "/tmp";             // perf-PID.map files on the host
   bool inlines = true;  // inlined calls as frames of their own (DWARF)
   bool lines = false;   // "name (file.c:42)"
-  // DWARF kept in memory at most (sections read plus indexes). Past it, the
-  // largest binaries are named from their symbol tables only, with a warning.
+  // DWARF sections kept in memory at most (uncompressed; the per-unit
+  // indexes built from them are a small fraction). Past it, the largest
+  // binaries are named from their symbol tables only, with a warning.
   uint64_t dwarf_memory_bytes = 256ull << 20;
   DebugSearch debug;
 };

@@ -245,13 +245,10 @@ SamplerCounters Sampler::counters() const {
 std::vector<uint32_t> Sampler::live_allocations() const {
   std::vector<uint32_t> ids;
   int fd = bpf_map__fd(state_->skel->maps.live_allocs);
-  uint64_t key = 0, next = 0;
-  uint64_t* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+  uint64_t pointer = 0;
+  for (bool first = true; bpf_map_get_next_key(fd, first ? nullptr : &pointer, &pointer) == 0; first = false) {
     uint32_t id = 0;
-    if (bpf_map_lookup_elem(fd, &next, &id) == 0) ids.push_back(id);
-    key = next;
-    prev = &key;
+    if (bpf_map_lookup_elem(fd, &pointer, &id) == 0) ids.push_back(id);
   }
   return ids;
 }
