@@ -167,7 +167,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
 
   if (config.offcpu) {
     bpf_link* link = bpf_program__attach(skel->progs.ember_switch);
-    if (!link) return std::unexpected("cannot attach to sched_switch: " + errno_text(errno));
+    if (!link)
+      return std::unexpected("-e offcpu/wall/lock: cannot attach to the sched_switch tracepoint: " +
+                             errno_text(errno) + " (the kernel needs BTF-typed tracepoints, Linux 5.5+)");
     st.links.push_back(link);
   }
   for (const std::string& library : config.malloc_libraries) {
@@ -186,8 +188,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.ret, .func_name = p.function);
       bpf_link* link = bpf_program__attach_uprobe_opts(p.prog, -1, library.c_str(), 0, &opts);
       if (!link)
-        return std::unexpected("cannot attach to " + std::string(p.function) + " in " + library + ": " +
-                               errno_text(errno));
+        return std::unexpected("-e malloc: cannot put a uprobe on " + std::string(p.function) + " in " + library +
+                               ": " + errno_text(errno) +
+                               " (the kernel needs uprobes, CONFIG_UPROBE_EVENTS; record without -e malloc)");
       st.links.push_back(link);
     }
   }
