@@ -109,6 +109,8 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   skel->rodata->offcpu_preempted = config.offcpu_preempted;
   skel->rodata->min_block_ns = config.min_block_ns;
   bpf_program__set_autoload(skel->progs.ember_switch, config.offcpu);
+  // Task storage needs Linux 5.11: made only when off-CPU time is recorded.
+  bpf_map__set_autocreate(skel->maps.offcpu_start, config.offcpu);
   bool allocations = !config.malloc_libraries.empty();
   for (bpf_program* prog : {skel->progs.ember_malloc, skel->progs.ember_calloc, skel->progs.ember_realloc})
     bpf_program__set_autoload(prog, allocations);
