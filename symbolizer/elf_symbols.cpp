@@ -111,6 +111,8 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::parse(void* 
         size_t crc_at = (len + 4) & ~size_t{3};  // after the NUL, 4-aligned
         if (crc_at + 4 <= data->d_size) std::memcpy(&out->debuglink_crc_, bytes + crc_at, 4);
       }
+    } else if (section.starts_with(".plt") && (sh.sh_flags & SHF_EXECINSTR)) {
+      out->plt_.emplace_back(sh.sh_addr, sh.sh_addr + sh.sh_size);  // .plt, .plt.got, .plt.sec
     } else if (section == ".gnu_debugdata") {
       out->debugdata_ = scn;
     } else if (section.starts_with(".debug_") || section.starts_with(".zdebug_")) {
@@ -176,6 +178,9 @@ std::optional<uint64_t> ElfSymbols::vaddr_of_offset(uint64_t offset) const {
 }
 
 std::string_view ElfSymbols::find(uint64_t vaddr) const {
+  // Linker stubs have no symbols; they are labelled as what they are.
+  for (const auto& [lo, hi] : plt_)
+    if (vaddr >= lo && vaddr < hi) return "[plt]";
   auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
                              [](uint64_t a, const Symbol& s) { return a < s.address; });
   // Walk back over symbols that start below `vaddr`: the nearest sized one

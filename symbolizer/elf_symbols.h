@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ember::symbolizer {
@@ -29,7 +30,8 @@ class ElfSymbols {
   // The virtual address (as in the symbol table) of a file offset inside an
   // executable PT_LOAD segment, if any.
   std::optional<uint64_t> vaddr_of_offset(uint64_t offset) const;
-  // The raw (mangled) name of the function containing `vaddr`, or empty.
+  // The raw (mangled) name of the function containing `vaddr`, "[plt]" in a
+  // PLT section, or empty.
   std::string_view find(uint64_t vaddr) const;
   size_t size() const { return symbols_.size(); }
   // Adds the symbols of `other` (a debug file of this one), which must outlive this.
@@ -65,6 +67,7 @@ class ElfSymbols {
   std::unique_ptr<std::string> image_;  // the bytes behind elf_ when read from memory
   std::vector<Segment> segments_;
   std::vector<Symbol> symbols_;  // sorted by address, one per address
+  std::vector<std::pair<uint64_t, uint64_t>> plt_;  // [lo, hi) of the PLT sections
   std::string build_id_, debuglink_;
   uint32_t debuglink_crc_ = 0;
   bool has_symtab_ = false;

@@ -3,6 +3,9 @@
 #include "tests/unit/temp_dir.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,6 +201,30 @@ TEST_CASE("symbolizer reads one build once, whatever the copies and paths") {
   CHECK(sym.binaries_read() == 1);
   dlclose(a);
   dlclose(b);
+}
+
+TEST_CASE("symbolizer labels linker stubs [plt]") {
+  // Where the fixture's PLT is, read with libelf: ground truth apart from ember's reader.
+  int fd = open(fixture_path("libfixture.so").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  REQUIRE(elf);
+  size_t shstrndx = 0;
+  REQUIRE(elf_getshdrstrndx(elf, &shstrndx) == 0);
+  uint64_t plt = 0;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) && std::string_view(elf_strptr(elf, shstrndx, sh.sh_name)) == ".plt") plt = sh.sh_addr;
+  }
+  elf_end(elf);
+  close(fd);
+  REQUIRE(plt != 0);
+  Symbolizer sym;
+  uint64_t addrs[] = {plt + 0x10};
+  auto out = sym.symbolize_file(fixture_path("libfixture.so"), addrs);
+  CHECK(out[0].known());
+  CHECK(out[0].frames.front().name == "[plt]");
 }
 
 TEST_CASE("symbolizer names vDSO functions from the kernel's image") {
