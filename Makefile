@@ -32,21 +32,26 @@ endif
 WARN := -Wall -Wextra
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++2b $(WARN) -I. -Ibpf -I$(BUILD) -MMD -MP
-LDLIBS := -lbpf -ldw -ldebuginfod -lelf -llzma -lz
+# The features Debian's libcpp-httplib was built with (its cpp-httplib.pc):
+# the header's classes must match the library's.
+CXXFLAGS += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
+# cpp-httplib (ember serve) is Debian's shared build, with OpenSSL for TLS.
+LDLIBS := -lbpf -ldw -ldebuginfod -lelf -llzma -lz -lcpp-httplib -lssl -lcrypto -pthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf $(WARN) -Wno-unused-parameter
 
 FLAMEGRAPH_SRC := $(wildcard flamegraph/*.cpp)
 SYMBOLIZER_SRC := $(wildcard symbolizer/*.cpp)
 USER_SRC := $(filter-out user/main.cpp,$(wildcard user/*.cpp))
 LIB_SRC := $(FLAMEGRAPH_SRC) $(SYMBOLIZER_SRC) $(USER_SRC)
-LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o) $(BUILD)/obj/flamegraph/html_template.o
+PAGE_OBJ := $(BUILD)/obj/flamegraph/html_template.o $(BUILD)/obj/user/serve_page.o
+LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o) $(PAGE_OBJ)
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(wildcard bpf/*.bpf.c))
 
 # Unit tests and the libraries they cover, under AddressSanitizer + UBSan.
 # -Wno-maybe-uninitialized: GCC 12 warns falsely inside <regex> under ASan.
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized
 UNIT_SRC := $(wildcard tests/unit/*.cpp)
-UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(BUILD)/obj/flamegraph/html_template.o
+UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(PAGE_OBJ)
 
 # Workloads and fixtures: frame pointers on, so user stacks unwind.
 WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
@@ -88,6 +93,11 @@ $(BUILD)/obj/%.o: %.cpp | $(BPF_SKELS)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
 $(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/flamegraph.html
+	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -c $< -o $@
+
+$(BUILD)/obj/user/serve_page.o: user/serve_page.S user/serve.html
 	$(call msg,AS,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $< -o $@

@@ -162,6 +162,10 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
     append_json_string(out, options.base_label);
     out += '}';
   }
+  if (!options.view.empty()) {
+    out += ",\"view\":";
+    append_json_string(out, options.view);
+  }
   out += ",\"info\":{";
   for (size_t i = 0; i < profile.info.size(); ++i) {
     if (i) out += ',';

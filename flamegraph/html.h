@@ -15,6 +15,9 @@ struct HtmlOptions {
   // coloured by each frame's change of share against `base`.
   const Profile* base = nullptr;
   std::string label, base_label;  // what NEW and BASE are (file names)
+  // JSON of the view the page starts in when its URL holds none (transforms,
+  // reverse, sort...: the fields of the page's saved defaults).
+  std::string view;
 };
 
 void write_html(const Profile& profile, const HtmlOptions& options, std::ostream& out);

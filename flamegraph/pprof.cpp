@@ -311,6 +311,9 @@ std::string encode_pprof(std::span<const Profile* const> profiles) {
     out.message(11, period_type);
     out.uint(12, first.period_ns);
   }
+  // The recording's facts (samples, lost, host...) as "key: value"
+  // comments: `pprof -comments` shows them and decode_pprof reads them back.
+  for (const auto& [key, value] : first.info) out.uint(13, str(key + ": " + value));
   // The default type: the first profile's first column.
   out.uint(14, str(profiles.size() == 1 && first.unit == "samples" ? "samples" : first.event));
   // The string table goes last: every string is known by now.
@@ -341,6 +344,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> functions;  // name, system_name
   std::unordered_map<uint64_t, uint64_t> mappings;                        // id -> filename
   uint64_t default_type = 0, period = 0, time_nanos = 0, duration = 0;
+  std::vector<uint64_t> comments;
 
   Reader r(bytes);
   int field, wire;
@@ -362,6 +366,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
       if (field == 10) duration = v;
       if (field == 12) period = v;
       if (field == 14) default_type = v;
+      if (field == 13 && wire == kVarint) comments.push_back(v);
       continue;
     }
     std::string_view m = r.bytes();
@@ -412,6 +417,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
         break;
       }
       case 6: strings.push_back(m); break;
+      case 13: s.repeated(kLen, comments); break;  // packed
       case 11: break;  // period_type: the period's unit, implied by the sample types
       default: break;
     }
@@ -431,6 +437,12 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
   profile.period_ns = profile.unit == "samples" ? period : 0;
   profile.start_unix_ns = time_nanos;
   profile.duration_ns = duration;
+  for (uint64_t c : comments) {
+    std::string_view line = text(c);
+    size_t colon = line.find(": ");
+    if (colon != std::string_view::npos && colon > 0)
+      profile.info.emplace_back(line.substr(0, colon), line.substr(colon + 2));
+  }
 
   std::vector<FrameId> frames;
   for (const RawSample& s : samples) {

@@ -5,6 +5,7 @@
 
 #include "user/jvm.h"
 #include "user/record.h"
+#include "user/serve.h"
 #include "user/symbolize.h"
 #include "user/tools.h"
 
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
                      "MiB of DWARF the symbolizer may hold; past it the largest binaries lose inlined frames")
       ->capture_default_str();
   record->add_flag("-v,--verbose", rec.verbose, "Show libbpf's messages (verifier log on load failures)");
+  record->add_option("--progress-fd", rec.progress_fd,
+                     "Write a line 'SECONDS SAMPLES LOST' to this open file descriptor 4 times a second")
+      ->group("Scripting");
   record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
   record->get_option("--kernel-only")->excludes("--user-only");
 
@@ -98,6 +102,19 @@ int main(int argc, char** argv) {
       ->needs(jvm_histo);
   jvm->add_option("-n,--top", jvm_opt.top, "Rows of the histogram or the diff")->capture_default_str();
   jvm_histo->excludes(jvm_interval)->excludes(jvm_count);
+  // ---- ember serve: the web UI (user/serve.h) ----
+  ember::ServeOptions serve_opt;
+  CLI::App* serve = app.add_subcommand("serve", "Web UI and JSON API to start and stop profiles and open their results");
+  serve->add_option("--listen", serve_opt.listen, "ADDRESS:PORT to listen on ([::1]:8080 for IPv6)")->capture_default_str();
+  serve->add_option("--dir", serve_opt.dir, "Results directory (default: " + ember::default_results_dir() + ")");
+  serve->add_option("--token-file", serve_opt.token_file,
+                    "Access token file (default: .token in the results directory; created, mode 0600, if missing)");
+  auto* cert = serve->add_option("--tls-cert", serve_opt.tls_cert, "Serve HTTPS with this PEM certificate");
+  auto* key = serve->add_option("--tls-key", serve_opt.tls_key, "... and this PEM private key");
+  cert->needs(key);
+  key->needs(cert);
+  // ---- end ember serve ----
+
   // ---- end ember jvm (dispatch: the `if (*jvm)` line after parsing) ----
 
   try {
@@ -118,5 +135,6 @@ int main(int argc, char** argv) {
   }
   if (*diff) return ember::run_diff(diff_base, diff_new, diff_out);
   if (*jvm) return ember::run_jvm(jvm_opt);  // ember jvm
+  if (*serve) return ember::run_serve(serve_opt);
   return 0;
 }

@@ -271,6 +271,27 @@ class StatusLine {
   uint64_t last_samples_ = 0;
 };
 
+// Progress for a program driving ember (ember serve reads it from a pipe).
+// Writes never block: a reader that falls behind misses lines, not samples.
+class ProgressLines {
+ public:
+  explicit ProgressLines(int fd) : fd_(fd) {
+    if (fd_ >= 0) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  }
+  void update(double elapsed, uint64_t samples, uint64_t lost) {
+    if (fd_ < 0 || elapsed - last_ < 0.25) return;
+    last_ = elapsed;
+    char line[96];
+    int n = std::snprintf(line, sizeof line, "%.2f %llu %llu\n", elapsed, static_cast<unsigned long long>(samples),
+                          static_cast<unsigned long long>(lost));
+    (void)!write(fd_, line, n);
+  }
+
+ private:
+  int fd_;
+  double last_ = -1;
+};
+
 }  // namespace
 
 int run_record(const RecordOptions& o) {
@@ -477,6 +498,7 @@ int run_record(const RecordOptions& o) {
       if (w.watch && !w.ended && !w.watch->poll()) w.ended = true;
   };
   StatusLine status;
+  ProgressLines progress(o.progress_fd);
   bool targets_gone = false;
   while (!g_stop_signal) {
     (*sampler)->poll(100);
@@ -498,6 +520,7 @@ int run_record(const RecordOptions& o) {
     watch_jvms();
     SamplerCounters c = (*sampler)->counters();
     status.update(elapsed(), c.seen, c.lost);
+    if (o.progress_fd >= 0) progress.update(elapsed(), c.seen, c.lost);
   }
   double seconds = elapsed();
   (*sampler)->stop();

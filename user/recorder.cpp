@@ -1,0 +1,299 @@
+#include "user/recorder.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+#include "flamegraph/input.h"
+#include "flamegraph/output.h"
+
+namespace ember {
+namespace {
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string process_name(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+// The last thing ember record said went wrong, from its log.
+std::string failure_of(const std::string& log_path, int wait_status) {
+  std::ifstream in(log_path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.starts_with("ember: ") && !line.starts_with("ember: warning") && !line.starts_with("ember: recorded"))
+      last = line.substr(7);
+  if (!last.empty()) return last;
+  if (WIFSIGNALED(wait_status)) return std::string("ember record was killed by ") + strsignal(WTERMSIG(wait_status));
+  return "ember record exited with status " + std::to_string(WEXITSTATUS(wait_status)) + " and wrote no profile";
+}
+
+bool uses_frequency(std::string_view event) { return event == "cpu" || event == "wall"; }
+bool uses_interval(std::string_view event) { return event == "alloc" || event == "malloc"; }
+bool uses_min_block(std::string_view event) { return event == "offcpu" || event == "wall" || event == "lock"; }
+
+}  // namespace
+
+const std::vector<std::string>& serve_events() {
+  static const std::vector<std::string> events = {"cpu", "offcpu", "wall", "alloc", "lock", "malloc"};
+  return events;
+}
+
+std::expected<void, std::string> check_request(const RecordRequest& r) {
+  const auto& events = serve_events();
+  if (std::find(events.begin(), events.end(), r.event) == events.end())
+    return std::unexpected("unknown event '" + r.event + "'");
+  if (r.pid && ::kill(static_cast<pid_t>(r.pid), 0) != 0 && errno == ESRCH)
+    return std::unexpected("no process with pid " + std::to_string(r.pid));
+  if (r.frequency > 100000) return std::unexpected("frequency " + std::to_string(r.frequency) + " Hz is out of range");
+  if (!(r.duration >= 0 && r.duration <= 7 * 86400)) return std::unexpected("duration must be 0 to 604800 seconds");
+  static const std::regex duration_text(R"(^[0-9]+(\.[0-9]+)?(ns|us|ms|s)?$)");
+  if (!r.min_block.empty() && !std::regex_match(r.min_block, duration_text))
+    return std::unexpected("min_block '" + r.min_block + "' is not a duration (500us, 2ms, 1s)");
+  return {};
+}
+
+std::vector<std::string> record_arguments(const RecordRequest& r, const std::string& pprof, int progress_fd) {
+  std::vector<std::string> args = {"record", "-e", r.event == "cpu" ? "cpu-clock" : r.event};
+  if (r.pid)
+    args.insert(args.end(), {"-p", std::to_string(r.pid)});
+  else
+    args.push_back("-a");
+  if (r.frequency && uses_frequency(r.event)) args.insert(args.end(), {"-F", std::to_string(r.frequency)});
+  if (r.interval && uses_interval(r.event)) args.insert(args.end(), {"--alloc-interval", std::to_string(r.interval)});
+  if (!r.min_block.empty() && uses_min_block(r.event)) args.insert(args.end(), {"--min-block", r.min_block});
+  if (r.duration > 0) {
+    char d[32];
+    std::snprintf(d, sizeof d, "%g", r.duration);
+    args.insert(args.end(), {"-d", d});
+  }
+  args.insert(args.end(), {"-o", pprof, "--progress-fd", std::to_string(progress_fd)});
+  return args;
+}
+
+Recorder::Recorder(const ResultStore& store, std::string ember_path, std::function<std::string()> view)
+    : store_(store), ember_path_(std::move(ember_path)), view_(std::move(view)) {
+  // Descriptions left "running" by a server that was killed: their
+  // recording ended with it.
+  for (ResultInfo& r : store_.list())
+    if (r.status == "running") {
+      r.status = "failed";
+      r.error = "the server stopped before this profile was written";
+      (void)store_.save(r);
+    }
+}
+
+Recorder::~Recorder() {
+  request_stop();
+  wait_idle();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+std::expected<std::string, Recorder::Refusal> Recorder::start(const RecordRequest& request) {
+  std::unique_lock lock(mutex_);
+  if (status_.state != RecorderStatus::State::Idle)
+    return std::unexpected(Refusal{StartError::Busy, "a profile is running (id " + status_.result.id +
+                                                         "): stop it before starting another"});
+  if (auto ok = check_request(request); !ok) return std::unexpected(Refusal{StartError::Invalid, ok.error()});
+
+  ResultInfo result;
+  result.id = store_.new_id();
+  result.created_ms = now_ms();
+  result.event = request.event;
+  result.target = request.pid ? "pid" + std::to_string(request.pid) : "host";
+  result.target_name = request.pid ? process_name(request.pid) : "whole host";
+  result.base = result_base_name(result.created_ms, result.id, result.event, result.target);
+  result.status = "running";
+  result.unit = request.event == "cpu" ? "samples" : uses_interval(request.event) ? "bytes" : "ns";
+  if (auto saved = store_.save(result); !saved) return std::unexpected(Refusal{StartError::Failed, saved.error()});
+
+  // Everything the child needs is made before fork: between fork and exec
+  // only async-signal-safe calls are allowed (this process has threads).
+  int progress[2];
+  if (::pipe2(progress, O_CLOEXEC) != 0)
+    return std::unexpected(Refusal{StartError::Failed, std::string("pipe: ") + std::strerror(errno)});
+  constexpr int kProgressFd = 3;
+  std::vector<std::string> args = record_arguments(request, store_.path(result.base + ".pb.gz"), kProgressFd);
+  args.insert(args.begin(), ember_path_);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int log = ::open(store_.path(result.base + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (log < 0 || null_fd < 0) {
+    int err = errno;
+    for (int fd : {progress[0], progress[1], log, null_fd})
+      if (fd >= 0) ::close(fd);
+    return std::unexpected(Refusal{StartError::Failed, std::string("cannot write the log: ") + std::strerror(err)});
+  }
+
+  if (watcher_.joinable()) watcher_.join();  // the previous profile's, finished
+  // The fork happens on the watcher thread: the child's parent-death
+  // signal follows the thread that forked, which must outlive the child.
+  pid_t forked = -1;
+  int fork_errno = 0;
+  bool done = false;
+  std::condition_variable forked_cv;
+  pid_t parent = ::getpid();
+  watcher_ = std::thread([&, result] {
+    pid_t pid = ::fork();
+    int err = errno;
+    if (pid == 0) {
+      ::setpgid(0, 0);  // the terminal's Ctrl-C reaches the server, which stops this cleanly
+      ::prctl(PR_SET_PDEATHSIG, SIGINT);
+      if (::getppid() != parent) _exit(1);
+      ::dup2(null_fd, 0);
+      ::dup2(log, 1);
+      ::dup2(log, 2);
+      ::dup2(progress[1], kProgressFd);  // dup2 clears close-on-exec
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execv(argv[0], argv.data());
+      static const char msg[] = "ember: cannot run ember record\n";
+      (void)!::write(2, msg, sizeof msg - 1);
+      _exit(127);
+    }
+    int read_end = progress[0];
+    {
+      std::lock_guard g(mutex_);
+      forked = pid;
+      fork_errno = err;
+      done = true;
+    }
+    forked_cv.notify_all();
+    if (pid > 0) follow(pid, read_end, result);
+  });
+  forked_cv.wait(lock, [&] { return done; });
+  for (int fd : {progress[1], log, null_fd}) ::close(fd);
+  if (forked < 0) {
+    ::close(progress[0]);
+    watcher_.join();
+    result.status = "failed";
+    result.error = std::string("fork: ") + std::strerror(fork_errno);
+    (void)store_.save(result);
+    return std::unexpected(Refusal{StartError::Failed, result.error});
+  }
+  child_ = forked;
+  status_ = RecorderStatus{RecorderStatus::State::Running, result, request, 0, 0, 0};
+  return result.id;
+}
+
+void Recorder::follow(pid_t child, int progress_fd, ResultInfo result) {
+  // Lines "SECONDS SAMPLES LOST" until ember record exits and the pipe closes.
+  std::string pending;
+  char buf[512];
+  for (ssize_t n; (n = ::read(progress_fd, buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    pending.append(buf, n);
+    size_t end = pending.rfind('\n');
+    if (end == std::string::npos) continue;
+    size_t start = pending.rfind('\n', end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    double seconds = 0;
+    unsigned long long samples = 0, lost = 0;
+    if (std::sscanf(pending.c_str() + start, "%lf %llu %llu", &seconds, &samples, &lost) == 3) {
+      std::lock_guard g(mutex_);
+      status_.elapsed = seconds;
+      status_.samples = samples;
+      status_.lost = lost;
+    }
+    pending.erase(0, end + 1);
+  }
+  ::close(progress_fd);
+  int wait_status = 0;
+  while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  finish(result, wait_status);
+  std::lock_guard g(mutex_);
+  child_ = 0;
+  last_ = result;
+  status_ = RecorderStatus{};
+  idle_.notify_all();
+}
+
+void Recorder::finish(ResultInfo& result, int wait_status) {
+  std::string pprof = store_.path(result.base + ".pb.gz");
+  struct stat st {};
+  auto read = ::stat(pprof.c_str(), &st) == 0 ? flamegraph::read_profile(pprof)
+                                                : std::expected<flamegraph::ReadResult, std::string>(
+                                                      std::unexpected(failure_of(store_.path(result.base + ".log"),
+                                                                                 wait_status)));
+  if (!read) {
+    result.status = "failed";
+    result.error = read.error();
+    (void)store_.save(result);
+    return;
+  }
+  const flamegraph::Profile& profile = read->profile;
+  result.unit = profile.unit;
+  result.total = profile.total();
+  result.seconds = profile.duration_ns / 1e9;
+  for (const auto& [key, value] : profile.info) {
+    if (key == "samples") result.samples = std::strtoull(value.c_str(), nullptr, 10);
+    if (key == "duration" && !result.seconds) result.seconds = std::strtod(value.c_str(), nullptr);
+  }
+  flamegraph::HtmlOptions html;
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", result.seconds);
+  html.title = "ember — " + result.event + ", " +
+               (result.target == "host" ? std::string("whole host")
+                                        : result.target_name + " (" + result.target.substr(3) + ")") +
+               ", " + secs + " s";
+  html.view = view_ ? view_() : "";
+  auto written = flamegraph::write_profile(profile, store_.path(result.base + ".html"), html);
+  if (written) written = flamegraph::write_profile(profile, store_.path(result.base + ".folded"));
+  result.status = written ? "ok" : "failed";
+  result.error = written ? "" : written.error();
+  (void)store_.save(result);
+}
+
+bool Recorder::request_stop() {
+  std::lock_guard g(mutex_);
+  if (status_.state == RecorderStatus::State::Idle) return false;
+  if (child_ > 0) ::kill(child_, SIGINT);
+  status_.state = RecorderStatus::State::Stopping;
+  return true;
+}
+
+std::optional<ResultInfo> Recorder::wait_result(const std::string& id, double timeout_s) {
+  std::unique_lock lock(mutex_);
+  auto ended = [&] { return last_ && last_->id == id; };
+  idle_.wait_for(lock, std::chrono::duration<double>(timeout_s), ended);
+  return ended() ? last_ : std::nullopt;
+}
+
+RecorderStatus Recorder::status() const {
+  std::lock_guard g(mutex_);
+  return status_;
+}
+
+void Recorder::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return status_.state == RecorderStatus::State::Idle; });
+}
+
+}  // namespace ember
