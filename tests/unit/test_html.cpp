@@ -59,6 +59,17 @@ TEST_CASE("html data: names cannot break out of the script element") {
   CHECK(html.find("\\u003ctitle\\u003e") != std::string::npos);
 }
 
+TEST_CASE("html data: a starting view rides as escaped JSON text") {
+  Profile p;
+  p.add(std::vector<FrameId>{p.intern({"main", FrameKind::Native, {}})}, 1);
+  HtmlOptions options;
+  options.view = R"({"transforms":[{"kind":"remove","re":"</script>"}]})";
+  std::string json = html_data_json(p, options);
+  CHECK(json.find(R"("view":"{\"transforms\":[{\"kind\":\"remove\",\"re\":\"\u003c/script\u003e\"}]}")") !=
+        std::string::npos);
+  CHECK(html_data_json(p, {}).find("\"view\"") == std::string::npos);
+}
+
 TEST_CASE("html page: template embedded and the placeholder filled exactly once") {
   Profile p;
   p.add(std::vector<FrameId>{p.intern({"main", FrameKind::Native, {}})}, 3);

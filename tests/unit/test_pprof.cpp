@@ -42,6 +42,14 @@ TEST_CASE("pprof round trip keeps stacks, kinds, modules, pid and thread labels"
     if (f.name == "main") CHECK(f.module == "/usr/bin/app");
 }
 
+TEST_CASE("pprof keeps the recording's facts as comments") {
+  Profile original = sample_profile();
+  original.info = {{"samples", "12"}, {"lost", "0"}, {"host", "web-1: eu"}};
+  auto back = decode_pprof(encode_pprof(original));
+  REQUIRE(back);
+  CHECK(back->info == original.info);  // in order; a value may hold ": "
+}
+
 TEST_CASE("pprof decoder refuses corrupt input with a reason") {
   std::string good = encode_pprof(sample_profile());
   auto truncated = decode_pprof(std::string_view(good).substr(0, good.size() / 2));
