@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 
 build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev liblzma-dev zlib1g-dev libcli11-dev libcpp-httplib-dev libssl-dev nlohmann-json3-dev openjdk-17-jdk-headless)
 # elfutils, libbpfcc-dev: oracles for the symbolizer; libc6-dbg, libstdc++6-12-dbg: real
-# distribution debug files (by build-id) to read.
-test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg)
+# distribution debug files (by build-id) to read. curl, jq, openssl, procps: the ember serve
+# tests' HTTP client, JSON reader, self-signed certificate and pgrep.
+test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps)
 bench=(linux-perf time)
 fuzz=(afl++)
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -163,9 +164,26 @@ std::expected<std::string, Recorder::Refusal> Recorder::start(const RecordReques
       ::dup2(log, 1);
       ::dup2(log, 2);
       ::dup2(progress[1], kProgressFd);  // dup2 clears close-on-exec
+      // Nothing else of the server's: cpp-httplib 0.11 accepts connections
+      // without close-on-exec, so the recording held the client connections
+      // open at the fork for as long as it ran, past a SIGKILL of the server
+      // too, leaving those clients waiting instead of seeing a reset.
+      if (::close_range(kProgressFd + 1, ~0U, 0) != 0) {  // Linux < 5.9
+        struct rlimit files {};
+        rlim_t end = ::getrlimit(RLIMIT_NOFILE, &files) == 0 ? std::min<rlim_t>(files.rlim_cur, 1 << 20) : 1024;
+        for (rlim_t fd = kProgressFd + 1; fd < end; ++fd) ::close(static_cast<int>(fd));
+      }
       struct sigaction dfl {};
       dfl.sa_handler = SIG_DFL;
-      for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+      for (int sig : {SIGINT, SIGPIPE, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+      // A stop (SIGTERM) reaching ember record before it has set its
+      // handlers would kill it, and a Stop right after Start (one in three
+      // on a test machine) lose the result: ignored until then (ember
+      // record sets its own handler), and sent again with its first
+      // progress line. The parent-death SIGINT still ends it at any time.
+      struct sigaction ign {};
+      ign.sa_handler = SIG_IGN;
+      ::sigaction(SIGTERM, &ign, nullptr);
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -176,12 +194,14 @@ std::expected<std::string, Recorder::Refusal> Recorder::start(const RecordReques
     }
     int read_end = progress[0];
     {
+      // Notified under the lock: once start() sees `done` it returns and
+      // forked_cv, on its stack, is gone.
       std::lock_guard g(mutex_);
       forked = pid;
       fork_errno = err;
       done = true;
+      forked_cv.notify_all();
     }
-    forked_cv.notify_all();
     if (pid > 0) follow(pid, read_end, result);
   });
   forked_cv.wait(lock, [&] { return done; });
@@ -203,6 +223,7 @@ void Recorder::follow(pid_t child, int progress_fd, ResultInfo result) {
   // Lines "SECONDS SAMPLES LOST" until ember record exits and the pipe closes.
   std::string pending;
   char buf[512];
+  bool resent = false;  // the stop, once ember record is sure to take it
   for (ssize_t n; (n = ::read(progress_fd, buf, sizeof buf)) != 0;) {
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -220,6 +241,10 @@ void Recorder::follow(pid_t child, int progress_fd, ResultInfo result) {
       status_.elapsed = seconds;
       status_.samples = samples;
       status_.lost = lost;
+      if (status_.state == RecorderStatus::State::Stopping && !resent) {
+        ::kill(child, SIGTERM);  // not reaped yet: still ember record
+        resent = true;
+      }
     }
     pending.erase(0, end + 1);
   }
@@ -274,7 +299,7 @@ void Recorder::finish(ResultInfo& result, int wait_status) {
 bool Recorder::request_stop() {
   std::lock_guard g(mutex_);
   if (status_.state == RecorderStatus::State::Idle) return false;
-  if (child_ > 0) ::kill(child_, SIGINT);
+  if (child_ > 0) ::kill(child_, SIGTERM);  // ignored until ember record can stop cleanly: see start()
   status_.state = RecorderStatus::State::Stopping;
   return true;
 }

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -24,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "flamegraph/html.h"
-#include "flamegraph/input.h"
+#include "flamegraph/pprof.h"
 #include "user/java_attach.h"
 #include "user/recorder.h"
 #include "user/results.h"
@@ -248,18 +250,22 @@ class Settings {
 
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Replace, not throw: errors quote request paths, which may be any bytes
+  // ("/results/%c0%af" was a 500).
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void send_error(httplib::Response& res, int status, const std::string& message) {
   send_json(res, status, {{"error", message}});
 }
 
+// At most `limit` bytes of a file, NULs included (/proc/PID/cmdline
+// separates the arguments with them).
 std::string read_text(const std::string& path, size_t limit) {
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s, '\0');
-  if (s.size() > limit) s.resize(limit);
+  std::ifstream in(path, std::ios::binary);
+  std::string s(limit, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(limit));
+  s.resize(static_cast<size_t>(in.gcount()));
   return s;
 }
 
@@ -374,7 +380,9 @@ void send_file(httplib::Response& res, int fd, const std::string& name) {
         return true;
       },
       [shared](bool) { ::close(*shared); });
-  if (!name.ends_with(".html")) res.set_header("Content-Disposition", "attachment; filename=\"" + name + "\"");
+  // Profiles download; the flamegraph and the log open in the browser.
+  if (name.ends_with(".pb.gz") || name.ends_with(".folded"))
+    res.set_header("Content-Disposition", "attachment; filename=\"" + name + "\"");
 }
 
 volatile sig_atomic_t g_signal = 0;
@@ -440,8 +448,11 @@ int run_serve(const ServeOptions& o) {
       res.set_redirect("/", 303);
       return httplib::Server::HandlerResponse::Handled;
     }
+    // The page itself holds nothing secret: without the token it tells the
+    // person how to sign in, where a bare 401 would show raw JSON.
+    bool page = req.path == "/" && (req.method == "GET" || req.method == "HEAD");
     std::string given = serve::request_token(req.get_header_value("Authorization"), req.get_header_value("Cookie"));
-    if (!serve::token_matches(given, secret)) {
+    if (!page && !serve::token_matches(given, secret)) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"ember\"");
       send_error(res, 401, "this server needs its access token: open the link `ember serve` printed, or send "
                            "Authorization: Bearer TOKEN (the token is in " + token_path + ")");
@@ -455,6 +466,18 @@ int run_serve(const ServeOptions& o) {
       if (auto why = serve::cross_site_refusal(req.get_header_value("X-Ember-Request"), req.get_header_value("Origin"),
                                                req.get_header_value("Sec-Fetch-Site"), req.get_header_value("Host"), tls)) {
         send_error(res, 403, *why);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // cpp-httplib 0.11 holds only a body of a stated Content-Length to
+      // set_payload_max_length: a chunked one, one without a length (read
+      // until the client closes) or a compressed one grows without bound.
+      // Browsers and curl state the length of every body this API takes.
+      if (req.has_header("Transfer-Encoding") || !req.has_header("Content-Length")) {
+        send_error(res, 411, "send the body with a Content-Length (64 KiB at most), not chunked");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (std::string coding = req.get_header_value("Content-Encoding"); !coding.empty() && coding != "identity") {
+        send_error(res, 415, "compressed bodies are not accepted");
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -522,7 +545,8 @@ int run_serve(const ServeOptions& o) {
     std::string id = recorder.status().result.id;
     if (!recorder.request_stop()) return send_error(res, 409, "no profile is running");
     // Symbolizing a whole host can take a while; past this the client polls.
-    if (auto result = recorder.wait_result(id, 60)) return send_json(res, 200, to_json(*result));
+    // The listing's entry: the recorder's copy has no file sizes.
+    if (auto result = recorder.wait_result(id, 60)) return send_json(res, 200, to_json(store->find(id).value_or(*result)));
     send_json(res, 202, {{"id", id}, {"state", "stopping"}});
   });
   svr.Get("/api/results", [&](const httplib::Request&, httplib::Response& res) {
@@ -532,7 +556,8 @@ int run_serve(const ServeOptions& o) {
   });
   svr.Post("/api/results/delete-all", [&](const httplib::Request& req, httplib::Response& res) {
     json body = body_json(req);
-    if (body.is_discarded() || !body.is_object() || body.value("confirm", false) != true)
+    // `== true`, not value(): {"confirm": "yes"} must be a 400, not a type error (500).
+    if (body.is_discarded() || !body.is_object() || !body.contains("confirm") || body["confirm"] != true)
       return send_error(res, 400, "deleting every result needs {\"confirm\": true}");
     std::string running = recorder.status().result.id;
     size_t deleted = 0;
@@ -565,21 +590,32 @@ int run_serve(const ServeOptions& o) {
     auto base = store->find(req.get_param_value("base"));
     auto now = store->find(req.get_param_value("new"));
     if (!base || !now) return send_error(res, 404, "give two results: /diff?base=ID&new=ID");
-    auto read = [&](const ResultInfo& r) { return flamegraph::read_profile(store->path(r.base + ".pb.gz")); };
+    // Through open_file, as /results/ is: a link out of the directory or a
+    // FIFO named like a result is no profile (read_profile follows links,
+    // and blocks on a FIFO).
+    auto read = [&](const ResultInfo& r) -> std::expected<flamegraph::Profile, std::string> {
+      auto fd = store->open_file(r.base + ".pb.gz");
+      if (!fd) return std::unexpected(std::strerror(fd.error()));
+      std::string bytes;
+      char buf[65536];
+      for (ssize_t n; (n = ::read(*fd, buf, sizeof buf)) > 0;) bytes.append(buf, static_cast<size_t>(n));
+      ::close(*fd);
+      return flamegraph::decode_pprof(bytes);
+    };
     auto before = read(*base);
     auto after = read(*now);
     if (!before || !after) return send_error(res, 404, "a result of the two has no profile");
-    if (before->profile.unit != after->profile.unit)
-      return send_error(res, 400, "the two results measure different things (" + before->profile.unit + ", " +
-                                      after->profile.unit + ")");
+    if (before->unit != after->unit)
+      return send_error(res, 400, "the two results measure different things (" + before->unit + ", " +
+                                      after->unit + ")");
     flamegraph::HtmlOptions html;
     html.title = "ember diff — " + base->base + " → " + now->base;
-    html.base = &before->profile;
+    html.base = &*before;
     html.label = now->base;
     html.base_label = base->base;
     html.view = settings.view_json();
     std::ostringstream page;
-    flamegraph::write_html(after->profile, html, page);
+    flamegraph::write_html(*after, html, page);
     res.set_content(page.str(), "text/html; charset=utf-8");
   });
 
@@ -594,10 +630,14 @@ int run_serve(const ServeOptions& o) {
   sigaddset(&stops, SIGINT);
   sigaddset(&stops, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+  std::atomic<bool> listen_ended = false;
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&stops, &sig);
     g_signal = sig;
+    // stop() does nothing until listen_after_bind() runs: a signal sent
+    // right after start-up would otherwise be lost, and the server run on.
+    while (!svr.is_running() && !listen_ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     svr.stop();
   });
 
@@ -615,7 +655,10 @@ int run_serve(const ServeOptions& o) {
                          "in clear (--tls-cert, --tls-key)\n");
 
   bool listened = svr.listen_after_bind();
-  if (!g_signal) pthread_kill(stopper.native_handle(), SIGTERM);  // the listener failed: end the waiter
+  listen_ended = true;
+  // Read before the waiter is woken: waking it sets g_signal.
+  bool signalled = g_signal != 0;
+  if (!signalled) pthread_kill(stopper.native_handle(), SIGTERM);  // the listener failed: end the waiter
   stopper.join();
   RecorderStatus running = recorder.status();
   if (running.state != RecorderStatus::State::Idle) {
@@ -623,7 +666,7 @@ int run_serve(const ServeOptions& o) {
     recorder.request_stop();
     recorder.wait_idle();
   }
-  if (!listened && !g_signal) return fail("the server stopped listening");
+  if (!listened && !signalled) return fail("the server stopped listening");
   return 0;
 }
 
