@@ -425,10 +425,13 @@ int run_serve(const ServeOptions& o) {
   }
   httplib::Server& svr = *server;
   svr.set_payload_max_length(kMaxBody);
-  svr.set_read_timeout(10);
-  svr.set_keep_alive_timeout(5);
-  // Enough workers for many listing clients while a stop waits for its result.
-  svr.new_task_queue = [] { return new httplib::ThreadPool(16); };
+  // A worker per connection (cpp-httplib): short timeouts and a pool
+  // larger than the 50 listing clients the tests run, so idle or slow
+  // connections hold workers briefly and a stop waiting for its result
+  // leaves the others free.
+  svr.set_read_timeout(5);
+  svr.set_keep_alive_timeout(3);
+  svr.new_task_queue = [] { return new httplib::ThreadPool(64); };
 
   const std::string secret = *token;
   const std::string cookie_flags = std::string("; Path=/; HttpOnly; SameSite=Strict") + (tls ? "; Secure" : "");
