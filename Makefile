@@ -111,6 +111,14 @@ $(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h)
 	$(Q)test -f "$(JAVA_HOME)/include/jvmti.h" || { echo "no jvmti.h under JAVA_HOME=$(JAVA_HOME): install openjdk-17-jdk-headless (make deps)" >&2; exit 1; }
 	$(Q)$(CXX) $(AGENT_CXXFLAGS) -shared -Wl,--as-needed -Wl,-z,defs $(filter %.cpp,$^) -o $@
 
+# JNI libraries of the Java workloads (tests/java/NAME.c -> libNAME.so):
+# frame pointers on, no inlining, as the workloads.
+JNI_LIBS := $(patsubst tests/java/%.c,$(BUILD)/java/lib%.so,$(wildcard tests/java/*.c))
+$(BUILD)/java/lib%.so: tests/java/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) -fPIC -shared -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux $< -o $@
+
 $(BUILD)/san/%.o: %.cpp | $(BPF_SKELS)
 	$(call msg,CXX-SAN,$@)
 	$(Q)mkdir -p $(@D)
@@ -260,7 +268,7 @@ $(BUILD)/tools/java_events_dump: $(JAVA_EVENTS_DUMP_OBJ)
 	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 test: deps-test
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
 		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%) $(BUILD)/tools/java_events_dump
 	$(Q)tests/run.sh
 

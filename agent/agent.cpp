@@ -9,7 +9,8 @@
 //   out=PATH     where to write the stream (default /tmp/ember-<pid>.jitmap);
 //                "{pid}" in PATH becomes this JVM's pid (as it sees it)
 //   alloc[=N]    sampled object allocation (JVMTI SampledObjectAlloc), one
-//                sample per N bytes allocated on average (default 524288)
+//                sample per N bytes allocated on average (default 524288);
+//                allocations made by native code (JNI) carry its frames too
 //   live         with alloc: follow the sampled objects (weak references,
 //                at most LiveObjects::kMaxTracked at a time) and write which
 //                ones the GC freed. A `stop` ends the stream with one full GC
@@ -39,6 +40,10 @@
 #include <jvmticmlr.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unwind.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +65,12 @@ namespace ember::agent {
 namespace {
 
 constexpr int kMaxFrames = 128;  // Java frames per event; deeper stacks are cut (and marked)
+// Native frames of an allocation made through native code: the unwinder
+// walks at most kMaxWalk frames (the agent's and the JVM's own allocation
+// path take ~12 of them), and the innermost kMaxNative past the JVM's are kept.
+constexpr int kMaxWalk = 96;
+constexpr int kMaxNative = 32;
+constexpr int kMaxLibraries = 256;
 constexpr uint64_t kDefaultAllocInterval = 512 * 1024;
 constexpr uint64_t kDefaultLockIntervalNs = 10'000;
 // How often `live` looks for freed objects: a sweep of a full table takes
@@ -300,6 +311,148 @@ struct JavaStack {
   }
 };
 
+// Native frames of allocations made by native code: a JNI method's C code
+// calling NewObject or NewByteArray, a JDK library, a native thread attached
+// to the JVM. JVMTI's stack holds only the Java frames; the C frames between
+// the innermost one and the allocation are the unwinder's (libgcc_s, which
+// libjvm links already), from .eh_frame: it walks C code and libjvm and ends
+// at the first frame it has no unwind information for, the JVM's generated
+// code (native-method wrapper, stubs, JIT code, interpreter) — exactly the
+// native part of the stack. Only allocations whose innermost Java frame is a
+// native method (or that have no Java frame) are walked: Java code allocates
+// through the JVM's own runtime, whose frames a user has no use for (nor
+// does async-profiler show them), so the common case costs one comparison.
+//
+// The libraries native frames lie in, by address range: the JVM's and the
+// agent's own are known from the start (their frames are the allocation
+// path, not the user's); others are found with dl_iterate_phdr when first
+// seen and described to the reader once per stream (an "O native-library"
+// line), so that it can name the frames after the JVM has exited.
+struct Library {
+  uintptr_t lo = 0, hi = 0;  // the PT_LOAD segments' span
+  uintptr_t bias = 0;        // address - bias = address in the file's symbol table
+  uint32_t described_in = 0;  // the stream generation it was described in
+  bool jvm = false;           // libjvm or this agent: the JVM's own allocation path
+  bool thread_start = false;  // libc (libpthread before glibc 2.34): start_thread, clone
+  char path[1024] = {};  // as the JVM sees it; with the table, 256 KiB of bss touched only as used
+};
+Library g_libraries[kMaxLibraries];  // guarded by g_writer's lock (after init_jvmti)
+int g_library_count = 0;
+
+struct FindLibrary {
+  uintptr_t pc;
+  Library* out;
+  bool found;
+};
+
+int find_library_cb(dl_phdr_info* info, size_t, void* arg) {
+  auto* f = static_cast<FindLibrary*>(arg);
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    lo = std::min<uintptr_t>(lo, info->dlpi_addr + ph.p_vaddr);
+    hi = std::max<uintptr_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  if (f->pc < lo || f->pc >= hi) return 0;
+  f->out->lo = lo;
+  f->out->hi = hi;
+  f->out->bias = info->dlpi_addr;
+  const char* name = info->dlpi_name;
+  if (name && *name) {
+    std::snprintf(f->out->path, sizeof f->out->path, "%s", name);
+  } else {  // the main program
+    ssize_t n = readlink("/proc/self/exe", f->out->path, sizeof f->out->path - 1);
+    f->out->path[n > 0 ? n : 0] = '\0';
+  }
+  f->found = true;
+  return 1;
+}
+
+// With the writer locked (or before any event): the library that maps pc,
+// added to the table if new; null for code outside every loaded ELF object
+// (the JVM's generated code) or when the table is full.
+Library* library_of(uintptr_t pc) {
+  for (int i = 0; i < g_library_count; ++i)
+    if (pc >= g_libraries[i].lo && pc < g_libraries[i].hi) return &g_libraries[i];
+  if (g_library_count == kMaxLibraries) return nullptr;
+  Library fresh;
+  FindLibrary f{pc, &fresh, false};
+  dl_iterate_phdr(find_library_cb, &f);
+  if (!f.found) return nullptr;
+  g_libraries[g_library_count] = fresh;
+  return &g_libraries[g_library_count++];
+}
+
+// Once, before any event: libjvm (where JVMTI's functions live) and this
+// agent; and where threads start, the root of every thread's stack.
+void find_jvm_libraries() {
+  if (Library* l = library_of(reinterpret_cast<uintptr_t>(g_jvmti->functions->GetStackTrace))) l->jvm = true;
+  if (Library* l = library_of(reinterpret_cast<uintptr_t>(&find_jvm_libraries))) l->jvm = true;
+  if (Library* l = library_of(reinterpret_cast<uintptr_t>(&pthread_create))) l->thread_start = true;
+  if (Library* l = library_of(reinterpret_cast<uintptr_t>(&clone))) l->thread_start = true;
+}
+
+struct Walk {
+  uintptr_t pcs[kMaxWalk];
+  int count = 0;
+};
+
+_Unwind_Reason_Code walk_frame(_Unwind_Context* context, void* arg) {
+  auto* w = static_cast<Walk*>(arg);
+  uintptr_t pc = _Unwind_GetIP(context);
+  if (pc == 0 || w->count == kMaxWalk) return _URC_END_OF_STACK;
+  w->pcs[w->count++] = pc;
+  return _URC_NO_REASON;
+}
+
+// The native frames of one allocation, innermost first, as call sites
+// (return address - 1, what a symbolizer names).
+struct NativeStack {
+  Walk walk;
+  uint64_t frames[kMaxNative];
+  int count = 0;
+
+  // Whether `stack` says the allocation came from native code: its
+  // innermost Java frame is a native method (JVMTI location -1), or it has
+  // no Java frame at all (a native thread attached to the JVM).
+  static bool wanted(const JavaStack& stack) { return stack.count == 0 || stack.frames[0].location == -1; }
+
+  void take() { _Unwind_Backtrace(walk_frame, &walk); }
+
+  // With the writer locked: keeps the frames past the JVM's own allocation
+  // path — the first frame outside libjvm and the agent, and the libjvm
+  // frame it called (the JNI function: jni_NewByteArray, JVM_NewArray) —
+  // up to the first frame in no ELF object (the unwinder's last, in
+  // generated code). Describes their libraries if this stream has not yet.
+  // A JVM thread with no Java frame (Attach Listener, Service Thread) walks
+  // down to where threads start: that alone is no native code allocating.
+  void resolve(uint32_t generation) {
+    Library* libs[kMaxWalk];
+    int end = 0, first = -1;
+    bool user_code = false;
+    for (; end < walk.count; ++end) {
+      libs[end] = library_of(walk.pcs[end]);
+      if (!libs[end]) break;
+      if (first < 0 && !libs[end]->jvm) first = end;
+      user_code |= !libs[end]->jvm && !libs[end]->thread_start;
+    }
+    count = 0;
+    if (first < 0 || !user_code) return;
+    for (int i = first > 0 ? first - 1 : first; i < end && count < kMaxNative; ++i) {
+      Library& lib = *libs[i];
+      if (lib.described_in != generation) {
+        lib.described_in = generation;
+        char value[sizeof lib.path + 64];
+        std::snprintf(value, sizeof value, "%llx %llx %llx %s", static_cast<unsigned long long>(lib.lo),
+                      static_cast<unsigned long long>(lib.hi), static_cast<unsigned long long>(lib.bias), lib.path);
+        g_writer.option("native-library", value);
+      }
+      frames[count++] = walk.pcs[i] - 1;
+    }
+  }
+};
+
 // Appends one event of `thread` with its Java stack and a class (`sig`,
 // freed here): `write` gets the class id and the interned frames, with the
 // writer locked.
@@ -336,9 +489,13 @@ void JNICALL on_sampled_object_alloc(jvmtiEnv*, JNIEnv* jni, jthread thread, job
   uint64_t now = monotonic_ns();
   JavaStack stack;
   stack.take(thread);
+  NativeStack native;
+  bool through_native = NativeStack::wanted(stack);
+  if (through_native) native.take();
   char* sig = nullptr;
   if (g_jvmti->GetClassSignature(klass, &sig, nullptr) != JVMTI_ERROR_NONE) sig = nullptr;
   write_event(jni, thread, stack, sig, [&](uint32_t class_id, const uint32_t* ids) {
+    if (through_native) native.resolve(g_writer.generation());
     uint64_t sample = 0;
     if (g_live_on.load() && jni) {
       if (now - g_last_sweep_ns >= (g_live.full() ? kLiveFullSweepNs : kLiveSweepNs)) sweep_live(jni, now);
@@ -346,7 +503,7 @@ void JNICALL on_sampled_object_alloc(jvmtiEnv*, JNIEnv* jni, jthread thread, job
       if (g_live.add(jni, object, n)) sample = n;  // else: untracked, the reader counts them
     }
     g_writer.alloc(now, current_tid(), static_cast<uint64_t>(size), class_id, sample, ids, stack.count,
-                   stack.truncated);
+                   stack.truncated, native.frames, native.count);
   });
   t_busy = false;
 }
@@ -572,6 +729,7 @@ jint init_jvmti(JavaVM* vm) {
   callbacks.VMDeath = on_vm_death;
   callbacks.VMInit = on_vm_init;
   g_jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
+  find_jvm_libraries();
   set_event(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH);
   jvmtiPhase phase = JVMTI_PHASE_ONLOAD;
   g_jvmti->GetPhase(&phase);

@@ -38,6 +38,18 @@ size_t put_u64(char* out, uint64_t v) {
   return n;
 }
 
+// Lower-case hex digits of v at out; returns the count.
+size_t put_hex(char* out, uint64_t v) {
+  char tmp[16];
+  size_t n = 0;
+  do {
+    tmp[n++] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  for (size_t i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
 }  // namespace
 
 void IdTable::clear() {
@@ -211,8 +223,10 @@ void JitMapWriter::append_frames(char* line, size_t& n, size_t size, const uint3
 }
 
 void JitMapWriter::alloc(uint64_t time_ns, uint32_t tid, uint64_t size, uint32_t klass, uint64_t sample,
-                         const uint32_t* frames, int count, bool truncated) {
-  char line[2048];  // 5 numbers and <= 128 frames of <= 11 bytes
+                         const uint32_t* frames, int count, bool truncated, const uint64_t* native,
+                         int native_count) {
+  // 5 numbers, <= 128 frames of <= 11 bytes, <= 32 native frames of <= 17
+  char line[2560];
   size_t n = 0;
   line[n++] = 'A';
   for (uint64_t v : {time_ns, uint64_t{tid}, size, uint64_t{klass}, sample}) {
@@ -220,6 +234,14 @@ void JitMapWriter::alloc(uint64_t time_ns, uint32_t tid, uint64_t size, uint32_t
     n += put_u64(line + n, v);
   }
   append_frames(line, n, sizeof line, frames, count, truncated);
+  if (native_count > 0) {  // " 7f01c2a3b4c5,7f01c2a3b000" over the newline
+    --n;
+    for (int i = 0; i < native_count && n + 20 < sizeof line; ++i) {
+      line[n++] = i ? ',' : ' ';
+      n += put_hex(line + n, native[i]);
+    }
+    line[n++] = '\n';
+  }
   append(line, n);
 }
 

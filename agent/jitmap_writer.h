@@ -65,8 +65,10 @@ class JitMapWriter {
   // innermost first; `truncated`: deeper frames were cut at the depth limit.
   void option(const char* key, const char* value);
   void thread_name(uint32_t tid, const char* name);
+  // `native`: the allocation's native frames (call-site addresses,
+  // innermost first) when it was made by native code; none (0) otherwise.
   void alloc(uint64_t time_ns, uint32_t tid, uint64_t size, uint32_t klass, uint64_t sample, const uint32_t* frames,
-             int count, bool truncated);
+             int count, bool truncated, const uint64_t* native = nullptr, int native_count = 0);
   void freed(uint64_t sample);
   void contended(uint64_t time_ns, uint32_t tid, uint64_t wait_ns, uint32_t klass, const uint32_t* frames, int count,
                  bool truncated);

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <iterator>
 
 namespace ember::symbolizer {
 namespace {
@@ -29,6 +30,14 @@ std::string_view rest_of(std::string_view s) {
   return s;
 }
 
+bool hex_number(std::string_view& s, uint64_t& out) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+  if (ec != std::errc() || p == s.data()) return false;
+  s.remove_prefix(p - s.data());
+  return s.empty() || s.front() == ' ';
+}
+
 void set_name(std::vector<std::string>& names, uint64_t id, std::string_view name) {
   if (names.size() <= id) names.resize(id + 1);
   names[id] = std::string(name);
@@ -40,6 +49,57 @@ size_t JavaEvents::StackHash::operator()(const Stack& s) const {
   uint64_t h = s.truncated ? 0x51ed27ULL : 0;
   for (uint32_t m : s.methods) h = (h ^ m) * 0x100000001b3ULL;
   return static_cast<size_t>(h);
+}
+
+size_t JavaEvents::NativeStackHash::operator()(const std::vector<NativeFrame>& s) const {
+  uint64_t h = 0;
+  for (const NativeFrame& f : s) h = (h ^ f.address ^ (uint64_t{f.library} << 48)) * 0x100000001b3ULL;
+  return static_cast<size_t>(h);
+}
+
+// "<start> <end> <bias> <path>": a file the next A lines' native frames may
+// lie in. It replaces what it overlaps (a library unloaded, another loaded
+// there; a new stream describing the same one again).
+bool JavaEvents::add_library(std::string_view s) {
+  NativeLibrary lib;
+  if (!hex_number(s, lib.start) || !hex_number(s, lib.end) || !hex_number(s, lib.bias) || lib.end <= lib.start)
+    return false;
+  lib.path = std::string(rest_of(s));
+  if (lib.path.empty()) return false;
+  auto it = mapped_.upper_bound(lib.start);
+  if (it != mapped_.begin() && libraries_[std::prev(it)->second].end > lib.start) --it;
+  while (it != mapped_.end() && it->first < lib.end) it = mapped_.erase(it);
+  mapped_[lib.start] = static_cast<uint32_t>(libraries_.size());
+  libraries_.push_back(std::move(lib));
+  return true;
+}
+
+// "7f01c2a3b4c5,7f01c2a3b000": call sites innermost first, each resolved
+// to its file now (libraries described later do not apply to it).
+uint32_t JavaEvents::intern_native(std::string_view s, bool& ok) {
+  std::vector<NativeFrame> frames;
+  ok = false;
+  if (s.empty() || s.back() == ',') return 0;
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    s.remove_prefix(comma == std::string_view::npos ? s.size() : comma + 1);
+    uint64_t address = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), address, 16);
+    if (ec != std::errc() || p != item.data() + item.size() || item.empty()) return 0;
+    NativeFrame f{kNoLibrary, address};
+    auto it = mapped_.upper_bound(address);
+    if (it != mapped_.begin()) {
+      const NativeLibrary& lib = libraries_[std::prev(it)->second];
+      if (address < lib.end) f = {std::prev(it)->second, address - lib.bias};
+    }
+    frames.push_back(f);
+  }
+  if (frames.empty()) return 0;
+  ok = true;
+  auto [it, added] = native_ids_.try_emplace(frames, static_cast<uint32_t>(natives_.size()));
+  if (added) natives_.push_back(std::move(frames));
+  return it->second;
 }
 
 // HotSpot samples allocations with a geometric distribution of mean
@@ -126,6 +186,7 @@ void JavaEvents::line(std::string_view s) {
       else if (key == "live-end") live_end_ = std::string(value);
       else if (key == "alloc-unavailable") unavailable_.push_back("alloc");
       else if (key == "lock-unavailable") unavailable_.push_back("lock");
+      else if (key == "native-library" && !add_library(value)) break;
       // Other settings: for newer readers.
       return;
     }
@@ -137,13 +198,21 @@ void JavaEvents::line(std::string_view s) {
       return;
     }
     case 'A': {
-      // A <ns> <tid> <size> <class> <sample> <frames>
+      // A <ns> <tid> <size> <class> <sample> <frames> [<native>]
       if (!number(s, a) || !number(s, b) || !number(s, c) || !number(s, d) || !number(s, e)) break;
       if (b > UINT32_MAX || d > UINT32_MAX) break;
       bool ok = false;
-      uint32_t stack = intern_stack(s, ok);
+      uint32_t stack = intern_stack(word(s), ok);
       if (!ok) break;
-      Site site{static_cast<uint32_t>(b), static_cast<uint32_t>(d), stack};
+      uint32_t native = 0;
+      std::string_view native_text = rest_of(s);
+      while (!native_text.empty() && native_text.back() == ' ') native_text.remove_suffix(1);
+      if (!native_text.empty()) {
+        native = intern_native(native_text, ok);
+        if (!ok) break;
+        ++stats_.native_alloc_samples;
+      }
+      Site site{static_cast<uint32_t>(b), static_cast<uint32_t>(d), stack, native};
       AllocWeight w = weigh_alloc(c, alloc_interval_);
       AllocWeight& total = alloc_[site];
       total.samples += w.samples;

@@ -1,9 +1,10 @@
 // The Java events in a JVM's code-map stream (agent options alloc, live,
 // lock; line formats at the top of symbolizer/jit_map.h): allocation
 // samples, frees of followed samples, monitor contention, with their Java
-// stacks. Parsed and aggregated as they arrive — a site (thread, class,
-// stack) per distinct event, so memory follows the program's shape, not
-// the recording's length; only samples followed for `live` are kept one by
+// stacks (and native frames, for allocations made by native code). Parsed
+// and aggregated as they arrive — a site (thread, class, stacks) per
+// distinct event, so memory follows the program's shape, not the
+// recording's length; only samples followed for `live` are kept one by
 // one (the agent bounds them). JitMap reads the same stream for the code.
 #pragma once
 
@@ -30,16 +31,31 @@ class JavaEvents {
     bool truncated = false;
     bool operator==(const Stack&) const = default;
   };
-  // What allocated (or waited) where; weights below.
+  // What allocated (or waited) where; weights below. `native`: the native
+  // frames of an allocation made by native code (native_stack()), 0 if none.
   struct Site {
-    uint32_t tid = 0, klass = 0, stack = 0;
+    uint32_t tid = 0, klass = 0, stack = 0, native = 0;
     bool operator==(const Site&) const = default;
   };
   struct SiteHash {
     size_t operator()(const Site& s) const {
       uint64_t h = (uint64_t{s.tid} << 32 | s.klass) * 0x9e3779b97f4a7c15ULL;
-      return static_cast<size_t>(h ^ (uint64_t{s.stack} * 0xc2b2ae3d27d4eb4fULL));
+      return static_cast<size_t>(h ^ ((uint64_t{s.native} << 32 | s.stack) * 0xc2b2ae3d27d4eb4fULL));
     }
+  };
+  // A file of native code, as the agent described it (O native-library).
+  struct NativeLibrary {
+    uint64_t start = 0, end = 0, bias = 0;  // mapped at [start, end); address - bias: in the file
+    std::string path;                       // as the JVM sees it (its mount namespace)
+  };
+  static constexpr uint32_t kNoLibrary = UINT32_MAX;
+  // A native frame: a call site in native_libraries()[library], as an
+  // address of the file's symbol table; with kNoLibrary, an address in the
+  // JVM that no library line covered (named by nobody).
+  struct NativeFrame {
+    uint32_t library = kNoLibrary;
+    uint64_t address = 0;
+    bool operator==(const NativeFrame&) const = default;
   };
   struct AllocWeight {
     uint64_t samples = 0;
@@ -58,6 +74,10 @@ class JavaEvents {
   const std::unordered_map<Site, LockWeight, SiteHash>& lock_sites() const { return lock_; }
 
   const Stack& stack(uint32_t id) const { return stacks_[id]; }
+  // Native frames, innermost first (the JNI function, then the C code that
+  // called it, up to the native method); id 0 is the empty stack.
+  const std::vector<NativeFrame>& native_stack(uint32_t id) const { return natives_[id]; }
+  const std::vector<NativeLibrary>& native_libraries() const { return libraries_; }
   std::string_view method(uint32_t id) const;     // "[unknown method]" if never named
   std::string_view class_name(uint32_t id) const;  // "[unknown class]"
   std::string_view thread_name(uint32_t tid) const;  // "" if never named
@@ -79,6 +99,7 @@ class JavaEvents {
 
   struct Stats {
     uint64_t alloc_samples = 0;
+    uint64_t native_alloc_samples = 0;  // of those, made by native code (with native frames)
     uint64_t live_followed = 0;    // samples followed for liveness
     uint64_t live_untracked = 0;   // live: samples the agent could not follow (its table was full)
     uint64_t freed = 0;            // followed samples the GC freed
@@ -98,14 +119,23 @@ class JavaEvents {
     Site site;
     AllocWeight weight;
   };
+  struct NativeStackHash {
+    size_t operator()(const std::vector<NativeFrame>& s) const;
+  };
   void line(std::string_view s);
   uint32_t intern_stack(std::string_view frames, bool& ok);
+  uint32_t intern_native(std::string_view frames, bool& ok);
+  bool add_library(std::string_view value);
 
   LineBuffer lines_;
   std::vector<std::string> methods_, classes_;  // by id
   std::unordered_map<uint32_t, std::string> threads_;
   std::vector<Stack> stacks_;
   std::unordered_map<Stack, uint32_t, StackHash> stack_ids_;
+  std::vector<std::vector<NativeFrame>> natives_{1};
+  std::unordered_map<std::vector<NativeFrame>, uint32_t, NativeStackHash> native_ids_;
+  std::vector<NativeLibrary> libraries_;    // every one described, in order
+  std::map<uint64_t, uint32_t> mapped_;      // start -> library, for those mapped now (no overlaps)
   std::unordered_map<Site, AllocWeight, SiteHash> alloc_;
   std::unordered_map<Site, LockWeight, SiteHash> lock_;
   std::unordered_map<uint64_t, Followed> followed_;  // live samples by number

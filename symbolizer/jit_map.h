@@ -23,13 +23,23 @@
 //                                  (after a full GC: what is left is live) or
 //                                  live-end none (no GC: the JVM exited with a
 //                                  collector other than G1, or the stream was
-//                                  replaced; garbage not yet collected is left)
+//                                  replaced; garbage not yet collected is left);
+//                                  native-library <start> <end> <bias> <path>
+//                                  (hex) before the first A line with a native
+//                                  frame in that file: it is mapped at
+//                                  [start, end), address - bias is the address
+//                                  in the file's symbol table
 //   K <id> <name>                  class id -> "java.lang.String", "byte[]"
 //   T <tid> <name>                 a thread's name, before its first event
-//   A <ns> <tid> <size> <class> <sample> <frames>
+//   A <ns> <tid> <size> <class> <sample> <frames> [<native>]
 //                                  an allocation sample: an object of <size>
 //                                  bytes; <sample> > 0 numbers a followed one
-//                                  (live), 0 when not followed
+//                                  (live), 0 when not followed; <native>, only
+//                                  when native code allocated (JNI): its frames
+//                                  from the innermost Java frame (a native
+//                                  method) to the JNI function, innermost
+//                                  first, call-site addresses in hex,
+//                                  comma-separated (at most 32)
 //   F <ns> <sample>                the followed object of <sample> was freed
 //                                  (seen at <ns>)
 //   C <ns> <tid> <wait> <class> <frames>

@@ -1,6 +1,8 @@
 #include "user/java_profiles.h"
 
 #include <cmath>
+#include <cstdio>
+#include <map>
 
 namespace ember {
 namespace {
@@ -10,9 +12,51 @@ using flamegraph::FrameId;
 using flamegraph::FrameKind;
 using symbolizer::JavaEvents;
 
+// Frames of native code by (library, address): the function, then what
+// was inlined into it at the call site.
+using NativeNames = std::map<std::pair<uint32_t, uint64_t>, std::vector<FrameId>>;
+
+std::string hex(uint64_t v) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+// Names every native frame of `sites` at once, a batch per library.
+template <class Sites>
+NativeNames name_native_frames(const JavaEvents& events, const Sites& sites, uint32_t pid,
+                               const JavaProfileOptions& options, flamegraph::Profile& profile) {
+  std::map<uint32_t, std::vector<uint64_t>> wanted;  // library -> addresses
+  NativeNames names;
+  for (const auto& [site, w] : sites)
+    for (const JavaEvents::NativeFrame& f : events.native_stack(site.native))
+      if (names.try_emplace({f.library, f.address}).second) wanted[f.library].push_back(f.address);
+  const auto& libraries = events.native_libraries();
+  for (const auto& [library, addresses] : wanted) {
+    if (library == JavaEvents::kNoLibrary) {
+      for (uint64_t a : addresses) names[{library, a}] = {profile.intern(Frame{"[unknown]", FrameKind::Unknown, {}})};
+      continue;
+    }
+    const std::string& path = libraries[library].path;
+    std::vector<symbolizer::Symbol> symbols;
+    if (options.name_native) symbols = options.name_native(pid, path, addresses);
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      std::vector<FrameId>& ids = names[{library, addresses[i]}];
+      if (i < symbols.size() && !symbols[i].frames.empty()) {
+        for (const Frame& f : symbols[i].frames) ids.push_back(profile.intern(f));
+      } else {
+        std::string base = path.substr(path.rfind('/') + 1);
+        ids.push_back(profile.intern(Frame{base + "+" + hex(addresses[i]), FrameKind::Unknown, path}));
+      }
+    }
+  }
+  return names;
+}
+
 // Frames of one site, root first.
-void site_frames(const JavaEvents& events, const JavaEvents::Site& site, FrameId root, const JavaProfileOptions& options,
-                 flamegraph::Profile& profile, std::vector<FrameId>& out) {
+void site_frames(const JavaEvents& events, const JavaEvents::Site& site, FrameId root,
+                 const JavaProfileOptions& options, const NativeNames& native_names, flamegraph::Profile& profile,
+                 std::vector<FrameId>& out) {
   out.clear();
   out.push_back(root);
   if (options.thread_frames) {
@@ -29,6 +73,13 @@ void site_frames(const JavaEvents& events, const JavaEvents::Site& site, FrameId
   // interpreted: all Java frames are Jit here.
   for (auto m = stack.methods.rbegin(); m != stack.methods.rend(); ++m)
     out.push_back(profile.intern(Frame{std::string(events.method(*m)), FrameKind::Jit, {}}));
+  // Native code that allocated: above the native method's frame, up to the
+  // JNI function it called.
+  const auto& native = events.native_stack(site.native);
+  for (auto f = native.rbegin(); f != native.rend(); ++f) {
+    const std::vector<FrameId>& ids = native_names.at({f->library, f->address});
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
   out.push_back(profile.intern(Frame{std::string(events.class_name(site.klass)), FrameKind::Alloc, {}}));
 }
 
@@ -64,16 +115,17 @@ void add_java_profile(const JavaEvents& events, JavaProfileKind kind, const Java
   if (kind == JavaProfileKind::Lock) {
     for (const auto& [site, w] : events.lock_sites()) {
       if (w.wait_ns == 0) continue;
-      site_frames(events, site, root_id, options, profile, frames);
+      site_frames(events, site, root_id, options, {}, profile, frames);
       profile.add(frames, w.wait_ns);
     }
     return;
   }
   auto add_sites = [&](const auto& sites) {
+    NativeNames native_names = name_native_frames(events, sites, process.pid, options, profile);
     for (const auto& [site, w] : sites) {
       uint64_t weight = rounded(kind == JavaProfileKind::AllocBytes ? w.bytes : w.objects);
       if (weight == 0) continue;
-      site_frames(events, site, root_id, options, profile, frames);
+      site_frames(events, site, root_id, options, native_names, profile, frames);
       profile.add(frames, weight);
     }
   };
@@ -95,6 +147,7 @@ std::vector<std::pair<std::string, std::string>> java_profile_info(const JavaEve
   if (alloc) {
     if (events.alloc_interval()) info.emplace_back("alloc interval", bytes_text(events.alloc_interval()));
     add("alloc samples", s.alloc_samples);
+    if (s.native_alloc_samples) add("alloc samples from native code", s.native_alloc_samples);
     if (options.live_only) {
       if (!events.live())
         info.emplace_back("live", "not recorded: the agent did not follow objects (option live)");

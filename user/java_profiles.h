@@ -1,10 +1,16 @@
 // Java allocation and lock profiles from the events a JVM's agent wrote
 // (symbolizer/java_events.h): stacks of process, [thread,] Java frames
-// outermost first, and the allocated class — or the contended monitor's
-// class — as the top frame (FrameKind::Alloc, "the class kind").
+// outermost first, the native frames of an allocation made by native code
+// (the C code of a JNI method, then the JNI function it called), and the
+// allocated class — or the contended monitor's class — as the top frame
+// (FrameKind::Alloc, "the class kind").
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +18,7 @@
 
 #include "flamegraph/profile.h"
 #include "symbolizer/java_events.h"
+#include "symbolizer/symbolizer.h"
 
 namespace ember {
 
@@ -21,11 +28,27 @@ enum class JavaProfileKind {
   Lock,          // event "lock", unit "ns": time spent waiting to enter contended monitors
 };
 
+// Names native frames: `addresses` are in the symbol table of the file at
+// `path` (as JVM `pid` sees it); one Symbol each.
+using NativeNamer = std::function<std::vector<symbolizer::Symbol>(uint32_t pid, const std::string& path,
+                                                                   std::span<const uint64_t> addresses)>;
+
 struct JavaProfileOptions {
   bool live_only = false;      // alloc: only samples whose objects were alive when the stream ended
   bool thread_frames = false;  // "[name tid=N]" under the process frame
   bool pid_frames = false;     // root "comm (pid)" instead of "comm"
+  NativeNamer name_native;     // unset: native frames are "libfoo.so+0x1234"
 };
+
+// A NativeNamer through `symbolizer`: the file through /proc/PID/root
+// while the JVM lives (its container's), else by its path — the agent
+// described it, so its frames are named after the JVM has exited too.
+inline NativeNamer java_native_namer(symbolizer::Symbolizer& symbolizer) {
+  return [&symbolizer](uint32_t pid, const std::string& path, std::span<const uint64_t> addresses) {
+    std::string in_root = "/proc/" + std::to_string(pid) + "/root" + path;
+    return symbolizer.symbolize_file(access(in_root.c_str(), R_OK) == 0 ? in_root : path, addresses);
+  };
+}
 
 struct JavaProcess {
   uint32_t pid = 0;

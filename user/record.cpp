@@ -555,7 +555,7 @@ int run_record(const RecordOptions& o) {
     flamegraph::Profile profile = collector.build(v);
     const CollectorStats& stats = collector.stats();
     // Java allocations and monitor contention come from the agents.
-    JavaProfileOptions jopts{view.live_only, o.thread_frames, o.pid_frames};
+    JavaProfileOptions jopts{view.live_only, o.thread_frames, o.pid_frames, java_native_namer(symbolizer)};
     for (const Collector::JavaStream& j : collector.java_streams()) {
       if (view.name != "alloc" && view.name != "lock") continue;
       JavaProfileKind kind = view.name == "alloc" ? JavaProfileKind::AllocBytes : JavaProfileKind::Lock;

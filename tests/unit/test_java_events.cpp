@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "flamegraph/folded.h"
 #include "symbolizer/java_events.h"
@@ -171,6 +173,134 @@ TEST_CASE("java events: the code map skips event lines and keeps working") {
   auto frames = map.frames(at);
   REQUIRE(frames.size() == 2);
   CHECK(frames[0].name == "App.make");
+}
+
+namespace {
+
+// Allocations from native code: a JNI method's C frames (libnat.so) and the
+// JNI function in libjvm.so, innermost first, beside a plain Java one.
+constexpr const char* kNativeStream =
+    "# ember-jitmap 1 pid 42\n"
+    "O alloc-interval 1000\n"
+    "M 1 App.main\n"
+    "M 2 App.nativeAlloc\n"
+    "K 1 byte[]\n"
+    "O native-library 7f0000000000 7f0000100000 7f0000000000 /jvm/lib/server/libjvm.so\n"
+    "O native-library 7f1000000000 7f1000003000 7f1000000000 /app/lib/libnat.so\n"
+    "A 200 7 10 1 0 1\n"                                         // from Java: no native frames
+    "A 210 7 10 1 0 2,1 7f0000001233,7f1000001100,7f1000001200\n"  // jni_NewByteArray <- make <- Java_App_nativeAlloc
+    "A 220 7 10 1 0 2,1 7f0000001233,7f1000001100,7f1000001200 \n" // the same site (a trailing space)
+    "A 230 7 10 1 0 2,1 7f0000001233,7fff00000000\n";              // an address no library line covers
+
+// What the symbolizer would say: names by file and address.
+std::vector<ember::symbolizer::Symbol> fake_names(uint32_t pid, const std::string& path,
+                                                  std::span<const uint64_t> addresses) {
+  using ember::flamegraph::Frame;
+  using ember::flamegraph::FrameKind;
+  std::vector<ember::symbolizer::Symbol> out;
+  for (uint64_t a : addresses) {
+    ember::symbolizer::Symbol s;
+    if (pid != 42)
+      s.frames = {Frame{"wrong pid", FrameKind::Unknown, {}}};
+    else if (path.ends_with("libjvm.so") && a == 0x1233)
+      s.frames = {Frame{"jni_NewByteArray", FrameKind::Native, path}};
+    else if (path.ends_with("libnat.so") && a == 0x1100)  // a call inlined into make
+      s.frames = {Frame{"make", FrameKind::Native, path}, Frame{"fill", FrameKind::Inlined, path}};
+    else if (path.ends_with("libnat.so") && a == 0x1200)
+      s.frames = {Frame{"Java_App_nativeAlloc", FrameKind::Native, path}};
+    else
+      s = {{Frame{"[unknown]", FrameKind::Unknown, {}}}, "no symbol"};
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("java events: native frames of allocations made by native code") {
+  JavaEvents events;
+  events.feed(kNativeStream);
+  CHECK(events.stats().bad_lines == 0);
+  CHECK(events.stats().alloc_samples == 4);
+  CHECK(events.stats().native_alloc_samples == 3);
+  REQUIRE(events.native_libraries().size() == 2);
+  CHECK(events.native_libraries()[1].path == "/app/lib/libnat.so");
+  // Sites: the Java one has no native stack; the native ones are resolved
+  // to (library, address in the file) when read.
+  std::vector<std::vector<JavaEvents::NativeFrame>> natives;
+  uint64_t plain = 0;
+  for (const auto& [site, w] : events.alloc_sites()) {
+    if (site.native == 0)
+      plain += w.samples;
+    else
+      natives.push_back(events.native_stack(site.native));
+  }
+  CHECK(plain == 1);
+  REQUIRE(natives.size() == 2);
+  std::sort(natives.begin(), natives.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  using NF = JavaEvents::NativeFrame;
+  CHECK(natives[0] == std::vector<NF>{{0, 0x1233}, {1, 0x1100}, {1, 0x1200}});
+  CHECK(natives[1] == std::vector<NF>{{0, 0x1233}, {JavaEvents::kNoLibrary, 0x7fff00000000}});
+
+  // The C frames between the native method's Java frame and the class,
+  // outermost first; inlined calls after their caller; the samples of one
+  // site merged.
+  JavaProfileOptions named;
+  named.name_native = fake_names;
+  std::string text = folded(events, JavaProfileKind::AllocObjects, named);
+  CHECK(text.find("java;App.main_[j];byte[] 101\n") != std::string::npos);  // 1 / (1 - e^-0.01)
+  CHECK(text.find("java;App.main_[j];App.nativeAlloc_[j];Java_App_nativeAlloc;make;fill_[i];jni_NewByteArray;"
+                  "byte[] 201\n") != std::string::npos);
+  CHECK(text.find("java;App.main_[j];App.nativeAlloc_[j];[unknown];jni_NewByteArray;byte[] 101\n") !=
+        std::string::npos);
+  // Without a symbolizer: the file and the address in it.
+  text = folded(events, JavaProfileKind::AllocObjects);
+  CHECK(text.find("App.nativeAlloc_[j];libnat.so+0x1200;libnat.so+0x1100;libjvm.so+0x1233;byte[] 201\n") !=
+        std::string::npos);
+  // Said in the graph's facts.
+  auto profile = ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, named);
+  bool says_native = false;
+  for (const auto& [k, v] : profile.info) says_native |= k == "alloc samples from native code" && v == "3";
+  CHECK(says_native);
+  // Lock stacks never have native frames (the namer is not needed).
+  CHECK(folded(events, JavaProfileKind::Lock, named).empty());
+}
+
+TEST_CASE("java events: native libraries replace what they overlap; bad native fields are bad lines") {
+  JavaEvents events;
+  events.feed(
+      "O alloc-interval 1000\nM 1 App.n\nK 1 C\n"
+      "O native-library 1000 3000 0 /old.so\n"
+      "A 1 5 10 1 0 1 2000\n"
+      // Unloaded, and another library loaded over part of it: addresses
+      // read after this line are the new one's, those before stay the old's.
+      "O native-library 2000 4000 1000 /new.so\n"
+      "A 1 5 10 1 0 1 2000\n"
+      "A 1 5 10 1 0 1 1800\n"  // the old library's part no line covers now
+      "O native-library 5000 4000 0 /backwards.so\n"
+      "O native-library 5000 6000 0\n"
+      "O native-library 5000 6000\n"
+      "A 1 5 10 1 0 1 xyz\n"
+      "A 1 5 10 1 0 1 2000,\n"
+      "A 1 5 10 1 0 1 ,2000\n"
+      "A 1 5 10 1 0 1 2000 3000\n");
+  CHECK(events.stats().bad_lines == 7);
+  CHECK(events.stats().alloc_samples == 3);
+  std::vector<JavaEvents::NativeFrame> seen;
+  for (const auto& [site, w] : events.alloc_sites()) {
+    REQUIRE(events.native_stack(site.native).size() == 1);
+    seen.push_back(events.native_stack(site.native)[0]);
+  }
+  using NF = JavaEvents::NativeFrame;
+  std::sort(seen.begin(), seen.end(), [](const NF& a, const NF& b) { return a.library < b.library; });
+  CHECK(seen == std::vector<NF>{{0, 0x2000}, {1, 0x1000}, {JavaEvents::kNoLibrary, 0x1800}});
+  CHECK(events.native_libraries()[1].path == "/new.so");
+}
+
+TEST_CASE("java events: the code map skips native frames and library lines") {
+  JitMap map;
+  map.feed(kNativeStream);
+  CHECK(map.bad_lines() == 0);
 }
 
 // HotSpot's sampler, simulated: geometric gaps of mean `interval` bytes;
