@@ -28,6 +28,8 @@ const volatile bool follow_forks = false;  /* children of targets become targets
  * as they are preempted), emit when they run again if off for long enough. */
 const volatile bool offcpu_preempted = false;
 const volatile __u64 min_block_ns = 0;
+/* --waker: each block also carries the stacks of whoever woke the thread. */
+const volatile bool offcpu_waker = false;
 /* Wake the collector only once this much is queued: a wakeup per sample
  * costs a context switch per sample (the collector also polls on a timer). */
 const volatile __u64 wakeup_bytes = 0;
@@ -39,6 +41,7 @@ __u64 samples_idle = 0;   /* idle task samples, dropped unless include_idle */
 __u64 targets_full = 0;   /* children not followed: target_pids full */
 __u64 mappings_lost = 0;  /* exit mappings dropped: exits ring buffer full */
 __u64 offcpu_untracked = 0; /* switches out not recorded: offcpu_start full */
+__u64 waker_untracked = 0;  /* --waker: wakers seen whose stacks could not be stored */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -76,7 +79,10 @@ struct {
 	__type(value, __u64);
 } seen_pids SEC(".maps");
 
-/* Records are too large for the 512-byte BPF stack: build them here. */
+/* Records are too large for the 512-byte BPF stack: build them here.
+ * Shared by programs that never interrupt one another on a CPU: perf-event
+ * programs are skipped while a uprobe program runs (bpf_prog_active), uprobe
+ * programs run with preemption off, sched_switch with interrupts off. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -128,28 +134,40 @@ static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32
 	s->kstack_len = klen;
 }
 
-/* Sends a record; wakes the collector when the ring is a quarter full or
- * the record is the first of a process (or of its new image after exec). */
-static __always_inline void send(struct ember_sample *s)
+/* Whether process `pid` named `comm` is new to the collector (or execed):
+ * then it must read its mappings at once. */
+static __always_inline bool first_seen(__u32 pid, const char *comm)
+{
+	__u64 name = *(__u64 *)comm;
+	__u64 *seen;
+
+	if (!pid)
+		return false;
+	seen = bpf_map_lookup_elem(&seen_pids, &pid);
+	if (seen && *seen == name)
+		return false;
+	bpf_map_update_elem(&seen_pids, &pid, &name, BPF_ANY);
+	return true;
+}
+
+/* Sends a record, with `waker_frames` of a waker's stacks after its own;
+ * wakes the collector when the ring is a quarter full or the record is
+ * the first of a process (or of its new image after exec). */
+static __always_inline void send(struct ember_sample *s, __u32 waker_frames)
 {
 	__u64 wakeup = BPF_RB_NO_WAKEUP;
 	__u32 ulen = s->ustack_len, klen = s->kstack_len;
-	__u32 pid = s->pid;
 
-	if (ulen > EMBER_MAX_STACK_DEPTH || klen > EMBER_MAX_STACK_DEPTH)
+	if (ulen > EMBER_MAX_STACK_DEPTH || klen > EMBER_MAX_STACK_DEPTH || waker_frames > 2 * EMBER_MAX_STACK_DEPTH)
 		return;
 	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		wakeup = BPF_RB_FORCE_WAKEUP;
-	if (pid) {
-		__u64 name = *(__u64 *)s->process_comm;
-		__u64 *seen = bpf_map_lookup_elem(&seen_pids, &pid);
-
-		if (!seen || *seen != name) {
-			bpf_map_update_elem(&seen_pids, &pid, &name, BPF_ANY);
-			wakeup = BPF_RB_FORCE_WAKEUP;
-		}
-	}
-	if (bpf_ringbuf_output(&samples, s, EMBER_SAMPLE_HEADER_SIZE + (ulen + klen) * sizeof(__u64), wakeup))
+	if (first_seen(s->pid, s->process_comm))
+		wakeup = BPF_RB_FORCE_WAKEUP;
+	/* A waker outside the targets may never be sampled itself. */
+	if (waker_frames && first_seen(s->waker_pid, s->waker_process_comm))
+		wakeup = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&samples, s, EMBER_SAMPLE_HEADER_SIZE + (ulen + klen + waker_frames) * sizeof(__u64), wakeup))
 		__sync_fetch_and_add(&samples_lost, 1);
 }
 
@@ -176,7 +194,8 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	take_stacks(ctx, s, pid, tid, true);
 	s->weight = 1;
 	s->kind = EMBER_KIND_CPU;
-	send(s);
+	s->waker = EMBER_WAKER_NONE;
+	send(s, 0);
 	return 0;
 }
 
@@ -184,13 +203,34 @@ int ember_sample(struct bpf_perf_event_data *ctx)
  * in the task's own storage (no copy, freed with the task) until it runs
  * again. The stacks must be taken as it leaves: as it comes back, the
  * tracepoint runs in the context of the task it replaces, whose user
- * memory is the only one a BPF program can walk here. */
+ * memory is the only one a BPF program can walk here. An ember_sample
+ * without the room for a waker's stacks: half the memory per thread. */
+struct offcpu_block {
+	char bytes[__builtin_offsetof(struct ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64)];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct ember_sample);
+	__type(value, struct offcpu_block);
 } offcpu_start SEC(".maps");
+
+/* --waker: the stacks of the waker of a blocked thread, in the wakee's
+ * storage, taken as the wakeup happens (sched_waking runs in the waker's
+ * context, where sched_wakeup may run on the wakee's CPU, from an IPI), and
+ * joined to its record as it runs again. Its names and stack lengths go in
+ * the record's header. */
+struct waker_ips {
+	__u64 ips[2 * EMBER_MAX_STACK_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct waker_ips);
+} waker_stacks SEC(".maps");
 
 /* A task's state as it switches out: 0 (TASK_RUNNING) when preempted.
  * The field is __state since Linux 5.14, state before. */
@@ -205,6 +245,28 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
+/* A block and its waker's stacks, joined into one record. */
+static __always_inline void send_woken(struct ember_sample *block, struct task_struct *task)
+{
+	struct waker_ips *w = bpf_task_storage_get(&waker_stacks, task, 0, 0);
+	struct ember_sample *s;
+	__u32 zero = 0, n, m;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!w || !s) {
+		block->waker = EMBER_WAKER_UNSEEN;
+		send(block, 0);
+		return;
+	}
+	n = block->ustack_len + block->kstack_len;
+	m = block->waker_ustack_len + block->waker_kstack_len;
+	if (n > 2 * EMBER_MAX_STACK_DEPTH || m > 2 * EMBER_MAX_STACK_DEPTH)
+		return;
+	bpf_probe_read_kernel(s, EMBER_SAMPLE_HEADER_SIZE + n * sizeof(__u64), block);
+	bpf_probe_read_kernel(&s->ips[n], m * sizeof(__u64), w->ips);
+	send(s, m);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -213,11 +275,18 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 
 	/* prev, the current task, goes off CPU: keep its stacks. */
 	if (tid != 0 && in_scope(pid, tid)) {
-		bool runnable = task_state(prev) == 0;
+		/* Preempted on its way to sleep (its state set, schedule() not
+		 * reached yet), a thread stays runnable: no wakeup will come. */
+		bool runnable = preempt || task_state(prev) == 0;
 
 		if (!runnable || offcpu_preempted) {
 			s = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 			if (s) {
+				/* Open to a waker before the stack walk, not after: a
+				 * wakeup on another CPU may come while it runs (the
+				 * waker writes only the waker_* fields). */
+				s->waker = offcpu_waker && !runnable ? EMBER_WAKER_UNSEEN : EMBER_WAKER_NONE;
+				barrier();
 				take_stacks(ctx, s, pid, tid, true);
 				s->weight = 0;
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
@@ -233,10 +302,60 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 
 		if (off >= min_block_ns || s->kind == EMBER_KIND_PREEMPTED) {
 			s->weight = off;
-			send(s);
+			if (offcpu_waker && s->waker == EMBER_WAKER_SEEN)
+				send_woken(s, next);
+			else
+				send(s, 0);
 		}
 		s->time_ns = 0;
+		s->waker = EMBER_WAKER_NONE;
 	}
+	return 0;
+}
+
+/* --waker: a thread asleep in scope is woken. Runs in the waker's context,
+ * under the wakee's pi_lock: one waker per block (a second wakeup finds it
+ * awake), and the wakee runs again only after this returns. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(ember_waking, struct task_struct *p)
+{
+	struct ember_sample *s = bpf_task_storage_get(&offcpu_start, p, 0, 0);
+	struct task_struct *task;
+	struct waker_ips *w;
+	long ulen, klen, n;
+	__u64 id;
+
+	/* Every wakeup on the host comes here: most end at this test. */
+	if (!s || s->waker != EMBER_WAKER_UNSEEN)
+		return 0;
+	w = bpf_task_storage_get(&waker_stacks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w) {
+		__sync_fetch_and_add(&waker_untracked, 1);
+		return 0;
+	}
+	/* In an interrupt (a timer expiring, I/O completing) the current task
+	 * is whoever it interrupted: the collector tells from the kernel
+	 * stack, which then goes through the interrupt's entry. Telling here
+	 * needs preempt_count, a per-CPU variable whose address BPF gets only
+	 * from kernels with CONFIG_KALLSYMS_ALL. */
+	task = (struct task_struct *)bpf_get_current_task();
+	id = bpf_get_current_pid_tgid();
+	s->waker_pid = id >> 32;
+	s->waker_tid = (__u32)id;
+	bpf_get_current_comm(s->waker_comm, sizeof(s->waker_comm));
+	BPF_CORE_READ_STR_INTO(&s->waker_process_comm, task, group_leader, comm);
+	n = bpf_get_stack(ctx, w->ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
+	ulen = frames(n);
+	if (ulen > EMBER_MAX_STACK_DEPTH)
+		ulen = EMBER_MAX_STACK_DEPTH;
+	n = bpf_get_stack(ctx, &w->ips[ulen], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0);
+	klen = frames(n);
+	if (klen > EMBER_MAX_STACK_DEPTH)
+		klen = EMBER_MAX_STACK_DEPTH;
+	s->waker_ustack_len = ulen;
+	s->waker_kstack_len = klen;
+	barrier();
+	s->waker = EMBER_WAKER_SEEN;
 	return 0;
 }
 
@@ -277,6 +396,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } malloc_pending SEC(".maps");  /* --live: tid -> weight of a sampled call, until it returns */
+
+/* The same for mmap: glibc's malloc calls mmap itself for large blocks, and
+ * the return of that inner call must not take the pending malloc's place. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} mmap_pending SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -322,10 +450,11 @@ static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid
 	s->weight = weight;
 	s->kind = EMBER_KIND_MALLOC;
 	s->pad = id;
-	send(s);
+	s->waker = EMBER_WAKER_NONE;
+	send(s, 0);
 }
 
-static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size)
+static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size, void *pending)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
@@ -337,7 +466,7 @@ static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size)
 	if (!weight)
 		return 0;
 	if (malloc_live)
-		bpf_map_update_elem(&malloc_pending, &tid, &weight, BPF_ANY);
+		bpf_map_update_elem(pending, &tid, &weight, BPF_ANY);
 	else
 		send_alloc(ctx, pid, tid, weight, 0, true);
 	return 0;
@@ -346,13 +475,13 @@ static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size)
 SEC("uprobe")
 int BPF_KPROBE(ember_malloc, __u64 size)
 {
-	return on_alloc(ctx, size);
+	return on_alloc(ctx, size, &malloc_pending);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(ember_calloc, __u64 count, __u64 size)
 {
-	return on_alloc(ctx, count * size);
+	return on_alloc(ctx, count * size, &malloc_pending);
 }
 
 SEC("uprobe")
@@ -360,23 +489,49 @@ int BPF_KPROBE(ember_realloc, __u64 ptr, __u64 size)
 {
 	if (malloc_live && ptr)
 		bpf_map_delete_elem(&live_allocs, &ptr);
-	return on_alloc(ctx, size);
+	return on_alloc(ctx, size, &malloc_pending);
 }
 
-/* --live: a sampled call returns its pointer. */
-SEC("uretprobe")
-int BPF_KRETPROBE(ember_alloc_return, __u64 ptr)
+/* mmap of anonymous private memory, with some access (PROT_NONE only
+ * reserves addresses): memory a program maps for itself, big buffers and
+ * allocators of its own. glibc's malloc maps its large blocks through the
+ * same function (__mmap is an alias of mmap: the probe sees those calls
+ * too), as pthread_create maps thread stacks: calls from inside the C
+ * library are left out, or a large malloc would count twice. The cookie
+ * says where the library's code lies around the probe: the offset of mmap
+ * in its executable segment << 32 | the segment's size. */
+#define EMBER_MAP_TYPE 0x03  /* MAP_SHARED, MAP_PRIVATE, MAP_SHARED_VALIDATE */
+#define EMBER_MAP_PRIVATE 0x02
+#define EMBER_MAP_ANONYMOUS 0x20
+
+SEC("uprobe")
+int BPF_KPROBE(ember_mmap, __u64 addr, __u64 length, __u64 prot, __u64 flags)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), caller = 0, text;
+
+	if (!prot || (flags & EMBER_MAP_TYPE) != EMBER_MAP_PRIVATE || !(flags & EMBER_MAP_ANONYMOUS))
+		return 0;
+	if (bpf_probe_read_user(&caller, sizeof(caller), (void *)PT_REGS_SP(ctx)))
+		return 0;
+	text = PT_REGS_IP(ctx) - (cookie >> 32);
+	if (caller - text < (cookie & 0xffffffff))
+		return 0;
+	return on_alloc(ctx, length, &mmap_pending);
+}
+
+/* --live: a sampled call returns its pointer (MAP_FAILED, -1, for mmap). */
+static __always_inline int on_return(struct pt_regs *ctx, __u64 ptr, void *pending_calls)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id, sample;
-	__u64 *pending = bpf_map_lookup_elem(&malloc_pending, &tid);
+	__u64 *pending = bpf_map_lookup_elem(pending_calls, &tid);
 	__u64 weight;
 
 	if (!pending)
 		return 0;
 	weight = *pending;
-	bpf_map_delete_elem(&malloc_pending, &tid);
-	if (!ptr)
+	bpf_map_delete_elem(pending_calls, &tid);
+	if (!ptr || ptr == (__u64)-1)
 		return 0;
 	{
 		__u32 zero = 0, *count = bpf_map_lookup_elem(&malloc_ids, &zero);
@@ -391,6 +546,20 @@ int BPF_KRETPROBE(ember_alloc_return, __u64 ptr)
 	return 0;
 }
 
+SEC("uretprobe")
+int BPF_KRETPROBE(ember_alloc_return, __u64 ptr)
+{
+	return on_return(ctx, ptr, &malloc_pending);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ember_mmap_return, __u64 ptr)
+{
+	return on_return(ctx, ptr, &mmap_pending);
+}
+
+/* free, and munmap: a mapping is live until its start is unmapped (an
+ * munmap of part of it leaves it counted). */
 SEC("uprobe")
 int BPF_KPROBE(ember_free, __u64 ptr)
 {

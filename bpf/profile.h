@@ -17,9 +17,17 @@
 #define EMBER_KIND_PREEMPTED 2   /* a thread's time off CPU while runnable (weight: ns) */
 #define EMBER_KIND_MALLOC 3      /* a sampled native allocation (weight: bytes; pad: its id with --live) */
 
+/* Who ended a block (EMBER_KIND_BLOCKED), with --waker. */
+#define EMBER_WAKER_NONE 0     /* not asked for, or not a block */
+#define EMBER_WAKER_UNSEEN 1   /* asked for, but no wakeup was seen for this block */
+#define EMBER_WAKER_SEEN 2     /* the task current at the wakeup: waker_pid, its names and stacks (in
+                                  an interrupt, the interrupted task: its kernel stack tells) */
+
 /* One sample: header, then ustack_len user ips (leaf first), then
- * kstack_len kernel ips (leaf first). Variable length in the ring buffer.
- * Off-CPU records carry the stacks and time of the switch out. */
+ * kstack_len kernel ips (leaf first), then, for a block with a waker
+ * (waker == EMBER_WAKER_SEEN), the waker's waker_ustack_len user and
+ * waker_kstack_len kernel ips (leaf first). Variable length in the ring
+ * buffer. Off-CPU records carry the stacks and time of the switch out. */
 struct ember_sample {
 	__u64 time_ns;   /* bpf_ktime_get_ns() */
 	__u64 weight;    /* 1 for a CPU sample; nanoseconds off CPU otherwise */
@@ -32,7 +40,14 @@ struct ember_sample {
 	__u32 pad;
 	char comm[EMBER_COMM_LEN];         /* thread name */
 	char process_comm[EMBER_COMM_LEN]; /* thread group leader's name */
-	__u64 ips[2 * EMBER_MAX_STACK_DEPTH];
+	__u32 waker;     /* EMBER_WAKER_* */
+	__u32 waker_pid; /* the waking task's tgid and tid */
+	__u32 waker_tid;
+	__u16 waker_ustack_len;
+	__u16 waker_kstack_len;
+	char waker_comm[EMBER_COMM_LEN];
+	char waker_process_comm[EMBER_COMM_LEN];
+	__u64 ips[4 * EMBER_MAX_STACK_DEPTH]; /* two stacks, and the waker's two */
 };
 
 #define EMBER_SAMPLE_HEADER_SIZE ((unsigned long)&((struct ember_sample *)0)->ips)

@@ -35,11 +35,54 @@ uint64_t monotonic_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
+bool has_waker_stacks(const ember_sample& s) { return s.kind == EMBER_KIND_BLOCKED && s.waker == EMBER_WAKER_SEEN; }
+
+// The record's length in the ring buffer: header and every stack it carries.
+size_t record_size(const ember_sample& s) {
+  size_t ips = s.ustack_len + s.kstack_len;
+  if (has_waker_stacks(s)) ips += s.waker_ustack_len + s.waker_kstack_len;
+  return EMBER_SAMPLE_HEADER_SIZE + ips * sizeof(uint64_t);
+}
+
+// When the record's last stack was taken: a block's waker runs up to the
+// end of the block, which is when the record is sent.
+uint64_t end_time(const ember_sample& s) {
+  return s.kind == EMBER_KIND_BLOCKED || s.kind == EMBER_KIND_PREEMPTED ? s.time_ns + s.weight : s.time_ns;
+}
+
+bool starts_with_any(const std::string& name, std::initializer_list<std::string_view> prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
+}
+
 }  // namespace
+
+// A wakeup in an interrupt (a timer expiring, I/O completing, a softirq on
+// the way out of one) runs on whatever task it interrupted, which did not
+// wake anyone: the waker's kernel stack then passes an interrupt entry
+// (x86: asm_sysvec_*, asm_common_interrupt; arm64: el1_interrupt,
+// el0_interrupt), past which the frames are the interrupted task's.
+// Softirqs run by ksoftirqd, or by a task as it re-enables them (a
+// loopback send), are the task's own doing and stay its wakeups.
+Collector::Wakeup Collector::classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name) {
+  static const std::initializer_list<std::string_view> kEntries = {
+      "asm_sysvec_", "sysvec_", "__sysvec_", "asm_common_interrupt", "common_interrupt", "asm_spurious_interrupt",
+      "el1_interrupt", "el0_interrupt", "el1h_64_irq", "el0t_64_irq"};
+  bool softirq = false;
+  for (size_t i = 0; i < depth; ++i) {
+    const std::string& n = name(i);
+    if (n == "handle_softirqs" || n == "__do_softirq") softirq = true;
+    if (!starts_with_any(n, kEntries)) continue;
+    while (i + 1 < depth && starts_with_any(name(i + 1), kEntries)) ++i;
+    return {softirq ? WakeContext::Softirq : WakeContext::Hardirq, i + 1};
+  }
+  return {WakeContext::Task, depth};
+}
 
 size_t Collector::KeyHash::operator()(const Key& k) const {
   uint64_t h = 0;
-  for (uint32_t v : {k.view, k.offcpu, k.pid, k.tid, k.process_name, k.thread_name, k.ustack, k.kstack})
+  for (uint32_t v : {k.view, k.offcpu, k.pid, k.tid, k.process_name, k.thread_name, k.ustack, k.kstack, k.waker,
+                     k.waker_pid, k.waker_tid, k.waker_process_name, k.waker_thread_name, k.waker_ustack,
+                     k.waker_kstack})
     h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
   return static_cast<size_t>(h ^ (h >> 29));
 }
@@ -122,8 +165,8 @@ void Collector::update_jvms(bool final) {
     }
     while (!jvm.held.empty()) {
       const auto& s = *reinterpret_cast<const ember_sample*>(jvm.held.front().data());
-      if (s.time_ns > settled) break;
-      add_jvm_sample(jvm, s);
+      if (end_time(s) > settled) break;
+      add_now(s);
       jvm.held.pop_front();
     }
   }
@@ -135,88 +178,123 @@ uint32_t Collector::jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at) 
   return it->second;
 }
 
-void Collector::add_jvm_sample(Jvm& jvm, const ember_sample& s) {
-  uint64_t ustack[EMBER_MAX_STACK_DEPTH];
+size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t time_ns, uint64_t* out) {
+  auto found = jvms_.find(pid);
+  Jvm* jvm = found == jvms_.end() ? nullptr : &found->second;
   size_t n = 0;
-  for (size_t i = 0; i < s.ustack_len; ++i) {
-    if (is_jit_token(s.ips[i])) break;  // garbage from a stray walk, as in add()
-    uint64_t address = i == 0 ? s.ips[i] : s.ips[i] - 1;
-    auto at = jvm.map.locate(address, s.time_ns);
+  for (size_t i = 0; i < ips.size(); ++i) {
+    // A frame-pointer walk that strays into garbage can return a "user"
+    // address in the kernel half; nothing past it is a frame (and the top
+    // bit is the JIT-token bit).
+    if (is_jit_token(ips[i])) break;
+    auto at = jvm ? jvm->map.locate(i == 0 ? ips[i] : ips[i] - 1, time_ns) : symbolizer::JitMap::Location{};
     if (!at) {
-      ustack[n++] = s.ips[i];
+      out[n++] = ips[i];
       continue;
     }
-    ustack[n++] = kJitToken | jit_token(jvm, at);
+    out[n++] = kJitToken | jit_token(*jvm, at);
     ++stats_.jit_frames;
     // Compiled Java code uses the frame pointer as a general register
     // unless asked not to: whatever the walk found above it is garbage.
-    if (at.compiled && !jvm.frame_pointers) {
-      ustack[n++] = kJitToken | kBrokenChainToken;
+    if (at.compiled && !jvm->frame_pointers) {
+      out[n++] = kJitToken | kBrokenChainToken;
       ++stats_.broken_java_stacks;
       break;
     }
   }
-  add_resolved(s, std::span(ustack, n));
+  return n;
 }
 
 void Collector::add(const ember_sample& s) {
-  if (auto jvm = jvms_.find(s.pid); jvm != jvms_.end()) {
+  // A JVM's records wait until its agent has published the code they ran
+  // (see kJitSettleNs); a block woken by a JVM thread waits for the waker's.
+  auto jvm = jvms_.find(s.pid);
+  if (jvm == jvms_.end() && has_waker_stacks(s)) jvm = jvms_.find(s.waker_pid);
+  if (jvm != jvms_.end()) {
     auto bytes = reinterpret_cast<const uint8_t*>(&s);
-    jvm->second.held.emplace_back(bytes, bytes + EMBER_SAMPLE_HEADER_SIZE + (s.ustack_len + s.kstack_len) * sizeof(__u64));
+    jvm->second.held.emplace_back(bytes, bytes + record_size(s));
     return;
   }
-  uint64_t ustack[EMBER_MAX_STACK_DEPTH];
-  size_t n = 0;
-  // A frame-pointer walk that strays into garbage can return a "user"
-  // address in the kernel half; nothing past it is a frame (and the top bit
-  // is the JIT-token bit).
-  while (n < s.ustack_len && !is_jit_token(s.ips[n])) {
-    ustack[n] = s.ips[n];
-    ++n;
-  }
-  add_resolved(s, std::span(ustack, n));
+  add_now(s);
 }
 
-void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack) {
+void Collector::add_now(const ember_sample& s) {
+  uint64_t ustack[EMBER_MAX_STACK_DEPTH + 1], waker_ustack[EMBER_MAX_STACK_DEPTH + 1];
+  size_t n = user_stack(s.pid, std::span(s.ips, s.ustack_len), s.time_ns, ustack);
+  size_t waker_n = 0;
+  // The waker's stack is the waker's process's: its JIT code, its mappings.
+  if (has_waker_stacks(s))
+    waker_n = user_stack(s.waker_pid, std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len),
+                         end_time(s), waker_ustack);
+  add_resolved(s, std::span(ustack, n), std::span(waker_ustack, waker_n));
+}
+
+void Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns) {
+  // Snapshot mappings now, while the process surely lives; again when its
+  // name changes (an exec maps a new image) or a frame lies outside what
+  // was mapped (a library loaded since), at most every 100 ms.
+  auto [it, first] = process_name_.try_emplace(pid, name);
+  if (pid != 0 && !ustack.empty()) {
+    bool renamed = first || it->second != name;
+    uint64_t& last = last_snapshot_[pid];
+    bool unmapped = time_ns >= last + 100'000'000 &&
+                    std::any_of(ustack.begin(), ustack.end(),
+                                [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(pid, ip); });
+    if (renamed || unmapped) {
+      symbolizer_.snapshot_process(pid);
+      last = time_ns;
+    }
+  }
+  it->second = name;
+}
+
+void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack,
+                             std::span<const uint64_t> waker_ustack) {
   uint32_t process = name_id(s.process_comm), thread = name_id(s.comm);
   if (!comm_matches_[process] && !comm_matches_[thread]) {
     ++stats_.comm_filtered;
     return;
   }
-  if (s.ustack_len >= options_.max_depth || s.kstack_len >= options_.max_depth) ++stats_.truncated;
+  bool woken = has_waker_stacks(s);
+  if (s.ustack_len >= options_.max_depth || s.kstack_len >= options_.max_depth ||
+      (woken && (s.waker_ustack_len >= options_.max_depth || s.waker_kstack_len >= options_.max_depth)))
+    ++stats_.truncated;
 
   uint64_t kstack[EMBER_MAX_STACK_DEPTH];
   std::memcpy(kstack, s.ips + s.ustack_len, s.kstack_len * sizeof(uint64_t));
-  Key key{0, s.kind != EMBER_KIND_CPU, s.pid, s.tid, process, thread, ustacks_.intern(ustack), kstacks_.intern(std::span(kstack, s.kstack_len))};
+  Key key{0, s.kind != EMBER_KIND_CPU, s.pid, s.tid, process, thread, ustacks_.intern(ustack),
+          kstacks_.intern(std::span(kstack, s.kstack_len))};
+  // The same block in a graph with its waker.
+  Key with_waker = key;
+  if (s.kind == EMBER_KIND_BLOCKED && s.waker != EMBER_WAKER_NONE) {
+    with_waker.waker = s.waker;
+    if (woken) {
+      with_waker.waker_ustack = ustacks_.intern(waker_ustack);
+      std::memcpy(kstack, s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len * sizeof(uint64_t));
+      with_waker.waker_kstack = kstacks_.intern(std::span(kstack, s.waker_kstack_len));
+      uint32_t waker_process = name_id(s.waker_process_comm);
+      with_waker.waker_pid = s.waker_pid;
+      with_waker.waker_tid = s.waker_tid;
+      with_waker.waker_process_name = waker_process;
+      with_waker.waker_thread_name = name_id(s.waker_comm);
+      note_process(s.waker_pid, waker_process, waker_ustack, end_time(s));
+    }
+  }
   for (uint32_t v = 0; v < options_.views.size(); ++v) {
     const EventView& view = options_.views[v];
     if (!(view.kinds & (1u << s.kind))) continue;
     if (s.kind == EMBER_KIND_BLOCKED && s.weight < view.min_blocked_ns) continue;
-    key.view = v;
+    Key& k = view.waker ? with_waker : key;
+    k.view = v;
     if (view.live_only) {
-      held_allocations_.push_back({key, s.weight, s.pad});
+      held_allocations_.push_back({k, s.weight, s.pad});
       continue;
     }
-    Weight& w = counts_[key];
+    Weight& w = counts_[k];
     w.total += s.kind == EMBER_KIND_CPU ? view.cpu_weight : s.weight;
     ++w.records;
   }
-  // Snapshot mappings now, while the process surely lives; again when its
-  // name changes (an exec maps a new image) or a frame lies outside what
-  // was mapped (a library loaded since), at most every 100 ms.
-  auto [it, first] = process_name_.try_emplace(s.pid, process);
-  if (s.pid != 0 && !ustack.empty()) {
-    bool renamed = first || it->second != process;
-    uint64_t& last = last_snapshot_[s.pid];
-    bool unmapped = s.time_ns >= last + 100'000'000 &&
-                    std::any_of(ustack.begin(), ustack.end(),
-                                [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(s.pid, ip); });
-    if (renamed || unmapped) {
-      symbolizer_.snapshot_process(s.pid);
-      last = s.time_ns;
-    }
-  }
-  it->second = process;
+  note_process(s.pid, process, ustack, s.time_ns);
 }
 
 std::vector<uint32_t> Collector::jvm_pids() const {
@@ -269,6 +347,7 @@ flamegraph::Profile Collector::build(size_t view) {
   profile.event = options_.views[view].name;
   profile.unit = options_.views[view].unit;
   stats_.samples = stats_.unknown_addresses = stats_.unknown_samples = 0;
+  stats_.woken_by_thread = stats_.woken_by_interrupt = stats_.waker_unseen = 0;
 
   // Name every distinct address once: user addresses per process, kernel
   // addresses for all. An address can stand for several frames (inlined calls).
@@ -279,17 +358,25 @@ flamegraph::Profile Collector::build(size_t view) {
   std::vector<FrameId> named_frames;
   std::unordered_map<uint64_t, Named> kernel_names;
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, Named>> user_names;
+  std::unordered_map<uint32_t, Wakeup> wakeups;  // by waker kernel stack
   {
     std::unordered_map<uint32_t, std::unordered_set<uint64_t>> user_addrs;
     std::unordered_set<uint64_t> kernel_addrs;
-    for (const auto& [key, count] : counts_) {
-      if (key.view != view) continue;
-      auto u = ustacks_.get(key.ustack), k = kstacks_.get(key.kstack);
+    auto take_user = [&](uint32_t pid, std::span<const uint64_t> u) {
       if (!options_.kernel_only)
         for (size_t i = 0; i < u.size(); ++i)
-          if (!is_jit_token(u[i])) user_addrs[key.pid].insert(lookup_address(u, i));
-      if (!options_.user_only)
-        for (size_t i = 0; i < k.size(); ++i) kernel_addrs.insert(lookup_address(k, i));
+          if (!is_jit_token(u[i])) user_addrs[pid].insert(lookup_address(u, i));
+    };
+    auto take_kernel = [&](std::span<const uint64_t> k) {
+      for (size_t i = 0; i < k.size(); ++i) kernel_addrs.insert(lookup_address(k, i));
+    };
+    for (const auto& [key, count] : counts_) {
+      if (key.view != view) continue;
+      // Named even with --user-only where they pick stacks (-e lock), or
+      // tell a wakeup from an interrupt.
+      if (!options_.user_only || !options_.views[view].kernel_frame_prefix.empty())
+        take_kernel(kstacks_.get(key.kstack));
+      if (key.waker == EMBER_WAKER_SEEN) take_kernel(kstacks_.get(key.waker_kstack));
     }
     auto name_all = [&](const std::unordered_set<uint64_t>& set, auto&& symbolize,
                         std::unordered_map<uint64_t, Named>& out) {
@@ -305,6 +392,20 @@ flamegraph::Profile Collector::build(size_t view) {
     };
     name_all(kernel_addrs, [&](std::span<const uint64_t> a) { return symbolizer_.symbolize_kernel(a); },
              kernel_names);
+    for (const auto& [key, count] : counts_) {
+      if (key.view != view) continue;
+      take_user(key.pid, ustacks_.get(key.ustack));
+      // A waker's user addresses are its own process's; an interrupt's
+      // "user stack" is the interrupted task's, not shown.
+      if (key.waker != EMBER_WAKER_SEEN) continue;
+      auto k = kstacks_.get(key.waker_kstack);
+      auto [it, added] = wakeups.try_emplace(key.waker_kstack);
+      if (added)
+        it->second = classify_wakeup(k.size(), [&](size_t i) -> const std::string& {
+          return profile.frames()[named_frames[kernel_names.at(lookup_address(k, i)).first]].name;
+        });
+      if (it->second.context == WakeContext::Task) take_user(key.waker_pid, ustacks_.get(key.waker_ustack));
+    }
     for (const auto& [pid, set] : user_addrs)
       name_all(set, [&, pid = pid](std::span<const uint64_t> a) { return symbolizer_.symbolize_user(pid, a); },
                user_names[pid]);
@@ -321,24 +422,34 @@ flamegraph::Profile Collector::build(size_t view) {
     if (options_.thread_frames)
       frames.push_back(profile.intern(
           Frame{"[" + names_[key.thread_name] + " tid=" + std::to_string(key.tid) + "]", FrameKind::Thread, {}}));
+    auto name_of = [&](const std::unordered_map<uint64_t, Named>& names, std::span<const uint64_t> ips, size_t i)
+        -> const std::string& { return profile.frames()[named_frames[names.at(lookup_address(ips, i)).first]].name; };
+    // Appends a stack root first, or (a waker's, above the "--") leaf first.
     // Kernel addresses have the top bit set too: tokens live in user stacks only.
-    auto append = [&](std::span<const uint64_t> ips, const std::unordered_map<uint64_t, Named>& names, bool user) {
-      // An off-CPU stack is taken inside the BPF program on sched_switch:
-      // its own frames (and the tracepoint's runner) above __schedule are
-      // ember's, not the thread's.
+    auto append = [&](std::span<const uint64_t> ips, const std::unordered_map<uint64_t, Named>& names, bool user,
+                      bool leaf_first = false) {
+      // An off-CPU stack (or a waker's) is taken inside a BPF program on a
+      // scheduler tracepoint: its own frames (and the tracepoint's runner)
+      // above __schedule (or try_to_wake_up) are ember's, not the thread's.
       size_t leaf = 0;
-      for (size_t i = 0; !user && key.offcpu && i < std::min<size_t>(ips.size(), 4); ++i) {
-        const Named& n = names.at(lookup_address(ips, i));
-        if (profile.frames()[named_frames[n.first]].name.starts_with("bpf_trace_run")) leaf = i + 1;
-      }
-      for (size_t i = ips.size(); i-- > leaf;) {
+      for (size_t i = 0; !user && key.offcpu && i < std::min<size_t>(ips.size(), 4); ++i)
+        if (name_of(names, ips, i).starts_with("bpf_trace_run")) leaf = i + 1;
+      for (size_t j = leaf; j < ips.size(); ++j) {
+        size_t i = leaf_first ? j : ips.size() - 1 - (j - leaf);
         if (user && is_jit_token(ips[i])) {
-          const auto& jit = jit_frames_[ips[i] & ~kJitToken];
-          for (auto f = jit.rbegin(); f != jit.rend(); ++f) frames.push_back(profile.intern(*f));
+          const auto& jit = jit_frames_[ips[i] & ~kJitToken];  // innermost first
+          if (leaf_first)
+            for (const Frame& f : jit) frames.push_back(profile.intern(f));
+          else
+            for (auto f = jit.rbegin(); f != jit.rend(); ++f) frames.push_back(profile.intern(*f));
           continue;
         }
         const Named& n = names.at(lookup_address(ips, i));
-        frames.insert(frames.end(), named_frames.begin() + n.first, named_frames.begin() + n.first + n.count);
+        auto first = named_frames.begin() + n.first, last = first + n.count;  // outermost first
+        if (leaf_first)
+          frames.insert(frames.end(), std::make_reverse_iterator(last), std::make_reverse_iterator(first));
+        else
+          frames.insert(frames.end(), first, last);
         unknown |= !n.known;
       }
     };
@@ -361,6 +472,30 @@ flamegraph::Profile Collector::build(size_t view) {
                              [&](const std::string& e) { return profile.frames()[id].name.find(e) != std::string::npos; });
         }))
       continue;
+    // The waker, upside down above the block, as BCC's offwaketime draws
+    // it: the two stacks meet at the "--", where the wakeup happened.
+    if (key.waker != EMBER_WAKER_NONE) {
+      frames.push_back(profile.intern(Frame{"--", FrameKind::Unknown, {}}));
+      std::string waker = "unknown";
+      if (key.waker == EMBER_WAKER_SEEN) {
+        const Wakeup& w = wakeups.at(key.waker_kstack);
+        bool task = w.context == WakeContext::Task;
+        if (!options_.user_only || !task)
+          append(kstacks_.get(key.waker_kstack).first(w.frames), kernel_names, false, true);
+        if (!options_.kernel_only && task)
+          append(ustacks_.get(key.waker_ustack), user_names[key.waker_pid], true, true);
+        waker = w.context == WakeContext::Hardirq ? "hardirq"
+                : w.context == WakeContext::Softirq ? "softirq"
+                                                    : names_[key.waker_process_name];
+        if (task && options_.pid_frames) waker += " (" + std::to_string(key.waker_pid) + ")";
+        if (task && options_.thread_frames)
+          waker += ", thread " + names_[key.waker_thread_name] + " tid " + std::to_string(key.waker_tid);
+        (task ? stats_.woken_by_thread : stats_.woken_by_interrupt) += count.records;
+      } else {
+        stats_.waker_unseen += count.records;
+      }
+      frames.push_back(profile.intern(Frame{"[waker: " + waker + "]", FrameKind::Unknown, {}}));
+    }
     profile.add(frames, count.total);
     stats_.samples += count.records;
     if (unknown) stats_.unknown_samples += count.records;

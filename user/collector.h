@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <regex>
 #include <string>
@@ -34,6 +35,10 @@ struct EventView {
   uint64_t cpu_weight = 1;          // a CPU sample's weight (its period in ns, for wall-clock time)
   uint64_t min_blocked_ns = 0;      // shorter off-CPU blocks are left out
   bool live_only = false;           // allocations: only those still live (see keep_live_allocations)
+  // Blocks: the stacks of whoever woke the thread above its own, past a
+  // "--" frame, leaf first, up to a "[waker: NAME]" frame (BCC's
+  // offwaketime layout).
+  bool waker = false;
   std::string kernel_frame_prefix;  // keep only stacks with a kernel frame named so (e.g. futex_wait)
   std::vector<std::string> excluded_frames;  // leave out stacks with a frame whose name holds one
 };
@@ -59,6 +64,10 @@ struct CollectorStats {
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
   uint64_t bad_jit_map_lines = 0;   // code-map lines that did not parse (and were skipped)
   uint64_t exited_processes = 0;    // processes whose exit-time mappings were taken in
+  // Views with waker: the last graph's blocks by what woke them.
+  uint64_t woken_by_thread = 0;
+  uint64_t woken_by_interrupt = 0;
+  uint64_t waker_unseen = 0;        // no wakeup seen (or its stacks not stored)
 };
 
 class Collector {
@@ -101,6 +110,9 @@ class Collector {
  private:
   struct Key {
     uint32_t view, offcpu, pid, tid, process_name, thread_name, ustack, kstack;
+    // For views with waker (zero otherwise): EMBER_WAKER_*, and who it was.
+    uint32_t waker = 0, waker_pid = 0, waker_tid = 0, waker_process_name = 0, waker_thread_name = 0;
+    uint32_t waker_ustack = 0, waker_kstack = 0;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
@@ -160,10 +172,25 @@ class Collector {
     Jvm(const Jvm&) = delete;
     ~Jvm();
   };
-  // `ustack`: the sample's user stack, JIT addresses already replaced by tokens.
-  void add_resolved(const ember_sample& sample, std::span<const uint64_t> ustack);
-  void add_jvm_sample(Jvm& jvm, const ember_sample& sample);
+  // Where a wakeup ran, from the waker's kernel stack (`name` of its frame
+  // i, leaf first); `frames`: how many of them are the waker's.
+  enum class WakeContext { Task, Hardirq, Softirq };
+  struct Wakeup {
+    WakeContext context = WakeContext::Task;
+    size_t frames = 0;
+  };
+  static Wakeup classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name);
+  // Takes in a record whose JIT code, if any, is published by now.
+  void add_now(const ember_sample& sample);
+  // `ustack`, `waker_ustack`: the user stacks, JIT addresses already replaced by tokens.
+  void add_resolved(const ember_sample& sample, std::span<const uint64_t> ustack,
+                    std::span<const uint64_t> waker_ustack);
+  // The user stack `ips` of process `pid` at `time_ns` into `out` (room for
+  // one more frame than `ips`); returns its length.
+  size_t user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t time_ns, uint64_t* out);
   uint32_t jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at);
+  // Snapshots the mappings of process `pid` (named `name`) as needed to name `ustack`.
+  void note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns);
 
   CollectorOptions options_;
   std::unordered_map<uint32_t, Jvm> jvms_;

@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   record->add_option("--alloc-interval", rec.alloc_interval, "malloc: take a sample every this many bytes allocated")
       ->capture_default_str();
   record->add_flag("--live", rec.live, "malloc: only allocations still not freed at the end (leaks)");
+  record->add_flag("--waker", rec.waker,
+                   "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
+                   "(as BCC's offwaketime)");
   record->add_option("-F,--freq", rec.frequency, "Samples per second per CPU")->capture_default_str();
   record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid or a command)");
   record->add_option("-p,--pid", rec.pids, "Profile only these processes (comma-separated)")->delimiter(',');

@@ -302,6 +302,9 @@ int run_record(const RecordOptions& o) {
   if (!plan) return fail(plan.error());
   if (o.live && !plan->malloc && !plan->java_alloc)
     return fail("--live applies to allocations: add -e malloc (C/C++) or -e alloc (Java)");
+  for (EventView& v : plan->views) v.waker = o.waker && (v.name == "offcpu" || v.name == "lock");
+  if (o.waker && std::none_of(plan->views.begin(), plan->views.end(), [](const EventView& v) { return v.waker; }))
+    return fail("--waker applies to blocked threads: add -e offcpu (or -e lock)");
   if (plan->java_alloc && !o.java) return fail("-e alloc needs ember's Java agent: drop --no-java");
   if (o.alloc_interval == 0) return fail("--alloc-interval must be at least 1 byte");
   std::vector<std::string> outputs;
@@ -380,6 +383,7 @@ int run_record(const RecordOptions& o) {
   config.offcpu_preempted = plan->wall;
   // Wall-clock time takes every block; the offcpu graph drops short ones itself.
   config.min_block_ns = plan->wall ? 0 : *min_block;
+  config.offcpu_waker = o.waker;
   if (plan->malloc) {
     // The targets' own libc (they may live in containers); the host's for
     // everything else, a command included.
@@ -463,6 +467,7 @@ int run_record(const RecordOptions& o) {
     abandon_child();
     return fail(sampler.error());
   }
+  for (const std::string& w : (*sampler)->warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
 
   std::optional<int> child_status;
   if (child) {
@@ -637,6 +642,15 @@ int run_record(const RecordOptions& o) {
   if (plan->offcpu)
     std::fprintf(stderr, "  untracked   %llu  (switches off CPU not recorded: the off-CPU table was full)\n",
                  static_cast<unsigned long long>(counters.offcpu_untracked));
+  for (size_t v = 0; v < graphs.size(); ++v)
+    if (plan->views[v].waker)
+      std::fprintf(stderr,
+                   "  waker       %s: %llu blocks woken by threads, %llu by interrupts, %llu without a waker "
+                   "(no wakeup seen, or the kernel could not store its stacks: %llu times)\n",
+                   plan->views[v].name.c_str(), static_cast<unsigned long long>(graphs[v].stats.woken_by_thread),
+                   static_cast<unsigned long long>(graphs[v].stats.woken_by_interrupt),
+                   static_cast<unsigned long long>(graphs[v].stats.waker_unseen),
+                   static_cast<unsigned long long>(counters.waker_untracked));
   if (o.live)
     std::fprintf(stderr, "  untracked   %llu  (sampled allocations not tracked to their free: the table was full)\n",
                  static_cast<unsigned long long>(counters.malloc_untracked));

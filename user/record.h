@@ -12,6 +12,7 @@ struct RecordOptions {
   std::string min_block = "1us";  // offcpu: shorter blocks are left out
   uint64_t alloc_interval = 512 * 1024;  // malloc: a sample per this many bytes
   bool live = false;                     // malloc: only allocations not freed by the end
+  bool waker = false;                    // offcpu, lock: each block with its waker's stacks
   uint32_t frequency = 99;
   bool all = false;              // -a: explicit, and exclusive with any narrower scope
   std::vector<uint32_t> pids;

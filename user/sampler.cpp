@@ -1,5 +1,8 @@
 #include "user/sampler.h"
 
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -10,8 +13,10 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "profile.skel.h"
 
@@ -48,7 +53,8 @@ int open_perf_event(SampleEvent event, uint32_t frequency, int cpu) {
 // The ring buffer holds about half a second of worst-case traffic (both
 // stacks full) so a busy collector never loses samples; power of two, >= 4 MiB.
 uint32_t ring_bytes(uint32_t frequency, int cpus) {
-  uint64_t want = static_cast<uint64_t>(frequency) * cpus * sizeof(ember_sample) / 2;
+  constexpr uint64_t kFullSample = offsetof(ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64);
+  uint64_t want = static_cast<uint64_t>(frequency) * cpus * kFullSample / 2;
   uint64_t size = 4u << 20;
   while (size < want && size < (1u << 30)) size <<= 1;
   return static_cast<uint32_t>(size);
@@ -63,6 +69,44 @@ bool kernel_has_exit_mappings() {
              libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) > 0;
   btf__free(vmlinux);
   return has;
+}
+
+// ember_mmap's cookie for `library`: where mmap lies in the library's
+// executable segment (its offset there << 32 | the segment's size), so the
+// probe tells the library's own calls (malloc's) from the program's.
+std::expected<uint64_t, std::string> mmap_cookie(const std::string& library) {
+  int fd = open(library.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(library + ": " + errno_text(errno));
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  std::optional<uint64_t> mmap;
+  for (Elf_Scn* scn = nullptr; elf && !mmap && (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; ++i) {
+      GElf_Sym sym;
+      const char* name;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value &&
+          (name = elf_strptr(elf, shdr.sh_link, sym.st_name)) && std::strcmp(name, "mmap") == 0) {
+        mmap = sym.st_value;
+        break;
+      }
+    }
+  }
+  std::optional<uint64_t> cookie;
+  size_t count = 0;
+  if (mmap && elf && elf_getphdrnum(elf, &count) == 0)
+    for (size_t i = 0; i < count && !cookie; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+          *mmap >= ph.p_vaddr && *mmap < ph.p_vaddr + ph.p_memsz && ph.p_memsz <= UINT32_MAX)
+        cookie = (*mmap - ph.p_vaddr) << 32 | ph.p_memsz;
+    }
+  if (elf) elf_end(elf);
+  close(fd);
+  if (!cookie) return std::unexpected(library + " has no mmap function in an executable segment");
+  return *cookie;
 }
 
 }  // namespace
@@ -108,13 +152,24 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
   skel->rodata->offcpu_preempted = config.offcpu_preempted;
   skel->rodata->min_block_ns = config.min_block_ns;
+  bool waker = config.offcpu && config.offcpu_waker;
+  skel->rodata->offcpu_waker = waker;
   bpf_program__set_autoload(skel->progs.ember_switch, config.offcpu);
+  bpf_program__set_autoload(skel->progs.ember_waking, waker);
   // Task storage needs Linux 5.11: made only when off-CPU time is recorded.
   bpf_map__set_autocreate(skel->maps.offcpu_start, config.offcpu);
+  bpf_map__set_autocreate(skel->maps.waker_stacks, waker);
   bool allocations = !config.malloc_libraries.empty();
   for (bpf_program* prog : {skel->progs.ember_malloc, skel->progs.ember_calloc, skel->progs.ember_realloc})
     bpf_program__set_autoload(prog, allocations);
+  // mmap's probe tells the C library's own calls by a BPF cookie (Linux 5.15+).
+  bool mmaps = allocations && libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) > 0;
+  if (allocations && !mmaps)
+    sampler->warnings_.push_back(
+        "-e malloc: mmap calls are not recorded: this kernel has no BPF cookies for uprobes (Linux 5.15+)");
+  bpf_program__set_autoload(skel->progs.ember_mmap, mmaps);
   bpf_program__set_autoload(skel->progs.ember_alloc_return, allocations && config.malloc_live);
+  bpf_program__set_autoload(skel->progs.ember_mmap_return, mmaps && config.malloc_live);
   bpf_program__set_autoload(skel->progs.ember_free, allocations && config.malloc_live);
   skel->rodata->malloc_interval = std::max<uint64_t>(config.malloc_interval, 1);
   skel->rodata->malloc_live = config.malloc_live;
@@ -174,11 +229,19 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
                              errno_text(errno) + " (the kernel needs BTF-typed tracepoints, Linux 5.5+)");
     st.links.push_back(link);
   }
+  if (waker) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_waking);
+    if (!link)
+      return std::unexpected("--waker: cannot attach to the sched_waking tracepoint: " + errno_text(errno) +
+                             " (record without --waker)");
+    st.links.push_back(link);
+  }
   for (const std::string& library : config.malloc_libraries) {
     struct Probe {
       bpf_program* prog;
       const char* function;
       bool ret;
+      uint64_t cookie = 0;
     };
     std::vector<Probe> probes = {{skel->progs.ember_malloc, "malloc", false},
                                  {skel->progs.ember_calloc, "calloc", false},
@@ -186,8 +249,19 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
     if (config.malloc_live)
       for (const char* f : {"malloc", "calloc", "realloc"}) probes.push_back({skel->progs.ember_alloc_return, f, true});
     if (config.malloc_live) probes.push_back({skel->progs.ember_free, "free", false});
+    if (mmaps) {
+      if (auto cookie = mmap_cookie(library); !cookie) {
+        sampler->warnings_.push_back("-e malloc: mmap calls are not recorded: " + cookie.error());
+      } else {
+        probes.push_back({skel->progs.ember_mmap, "mmap", false, *cookie});
+        if (config.malloc_live) {
+          probes.push_back({skel->progs.ember_mmap_return, "mmap", true});
+          probes.push_back({skel->progs.ember_free, "munmap", false});
+        }
+      }
+    }
     for (const Probe& p : probes) {
-      LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.ret, .func_name = p.function);
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = p.cookie, .retprobe = p.ret, .func_name = p.function);
       bpf_link* link = bpf_program__attach_uprobe_opts(p.prog, -1, library.c_str(), 0, &opts);
       if (!link)
         return std::unexpected("-e malloc: cannot put a uprobe on " + std::string(p.function) + " in " + library +
@@ -243,8 +317,8 @@ void Sampler::stop() {
 
 SamplerCounters Sampler::counters() const {
   const auto* bss = state_->skel->bss;
-  return {bss->samples_seen, bss->samples_lost, bss->samples_idle, bss->targets_full, bss->mappings_lost,
-          bss->offcpu_untracked, bss->malloc_live_full};
+  return {bss->samples_seen, bss->samples_lost,      bss->samples_idle,      bss->targets_full,
+          bss->mappings_lost, bss->offcpu_untracked, bss->malloc_live_full, bss->waker_untracked};
 }
 
 std::vector<uint32_t> Sampler::live_allocations() const {

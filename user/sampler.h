@@ -25,8 +25,10 @@ struct SamplerConfig {
   bool offcpu = false;               // record time off CPU (sched_switch)
   bool offcpu_preempted = false;     // ...while runnable too (wall-clock time)
   uint64_t min_block_ns = 0;         // shorter blocks are not sent
-  // Native allocations: uprobes on malloc, calloc, realloc (and free) of
-  // these libraries (paths ember can open), in every process mapping them.
+  bool offcpu_waker = false;         // blocks carry their waker's stacks (sched_waking)
+  // Native allocations: uprobes on malloc, calloc, realloc, mmap (and free,
+  // munmap) of these libraries (paths ember can open), in every process
+  // mapping them.
   std::vector<std::string> malloc_libraries;
   uint64_t malloc_interval = 512 * 1024;  // bytes per sample
   bool malloc_live = false;               // track sampled pointers until freed
@@ -46,6 +48,7 @@ struct SamplerCounters {
   uint64_t mappings_lost = 0;  // mappings of exiting processes dropped: ring full
   uint64_t offcpu_untracked = 0;  // switches out not recorded: the off-CPU table was full
   uint64_t malloc_untracked = 0;  // --live: sampled allocations not tracked, table full
+  uint64_t waker_untracked = 0;   // --waker: wakeups whose waker's stacks could not be stored
 };
 
 using SampleHandler = std::function<void(const ember_sample& sample)>;
@@ -69,6 +72,8 @@ class Sampler {
   // --live: ids of the sampled allocations not freed (yet).
   std::vector<uint32_t> live_allocations() const;
   int cpus() const { return cpus_; }  // CPUs sampled
+  // What start() left out but recorded anyway (a probe the kernel lacks).
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   Sampler() = default;
@@ -76,6 +81,7 @@ class Sampler {
   std::unique_ptr<State> state_;
   std::vector<int> perf_fds_;
   int cpus_ = 0;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace ember

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Native allocations (-e malloc): two call sites allocating the same volume
 # are reported 1:1; with --live only the one that keeps its blocks remains.
-# A process without a shared libc gets a clear message.
+# mmap counts as an allocation too, malloc's own mmap calls once. A process
+# without a shared libc gets a clear message.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 "$EMBER" record -e malloc --no-java -o "$TMP/all.folded" -- "$WORKLOADS/leak_sites" 1 2>"$TMP/err" ||
@@ -20,6 +21,39 @@ echo "malloc --live: leak_here $((live_leak >> 20)) MiB, churn_here $((live_chur
 (( live_leak > 0 )) || fail "--live lost the leaking site: $(cat "$TMP/live.folded")"
 (( live_churn == 0 )) || fail "--live shows $live_churn bytes at churn_here, which frees every block"
 assert_contains "$TMP/err" "still allocated at the end"
+
+# mmap: what a program maps itself counts (tests/workloads/map_sites: 4 x
+# 64 MiB from each of map_keep_here and map_drop_here); glibc's own mmap
+# calls for large malloc blocks (64 x 1 MiB from each of big_keep_here and
+# big_drop_here) count once, as the malloc; PROT_NONE reservations and
+# shared memory do not count. Every call is above the sampling interval:
+# each is a sample of its size (plus the few bytes of small allocations
+# since the one before).
+mib=1048576
+# within 1% of N MiB
+mib_near() { (( $1 >= $2 * mib && $1 <= $2 * mib + $2 * mib / 100 )); }
+"$EMBER" record -e malloc --no-java -o "$TMP/map.folded" -- "$WORKLOADS/map_sites" 4 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+site() { weight "$1" ";main;$2 [0-9]+$"; }
+for s in map_keep_here map_drop_here big_keep_here big_drop_here; do
+	eval "$s=$(site "$TMP/map.folded" $s)"
+done
+sites=$((map_keep_here + map_drop_here + big_keep_here + big_drop_here))
+all=$(total "$TMP/map.folded")
+echo "mmap: map_keep_here $((map_keep_here / mib)) MiB, map_drop_here $((map_drop_here / mib)) MiB," 	"big_keep_here $((big_keep_here / mib)) MiB, big_drop_here $((big_drop_here / mib)) MiB; all stacks $((all / mib)) MiB"
+mib_near "$map_keep_here" 256 && mib_near "$map_drop_here" 256 || fail "mmap sites: not 256 MiB each: $(cat "$TMP/map.folded")"
+mib_near "$big_keep_here" 64 && mib_near "$big_drop_here" 64 || fail "large malloc sites: not 64 MiB each: $(cat "$TMP/map.folded")"
+# The rest: what the C library allocates as the program starts, a few KiB.
+(( all - sites < mib )) || fail "$(((all - sites) / mib)) MiB outside the four sites (malloc's own mmap counted twice?): $(cat "$TMP/map.folded")"
+assert_absent "$TMP/map.folded" 'reserve_here|shared_here' "a PROT_NONE reservation or shared memory counted as allocated"
+
+"$EMBER" record -e malloc --live --no-java -o "$TMP/maplive.folded" -- "$WORKLOADS/map_sites" 4 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+map_keep=$(site "$TMP/maplive.folded" map_keep_here)
+big_keep=$(site "$TMP/maplive.folded" big_keep_here)
+echo "mmap --live: map_keep_here $((map_keep / mib)) MiB, big_keep_here $((big_keep / mib)) MiB"
+mib_near "$map_keep" 256 && mib_near "$big_keep" 64 || fail "--live lost what is kept: $(cat "$TMP/maplive.folded")"
+assert_absent "$TMP/maplive.folded" 'map_drop_here|big_drop_here' "--live shows an unmapped or freed site"
 
 # A static binary has no libc.so.6 to probe.
 printf '#include <unistd.h>\nint main(void) { sleep(30); return 0; }\n' >"$TMP/static.c"

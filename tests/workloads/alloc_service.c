@@ -1,7 +1,10 @@
 /* An allocating service stand-in for malloc-profiling overhead: one thread
  * per CPU runs requests of integer work (ROUNDS) that each allocate and
  * free four buffers of 64 B to 4 KiB, for S seconds, then prints
- * "requests N". Usage: alloc_service [seconds] [rounds] (default 10, 20000). */
+ * "requests N". With SHIFT, buffers are 2^SHIFT times larger, and those of
+ * 128 KiB and more are mapped and unmapped by malloc (mmap) each time.
+ * Usage: alloc_service [seconds] [rounds] [shift] (default 10, 20000, 0). */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +14,7 @@
 
 static volatile int stop;
 static long rounds = 20000;
+static unsigned shift;
 static unsigned long completed[256];
 static void *volatile escape;
 
@@ -18,7 +22,7 @@ __attribute__((noinline)) static unsigned long handle_request(unsigned long x)
 {
 	void *buffers[4];
 	for (int i = 0; i < 4; i++) {
-		buffers[i] = malloc(64u << (x + i) % 7);
+		buffers[i] = malloc((64ul << (x + i) % 7) << shift);
 		memset(buffers[i], (int)i, 64);
 		escape = buffers[i];
 	}
@@ -45,6 +49,11 @@ int main(int argc, char **argv)
 	double seconds = argc > 1 ? atof(argv[1]) : 10;
 	if (argc > 2)
 		rounds = atol(argv[2]);
+	if (argc > 3) {
+		shift = atoi(argv[3]);
+		/* Fixed: glibc would raise it as mapped blocks are freed. */
+		mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	}
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	pthread_t threads[256];
 	unsigned long total = 0;

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# -e offcpu --waker: each block with the stack of whoever woke the thread,
+# upside down above a "--" frame, ending in "[waker: NAME]" (BCC
+# offwaketime's layout). tests/workloads/wakeups blocks on a pipe in
+# wait_for_x until another process (ywaker: the same program executed
+# again, so its code lies at other addresses) writes to it from wake_from_y
+# 30 ms later, then from wake_from_z 10 ms later; it measures its waits.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+# 40 cycles: on a busy machine a block is lost now and then (about one in
+# a thousand, with or without --waker: a switch back in that the
+# sched_switch program does not see); one 10 ms block is then 2.5% of a
+# total, inside the tolerances below.
+cycles=40
+"$EMBER" record -e offcpu,wall --waker --no-java -o "$TMP/w.folded" -- "$WORKLOADS/wakeups" $cycles \
+	>"$TMP/out" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+cat "$TMP/err"
+off=$TMP/w.offcpu.folded
+ms() { awk -v ns="$1" 'BEGIN { printf "%.1f", ns / 1e6 }'; }
+# within PCT percent of EXPECT
+near() { awk -v v="$1" -v e="$2" -v p="$3" 'BEGIN { d = v - e; if (d < 0) d = -d; exit !(d <= e * p / 100) }'; }
+
+# The wakee's stack, the wakeup in the kernel (a pipe write), then the
+# waker's stack from its system call down to its root.
+wakee=';main;wait_for_x;sys3;entry_SYSCALL_64_after_hwframe_\[k\];.*;__schedule_\[k\];--;try_to_wake_up_\[k\];'
+waker_of() { echo "${wakee}.*pipe_write_\[k\];.*;sys3;wake_from_$1;waker;main;__libc_start_call_main;\[waker: ywaker\] [0-9]+$"; }
+y=$(weight "$off" "$(waker_of y)")
+z=$(weight "$off" "$(waker_of z)")
+truth_y=$(awk '/^blocked_y_ns/ { print $2 }' "$TMP/out")
+truth_z=$(awk '/^blocked_z_ns/ { print $2 }' "$TMP/out")
+echo "wait_for_x woken by wake_from_y: $(ms "$y") ms, by wake_from_z: $(ms "$z") ms (the workload measured $(ms "$truth_y") and $(ms "$truth_z") ms)"
+(( truth_y > 0 && truth_z > 0 )) || fail "the workload did not report its waits: $(cat "$TMP/out")"
+near "$y" "$truth_y" 5 || fail "blocked until wake_from_y: $(ms "$y") ms, not $(ms "$truth_y") ms ±5%: $(grep wait_for_x "$off")"
+near "$z" "$truth_z" 5 || fail "blocked until wake_from_z: $(ms "$z") ms, not $(ms "$truth_z") ms ±5%: $(grep wait_for_x "$off")"
+# ywaker's own sleeps end in a timer interrupt: the interrupt's kernel
+# frames only, not the stack of the task it happened to interrupt.
+timer=$(weight "$off" '^ywaker;.*;__schedule_\[k\];--;try_to_wake_up_\[k\];hrtimer_wakeup_\[k\];([^;]*_\[k\];)*\[waker: hardirq\] [0-9]+$')
+slept=$(awk '/^slept_ns/ { print $2 }' "$TMP/out")
+echo "ywaker's sleeps, woken by timer interrupts: $(ms "$timer") ms (it measured $(ms "$slept") ms)"
+near "$timer" "$slept" 5 || fail "ywaker's sleeps: $(ms "$timer") ms, not $(ms "$slept") ms ±5%: $(grep '^ywaker' "$off")"
+line=$(grep -E '^  waker +offcpu: ' "$TMP/err") || fail "no waker line in the summary"
+read -r threads interrupts <<<"$(sed -E 's/.*: ([0-9]+) blocks woken by threads, ([0-9]+) by interrupts.*/\1 \2/' <<<"$line")"
+(( threads * 100 >= 2 * cycles * 97 && interrupts * 100 >= 2 * cycles * 97 )) ||
+	fail "summary: $threads blocks woken by threads, $interrupts by interrupts; the workload alone has $((2 * cycles)) of each"
+# Wall-clock time stays one stack per block.
+assert_contains "$TMP/w.wall.folded" ';main;wait_for_x;' "no wait_for_x in the wall graph"
+assert_absent "$TMP/w.wall.folded" ';--;' "the wall graph has waker stacks"
+assert_absent "$off" 'bpf_prog_|bpf_trace_run' "ember's own BPF frames in the stacks"
+
+# A waker outside the profiled processes (-p names the sleeper only) is
+# named from its own process, as --pid-frames shows.
+[ "$(cat /proc/sys/kernel/randomize_va_space)" != 0 ] ||
+	echo "note: ASLR is off: ywaker's code lies where the sleeper's does, so naming it from the wrong process would go unnoticed"
+background "$WORKLOADS/wakeups" 200 >/dev/null
+sleeper=${BACKGROUND[-1]}
+for _ in $(seq 50); do ywaker=$(pgrep -P "$sleeper" ywaker) && break; sleep 0.1; done
+[ -n "$ywaker" ] || fail "the workload did not start its waker"
+"$EMBER" record -e offcpu --waker --pid-frames --no-java -p "$sleeper" -d 2 -o "$TMP/p.folded" 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+y=$(weight "$TMP/p.folded" ";wake_from_y;waker;main;__libc_start_call_main;\\[waker: ywaker \\($ywaker\\)\\] [0-9]+$")
+z=$(weight "$TMP/p.folded" ";wake_from_z;waker;main;__libc_start_call_main;\\[waker: ywaker \\($ywaker\\)\\] [0-9]+$")
+echo "-p: woken from wake_from_y $(ms "$y") ms, from wake_from_z $(ms "$z") ms (about 3:1)"
+# The figures are checked above, against the workload's own; here, that
+# both wakers are found and named (their ratio moves with the load).
+(( z > 0 && y > z )) || fail "y:z = $y:$z, not about 3:1: $(cat "$TMP/p.folded")"
+assert_absent "$TMP/p.folded" '^ywaker' "ywaker's own waits, out of scope, in the graph"
+
+"$EMBER" record -e cpu-clock --waker -o "$TMP/x.folded" -- true 2>"$TMP/err" && fail "--waker without -e offcpu was accepted"
+assert_contains "$TMP/err" "--waker applies to blocked threads: add -e offcpu"
+
+# Java: the waker's Java frames, named through its JVM's code map.
+command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
+mkdir -p "$TMP/java"
+cat >"$TMP/java/WakerJ.java" <<'EOF'
+import java.nio.ByteBuffer;
+import java.nio.channels.Pipe;
+
+// A thread reads a pipe in waitForX until another thread writes to it from
+// wakeFromY, 20 ms later, each cycle, and prints how long it waited. Both
+// run hot first, so they are compiled (ember names interpreted frames only
+// "Interpreter"). A pipe, not LockSupport.park: glibc's condition variables
+// have no frame pointers.
+public class WakerJ {
+    static final ByteBuffer in = ByteBuffer.allocateDirect(1), out = ByteBuffer.allocateDirect(1);
+
+    static void waitForX(Pipe.SourceChannel source) throws Exception {
+        in.clear();
+        source.read(in);
+    }
+
+    static void wakeFromY(Pipe.SinkChannel sink) throws Exception {
+        out.clear();
+        sink.write(out);
+    }
+
+    public static void main(String[] args) throws Exception {
+        int cycles = Integer.parseInt(args[0]);
+        Pipe pipe = Pipe.open();
+        for (int i = 0; i < 20000; i++) {  // warm up: nothing blocks yet
+            wakeFromY(pipe.sink());
+            waitForX(pipe.source());
+        }
+        Thread sleeper = new Thread(() -> {
+            try {
+                long waited = 0;
+                for (int i = 0; i < cycles; i++) {
+                    long start = System.nanoTime();
+                    waitForX(pipe.source());
+                    waited += System.nanoTime() - start;
+                }
+                System.out.println("waited_ns " + waited);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        }, "sleeper");
+        sleeper.start();
+        for (int i = 0; i < cycles; i++) {
+            Thread.sleep(20);
+            wakeFromY(pipe.sink());
+        }
+        sleeper.join();
+    }
+}
+EOF
+javac -d "$TMP/java" "$TMP/java/WakerJ.java" || fail "javac failed"
+"$EMBER" record -e offcpu --waker -o "$TMP/j.folded" -- java -cp "$TMP/java" WakerJ 50 >"$TMP/out" 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+java=$(weight "$TMP/j.folded" ';WakerJ.waitForX_\[[ji]\];.*;__schedule_\[k\];--;try_to_wake_up_\[k\];.*pipe_write_\[k\];.*;WakerJ.wakeFromY_\[[ji]\];.*\[waker: java\] [0-9]+$')
+waited=$(awk '/^waited_ns/ { print $2 }' "$TMP/out")
+echo "Java: waitForX woken from wakeFromY: $(ms "$java") ms (the JVM measured $(ms "$waited") ms)"
+# ±10%: the JVM's clock also counts time runnable on a busy machine.
+near "$java" "$waited" 10 ||
+	fail "waitForX woken from wakeFromY: $(ms "$java") ms, not $(ms "$waited") ms ±10%: $(grep -E 'waitForX|wakeFromY' "$TMP/j.folded" | cut -c1-600)"
+true
