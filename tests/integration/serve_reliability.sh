@@ -6,61 +6,10 @@
 # `ember record` child stops, and a restarted server lists the profile as
 # failed, with the reason).
 . "$(dirname "$0")/../lib.sh"
+. "$ROOT/tests/serve_lib.sh"
 need_bpf
 command -v curl >/dev/null || skip "no curl (scripts/deps.sh test installs it)"
 command -v jq >/dev/null || skip "no jq (scripts/deps.sh test installs it)"
-
-# ---- a server on a free loopback port (the same block opens each serve_*.sh) ----
-# start_server DIR [ARGS...]: sets SERVE_PID, PORT, URL, TOKEN; stderr in $TMP/serve.err.
-start_server() {
-	local dir=$1 try
-	shift
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		PORT=$((20000 + RANDOM % 40000))
-		background "$EMBER" serve --listen "127.0.0.1:$PORT" --dir "$dir" "$@" 2>"$TMP/serve.err"
-		SERVE_PID=${BACKGROUND[-1]}
-		for _ in $(seq 100); do
-			grep -q '^ember: serving' "$TMP/serve.err" && break
-			kill -0 "$SERVE_PID" 2>/dev/null || break
-			sleep 0.05
-		done
-		grep -q '^ember: serving' "$TMP/serve.err" && break
-		wait "$SERVE_PID" 2>/dev/null
-		grep -q 'cannot listen' "$TMP/serve.err" || fail "ember serve did not start: $(cat "$TMP/serve.err")"
-	done
-	grep -q '^ember: serving' "$TMP/serve.err" || fail "no free port: $(cat "$TMP/serve.err")"
-	URL=http://127.0.0.1:$PORT
-	TOKEN=$(cat "$dir/.token") || fail "no token file in $dir"
-	for _ in $(seq 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/info")" = 401 ] && return
-		sleep 0.05
-	done
-	fail "ember serve does not answer on $URL"
-}
-# api METHOD PATH [BODY]: prints the status code; the answer is in $TMP/body.
-api() {
-	local method=$1 path=$2
-	local args=(-sS --max-time 70 -o "$TMP/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
-	[ "$method" = POST ] && args+=(-H 'X-Ember-Request: 1' -H 'Content-Type: application/json' --data-binary "${3-}")
-	curl "${args[@]}" "$URL$path"
-}
-# expect CODE METHOD PATH [BODY]: fails unless the answer has status CODE.
-expect() {
-	local want=$1 got
-	shift
-	got=$(api "$@")
-	[ "$got" = "$want" ] || fail "$1 $2 ${3-}: status $got, expected $want: $(head -c 500 "$TMP/body")"
-}
-# wait_idle SECONDS: until /api/status says idle.
-wait_idle() {
-	for _ in $(seq $(($1 * 10))); do
-		expect 200 GET /api/status
-		[ "$(jq -r .state "$TMP/body")" = idle ] && return
-		sleep 0.1
-	done
-	fail "the profile did not end within $1 s: $(cat "$TMP/body")"
-}
-# ---- end of the server block ----
 
 # wait_samples N: until the running profile has N samples.
 wait_samples() {
@@ -242,9 +191,9 @@ done
 kill -0 "$SERVE_PID" 2>/dev/null && fail "the server is still running 30 s after SIGTERM"
 wait "$SERVE_PID"
 rc=$?
-[ "$rc" = 0 ] || fail "the server exited $rc on SIGTERM: $(cat "$TMP/serve.err")"
+[ "$rc" = 0 ] || fail "the server exited $rc on SIGTERM: $(cat "$SERVE_ERR")"
 gone "$CHILD" || fail "ember record ($CHILD) outlived the server"
-grep -q "stopping profile $TERM_ID" "$TMP/serve.err" || fail "the server did not say it stops the profile: $(cat "$TMP/serve.err")"
+grep -q "stopping profile $TERM_ID" "$SERVE_ERR" || fail "the server did not say it stops the profile: $(cat "$SERVE_ERR")"
 base=$(ls "$DIR" | sed -n "s/^\(.*-$TERM_ID-.*\)\.json$/\1/p")
 jq -e '.status == "ok" and .samples > 0' "$DIR/$base.json" >/dev/null || fail "after SIGTERM, $base.json: $(cat "$DIR/$base.json")"
 start_server "$DIR"

@@ -5,40 +5,10 @@
 # guard, methods, body size, TLS, and --listen's checks. Needs no root: the
 # results attacked are written by hand.
 . "$(dirname "$0")/../lib.sh"
+. "$ROOT/tests/serve_lib.sh"
 command -v curl >/dev/null || skip "no curl (scripts/deps.sh test installs it)"
 command -v jq >/dev/null || skip "no jq (scripts/deps.sh test installs it)"
 command -v openssl >/dev/null || skip "no openssl (scripts/deps.sh test installs it)"
-
-# ---- a server on a free loopback port (the same block opens each serve_*.sh) ----
-# start_server DIR [ARGS...]: sets SERVE_PID, PORT, URL, TOKEN, SERVE_ERR (its stderr).
-# $SCHEME (http) and $LISTEN_HOST (127.0.0.1) change what it listens on.
-start_server() {
-	local dir=$1 try
-	shift
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		PORT=$((20000 + RANDOM % 40000))
-		SERVE_ERR=$TMP/serve-$PORT.err
-		background "$EMBER" serve --listen "${LISTEN_HOST:-127.0.0.1}:$PORT" --dir "$dir" "$@" 2>"$SERVE_ERR"
-		SERVE_PID=${BACKGROUND[-1]}
-		for _ in $(seq 100); do
-			grep -q '^ember: serving' "$SERVE_ERR" && break
-			kill -0 "$SERVE_PID" 2>/dev/null || break
-			sleep 0.05
-		done
-		grep -q '^ember: serving' "$SERVE_ERR" && break
-		wait "$SERVE_PID" 2>/dev/null
-		grep -q 'cannot listen' "$SERVE_ERR" || fail "ember serve did not start: $(cat "$SERVE_ERR")"
-	done
-	grep -q '^ember: serving' "$SERVE_ERR" || fail "no free port: $(cat "$SERVE_ERR")"
-	URL=${SCHEME:-http}://127.0.0.1:$PORT
-	TOKEN=$(cat "$dir/.token") || fail "no token file in $dir"
-	for _ in $(seq 100); do
-		[ "$(curl -sk -o /dev/null -w '%{http_code}' "$URL/api/info")" = 401 ] && return
-		sleep 0.05
-	done
-	fail "ember serve does not answer on $URL"
-}
-# ---- end of the server block ----
 
 DIR=$TMP/results
 start_server "$DIR"
