@@ -214,20 +214,6 @@ std::string output_for(const std::string& output, const std::string& event, size
   return output + "." + event;
 }
 
-// "10ms", "500us", "2s", "100" (microseconds) -> nanoseconds.
-std::optional<uint64_t> parse_duration_ns(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string unit = text.substr(used);
-  double scale = unit == "ns" ? 1 : unit == "us" || unit.empty() ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : -1;
-  if (scale < 0 || !(value >= 0) || std::isinf(value)) return std::nullopt;
-  return static_cast<uint64_t>(value * scale);
-}
 
 // The process a thread belongs to (Tgid in /proc/TID/status; threads
 // resolve there though unlisted), or 0 if there is no such thread.
@@ -293,6 +279,20 @@ class ProgressLines {
 };
 
 }  // namespace
+
+std::optional<uint64_t> parse_duration_ns(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(used);
+  double scale = unit == "ns" ? 1 : unit == "us" || unit.empty() ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : -1;
+  if (scale < 0 || !(value >= 0) || std::isinf(value)) return std::nullopt;
+  return static_cast<uint64_t>(value * scale);
+}
 
 int run_record(const RecordOptions& o) {
   // Everything a user can get wrong is checked before anything is loaded.
@@ -485,6 +485,9 @@ int run_record(const RecordOptions& o) {
 
   using Clock = std::chrono::steady_clock;
   auto started = Clock::now();
+  uint64_t started_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   // Each JVM's heap, GCs and allocation rate over the recording, from its
   // hsperfdata, read at every turn of the loop so each GC is seen.
@@ -558,6 +561,8 @@ int run_record(const RecordOptions& o) {
   for (size_t v = 0; v < plan->views.size(); ++v) {
     const EventView& view = plan->views[v];
     flamegraph::Profile profile = collector.build(v);
+    profile.start_unix_ns = started_unix_ns;
+    profile.duration_ns = static_cast<uint64_t>(seconds * 1e9);
     const CollectorStats& stats = collector.stats();
     // Java allocations and monitor contention come from the agents.
     JavaProfileOptions jopts{view.live_only, o.thread_frames, o.pid_frames, java_native_namer(symbolizer)};

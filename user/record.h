@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,9 @@ struct RecordOptions {
 
 // Returns the process exit code: the command's own with `-- CMD`.
 int run_record(const RecordOptions& options);
+
+// A --min-block value: "10ms", "500us", "2s", "100" (microseconds) ->
+// nanoseconds; nothing if it is not a duration.
+std::optional<uint64_t> parse_duration_ns(const std::string& text);
 
 }  // namespace ember

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,10 +13,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <regex>
 
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
+#include "user/record.h"
 
 namespace ember {
 namespace {
@@ -25,13 +24,6 @@ namespace {
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string process_name(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(in, name);
-  return name;
 }
 
 // The last thing ember record said went wrong, from its log.
@@ -52,6 +44,13 @@ bool uses_min_block(std::string_view event) { return event == "offcpu" || event 
 
 }  // namespace
 
+std::string process_name(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
 const std::vector<std::string>& serve_events() {
   static const std::vector<std::string> events = {"cpu", "offcpu", "wall", "alloc", "lock", "malloc"};
   return events;
@@ -65,8 +64,8 @@ std::expected<void, std::string> check_request(const RecordRequest& r) {
     return std::unexpected("no process with pid " + std::to_string(r.pid));
   if (r.frequency > 100000) return std::unexpected("frequency " + std::to_string(r.frequency) + " Hz is out of range");
   if (!(r.duration >= 0 && r.duration <= 7 * 86400)) return std::unexpected("duration must be 0 to 604800 seconds");
-  static const std::regex duration_text(R"(^[0-9]+(\.[0-9]+)?(ns|us|ms|s)?$)");
-  if (!r.min_block.empty() && !std::regex_match(r.min_block, duration_text))
+  // A leading '-' would make it an option of ember record: refused here.
+  if (!r.min_block.empty() && (r.min_block.front() == '-' || !parse_duration_ns(r.min_block)))
     return std::unexpected("min_block '" + r.min_block + "' is not a duration (500us, 2ms, 1s)");
   return {};
 }
@@ -122,7 +121,6 @@ std::expected<std::string, Recorder::Refusal> Recorder::start(const RecordReques
   result.target_name = request.pid ? process_name(request.pid) : "whole host";
   result.base = result_base_name(result.created_ms, result.id, result.event, result.target);
   result.status = "running";
-  result.unit = request.event == "cpu" ? "samples" : uses_interval(request.event) ? "bytes" : "ns";
   if (auto saved = store_.save(result); !saved) return std::unexpected(Refusal{StartError::Failed, saved.error()});
 
   // Everything the child needs is made before fork: between fork and exec
@@ -261,26 +259,21 @@ void Recorder::follow(pid_t child, int progress_fd, ResultInfo result) {
 }
 
 void Recorder::finish(ResultInfo& result, int wait_status) {
-  std::string pprof = store_.path(result.base + ".pb.gz");
-  struct stat st {};
-  auto read = ::stat(pprof.c_str(), &st) == 0 ? flamegraph::read_profile(pprof)
-                                                : std::expected<flamegraph::ReadResult, std::string>(
-                                                      std::unexpected(failure_of(store_.path(result.base + ".log"),
-                                                                                 wait_status)));
-  if (!read) {
+  auto failed = [&](std::string why) {
     result.status = "failed";
-    result.error = read.error();
+    result.error = std::move(why);
     (void)store_.save(result);
-    return;
-  }
+  };
+  std::string pprof = store_.path(result.base + ".pb.gz");
+  if (::access(pprof.c_str(), F_OK) != 0) return failed(failure_of(store_.path(result.base + ".log"), wait_status));
+  auto read = flamegraph::read_profile(pprof);
+  if (!read) return failed(read.error());
   const flamegraph::Profile& profile = read->profile;
   result.unit = profile.unit;
   result.total = profile.total();
   result.seconds = profile.duration_ns / 1e9;
-  for (const auto& [key, value] : profile.info) {
+  for (const auto& [key, value] : profile.info)
     if (key == "samples") result.samples = std::strtoull(value.c_str(), nullptr, 10);
-    if (key == "duration" && !result.seconds) result.seconds = std::strtod(value.c_str(), nullptr);
-  }
   flamegraph::HtmlOptions html;
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", result.seconds);
@@ -291,8 +284,8 @@ void Recorder::finish(ResultInfo& result, int wait_status) {
   html.view = view_ ? view_() : "";
   auto written = flamegraph::write_profile(profile, store_.path(result.base + ".html"), html);
   if (written) written = flamegraph::write_profile(profile, store_.path(result.base + ".folded"));
-  result.status = written ? "ok" : "failed";
-  result.error = written ? "" : written.error();
+  if (!written) return failed(written.error());
+  result.status = "ok";
   (void)store_.save(result);
 }
 

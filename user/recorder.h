@@ -21,6 +21,9 @@
 
 namespace ember {
 
+// A process's name (/proc/PID/comm); empty once it is gone.
+std::string process_name(uint32_t pid);
+
 // The events a browser may ask for, by the names results use.
 const std::vector<std::string>& serve_events();
 

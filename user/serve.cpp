@@ -286,8 +286,7 @@ json list_targets() {
     if (cmdline.empty()) continue;  // kernel threads: the whole host covers them
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     while (!cmdline.empty() && cmdline.back() == ' ') cmdline.pop_back();
-    std::string comm = read_text(proc + "/comm", 64);
-    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    std::string comm = process_name(static_cast<uint32_t>(pid));
     struct stat st {};
     std::string user;
     if (::stat(proc.c_str(), &st) == 0) {

@@ -4,61 +4,10 @@
 # workload, the listing and the files it names, diff, settings (and the view
 # a new flamegraph opens in), delete, delete-all, and wrong requests (400).
 . "$(dirname "$0")/../lib.sh"
+. "$ROOT/tests/serve_lib.sh"
 need_bpf
 command -v curl >/dev/null || skip "no curl (scripts/deps.sh test installs it)"
 command -v jq >/dev/null || skip "no jq (scripts/deps.sh test installs it)"
-
-# ---- a server on a free loopback port (the same block opens each serve_*.sh) ----
-# start_server DIR [ARGS...]: sets SERVE_PID, PORT, URL, TOKEN; stderr in $TMP/serve.err.
-start_server() {
-	local dir=$1 try
-	shift
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		PORT=$((20000 + RANDOM % 40000))
-		background "$EMBER" serve --listen "127.0.0.1:$PORT" --dir "$dir" "$@" 2>"$TMP/serve.err"
-		SERVE_PID=${BACKGROUND[-1]}
-		for _ in $(seq 100); do
-			grep -q '^ember: serving' "$TMP/serve.err" && break
-			kill -0 "$SERVE_PID" 2>/dev/null || break
-			sleep 0.05
-		done
-		grep -q '^ember: serving' "$TMP/serve.err" && break
-		wait "$SERVE_PID" 2>/dev/null
-		grep -q 'cannot listen' "$TMP/serve.err" || fail "ember serve did not start: $(cat "$TMP/serve.err")"
-	done
-	grep -q '^ember: serving' "$TMP/serve.err" || fail "no free port: $(cat "$TMP/serve.err")"
-	URL=http://127.0.0.1:$PORT
-	TOKEN=$(cat "$dir/.token") || fail "no token file in $dir"
-	for _ in $(seq 100); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/info")" = 401 ] && return
-		sleep 0.05
-	done
-	fail "ember serve does not answer on $URL"
-}
-# api METHOD PATH [BODY]: prints the status code; the answer is in $TMP/body.
-api() {
-	local method=$1 path=$2
-	local args=(-sS --max-time 70 -o "$TMP/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
-	[ "$method" = POST ] && args+=(-H 'X-Ember-Request: 1' -H 'Content-Type: application/json' --data-binary "${3-}")
-	curl "${args[@]}" "$URL$path"
-}
-# expect CODE METHOD PATH [BODY]: fails unless the answer has status CODE.
-expect() {
-	local want=$1 got
-	shift
-	got=$(api "$@")
-	[ "$got" = "$want" ] || fail "$1 $2 ${3-}: status $got, expected $want: $(head -c 500 "$TMP/body")"
-}
-# wait_idle SECONDS: until /api/status says idle.
-wait_idle() {
-	for _ in $(seq $(($1 * 10))); do
-		expect 200 GET /api/status
-		[ "$(jq -r .state "$TMP/body")" = idle ] && return
-		sleep 0.1
-	done
-	fail "the profile did not end within $1 s: $(cat "$TMP/body")"
-}
-# ---- end of the server block ----
 
 DIR=$TMP/results
 start_server "$DIR"
@@ -184,6 +133,13 @@ sed -n 's/.*<script id="ember-data" type="application\/json">\(.*\)<\/script>.*/
 jq -e '(.base.stacks | length > 0) and (.base.label | length > 0)' "$TMP/diff.json" >/dev/null ||
 	fail "the diff page's data has no base profile"
 expect 404 GET "/diff?base=$ID1&new=00000000"
+# Results measuring different things (samples and blocked ns) are refused.
+expect 202 POST /api/start "{\"event\": \"offcpu\", \"pid\": $W, \"duration\": 1}"
+OFF=$(jq -r .id "$TMP/body")
+wait_idle 30
+expect 400 GET "/diff?base=$ID1&new=$OFF"
+jq -e '.error | test("different things")' "$TMP/body" >/dev/null || fail "diff of cpu and offcpu: $(cat "$TMP/body")"
+expect 200 POST "/api/results/$OFF/delete"
 expect 404 GET "/diff?base=$ID1"
 
 # ---- settings: round trip, refusals, and the view a new flamegraph opens in ----
