@@ -104,13 +104,31 @@ static __always_inline bool in_scope(__u32 pid, __u32 tid)
 	return true;
 }
 
+/* The current task's user stack into `ips`, then (if `kernel`) its kernel
+ * stack right after it; their lengths in frames. `ips` holds at least two
+ * stacks of EMBER_MAX_STACK_DEPTH. */
+static __always_inline void walk_stacks(void *ctx, __u64 *ips, __u16 *ulen, __u16 *klen, bool kernel)
+{
+	long u, k = 0;
+
+	u = frames(bpf_get_stack(ctx, ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK));
+	if (u > EMBER_MAX_STACK_DEPTH)
+		u = EMBER_MAX_STACK_DEPTH;
+	if (kernel) {
+		k = frames(bpf_get_stack(ctx, &ips[u], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0));
+		if (k > EMBER_MAX_STACK_DEPTH)
+			k = EMBER_MAX_STACK_DEPTH;
+	}
+	*ulen = u;
+	*klen = k;
+}
+
 /* Fills the header and the stacks of the current task (comm and stacks
  * are the current task's: the interrupted one, or the one switching out);
  * the kernel stack only if `kernel`. */
 static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32 pid, __u32 tid, bool kernel)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	long ulen, klen = 0, n;
 
 	s->time_ns = bpf_ktime_get_ns();
 	s->pid = pid;
@@ -119,19 +137,7 @@ static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32
 	s->pad = 0;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	BPF_CORE_READ_STR_INTO(&s->process_comm, task, group_leader, comm);
-
-	n = bpf_get_stack(ctx, s->ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
-	ulen = frames(n);
-	if (ulen > EMBER_MAX_STACK_DEPTH)
-		ulen = EMBER_MAX_STACK_DEPTH;
-	if (kernel) {
-		n = bpf_get_stack(ctx, &s->ips[ulen], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0);
-		klen = frames(n);
-		if (klen > EMBER_MAX_STACK_DEPTH)
-			klen = EMBER_MAX_STACK_DEPTH;
-	}
-	s->ustack_len = ulen;
-	s->kstack_len = klen;
+	walk_stacks(ctx, s->ips, &s->ustack_len, &s->kstack_len, kernel);
 }
 
 /* Whether process `pid` named `comm` is new to the collector (or execed):
@@ -322,7 +328,6 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 	struct ember_sample *s = bpf_task_storage_get(&offcpu_start, p, 0, 0);
 	struct task_struct *task;
 	struct waker_ips *w;
-	long ulen, klen, n;
 	__u64 id;
 
 	/* Every wakeup on the host comes here: most end at this test. */
@@ -344,16 +349,7 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 	s->waker_tid = (__u32)id;
 	bpf_get_current_comm(s->waker_comm, sizeof(s->waker_comm));
 	BPF_CORE_READ_STR_INTO(&s->waker_process_comm, task, group_leader, comm);
-	n = bpf_get_stack(ctx, w->ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
-	ulen = frames(n);
-	if (ulen > EMBER_MAX_STACK_DEPTH)
-		ulen = EMBER_MAX_STACK_DEPTH;
-	n = bpf_get_stack(ctx, &w->ips[ulen], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0);
-	klen = frames(n);
-	if (klen > EMBER_MAX_STACK_DEPTH)
-		klen = EMBER_MAX_STACK_DEPTH;
-	s->waker_ustack_len = ulen;
-	s->waker_kstack_len = klen;
+	walk_stacks(ctx, w->ips, &s->waker_ustack_len, &s->waker_kstack_len, true);
 	barrier();
 	s->waker = EMBER_WAKER_SEEN;
 	return 0;

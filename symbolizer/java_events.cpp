@@ -9,9 +9,10 @@ namespace {
 
 constexpr uint64_t kMaxId = 1u << 24;  // as JitMap: ids are dense and small
 
-bool number(std::string_view& s, uint64_t& out) {
+// The next space-separated number, decimal unless `base` says otherwise.
+bool number(std::string_view& s, uint64_t& out, int base = 10) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 10);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
   if (ec != std::errc() || p == s.data()) return false;
   s.remove_prefix(p - s.data());
   return s.empty() || s.front() == ' ';
@@ -28,14 +29,6 @@ std::string_view word(std::string_view& s) {
 std::string_view rest_of(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   return s;
-}
-
-bool hex_number(std::string_view& s, uint64_t& out) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
-  if (ec != std::errc() || p == s.data()) return false;
-  s.remove_prefix(p - s.data());
-  return s.empty() || s.front() == ' ';
 }
 
 void set_name(std::vector<std::string>& names, uint64_t id, std::string_view name) {
@@ -62,7 +55,7 @@ size_t JavaEvents::NativeStackHash::operator()(const std::vector<NativeFrame>& s
 // there; a new stream describing the same one again).
 bool JavaEvents::add_library(std::string_view s) {
   NativeLibrary lib;
-  if (!hex_number(s, lib.start) || !hex_number(s, lib.end) || !hex_number(s, lib.bias) || lib.end <= lib.start)
+  if (!number(s, lib.start, 16) || !number(s, lib.end, 16) || !number(s, lib.bias, 16) || lib.end <= lib.start)
     return false;
   lib.path = std::string(rest_of(s));
   if (lib.path.empty()) return false;
