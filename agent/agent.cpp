@@ -4,10 +4,16 @@
 // on request, Java allocation samples and monitor contention with their
 // Java stacks (format: symbolizer/jit_map.h).
 //
-// Load at start-up:  java -agentpath:/path/libember-agent.so=out=/tmp/x.jitmap ...
+// Load at start-up:  java -agentpath:/path/libember-agent.so=out=/path/x.jitmap ...
 // or let `ember record` attach it to a running JVM. Options (comma-separated):
-//   out=PATH     where to write the stream (default /tmp/ember-<pid>.jitmap);
-//                "{pid}" in PATH becomes this JVM's pid (as it sees it)
+//   out=PATH     where to write the stream (required); "{pid}" in PATH becomes
+//                this JVM's pid (as it sees it). The file is created, mode
+//                0600, and must not exist: an existing file or a symlink at
+//                PATH is never written through
+//   lease        the directory of PATH is ember's (see user/agent_dir.h): its
+//                reader holds a shared flock on it while it reads. When the
+//                lock is let go without a `stop` (ember was killed), the agent
+//                stops publishing and removes the file and the directory
 //   alloc[=N]    sampled object allocation (JVMTI SampledObjectAlloc), one
 //                sample per N bytes allocated on average (default 524288);
 //                allocations made by native code (JNI) carry its frames too
@@ -43,6 +49,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <unwind.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -108,6 +115,7 @@ thread_local bool t_busy = false;
 struct Options {
   char out[4096] = {};
   bool stop = false;
+  bool lease = false;
   uint64_t alloc = 0;  // sampling interval in bytes; 0: off
   bool live = false;
   bool lock = false;
@@ -167,7 +175,6 @@ bool numeric_option(const char* p, size_t len, const char* name, bool zero_ok, u
 }
 
 void parse_options(const char* text, Options& o) {
-  std::snprintf(o.out, sizeof o.out, "/tmp/ember-%d.jitmap", getpid());
   if (!text) return;
   const char* p = text;
   while (*p) {
@@ -181,6 +188,8 @@ void parse_options(const char* text, Options& o) {
       o.stop = true;
     } else if (len == 4 && std::strncmp(p, "live", 4) == 0) {
       o.live = true;
+    } else if (len == 5 && std::strncmp(p, "lease", 5) == 0) {
+      o.lease = true;
     } else if (numeric_option(p, len, "alloc", false, &alloc, &bad)) {
       o.alloc = std::min<uint64_t>(alloc, INT_MAX);  // SetHeapSamplingInterval takes a jint
     } else if (numeric_option(p, len, "lock", true, &lock, &bad)) {  // lock=0: every wait
@@ -740,7 +749,84 @@ jint init_jvmti(JavaVM* vm) {
   return JNI_OK;
 }
 
-jint start(JavaVM* vm, const char* text, bool attached) {
+// The code events every stream carries.
+constexpr jvmtiEvent kCodeEvents[] = {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+                                      JVMTI_EVENT_DYNAMIC_CODE_GENERATED};
+
+// Serialises what changes the stream: an attach (start) and a lease's end.
+pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER;
+
+// Ends publishing: what `stop` does, and what the end of a lease does.
+void stop_publishing(JNIEnv* jni, bool final_gc) {
+  end_java_events(jni, final_gc);
+  for (jvmtiEvent e : kCodeEvents) set_event(JVMTI_DISABLE, e);
+  close_stream();
+}
+
+// A stream's lease (option `lease`): its reader's shared flock on the
+// directory of the stream. A thread of ours waits for an exclusive lock,
+// which it gets once the reader has let go: after a `stop` (then the stream
+// is closed already, or is another one), or because the reader died
+// (kill -9): then nobody will ever read or remove the file, so the agent
+// stops publishing and removes it, its directory too.
+struct Lease {
+  int dir_fd;
+  uint32_t generation;  // the stream it covers
+  char dir[4096];
+  char file[256];
+};
+
+void* watch_lease(void* arg) {
+  Lease* lease = static_cast<Lease*>(arg);
+  while (flock(lease->dir_fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  pthread_mutex_lock(&g_control);
+  if (g_writer.generation() == lease->generation && g_writer.is_open()) {
+    // JVMTI and JNI want a thread the VM knows: ours is not one until it
+    // attaches. If it cannot (the VM is exiting), VMDeath ends the stream.
+    JNIEnv* jni = nullptr;
+    if (g_vm->AttachCurrentThreadAsDaemon(reinterpret_cast<void**>(&jni), nullptr) == JNI_OK) {
+      stop_publishing(jni, false);
+      g_vm->DetachCurrentThread();
+    } else {
+      close_stream();
+    }
+    unlinkat(lease->dir_fd, lease->file, 0);
+    rmdir(lease->dir);
+  }
+  pthread_mutex_unlock(&g_control);
+  close(lease->dir_fd);
+  std::free(lease);
+  return nullptr;
+}
+
+// Starts the thread that watches the lease on `path`'s directory.
+bool start_lease(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  if (!slash || slash == path || std::strlen(slash + 1) >= sizeof Lease::file) return false;
+  Lease* lease = static_cast<Lease*>(std::calloc(1, sizeof(Lease)));
+  if (!lease) return false;
+  std::snprintf(lease->dir, sizeof lease->dir, "%.*s", static_cast<int>(slash - path), path);
+  std::snprintf(lease->file, sizeof lease->file, "%s", slash + 1);
+  lease->generation = g_writer.generation();
+  lease->dir_fd = open(lease->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  pthread_attr_t attr;
+  pthread_t thread;
+  bool started = lease->dir_fd >= 0 && pthread_attr_init(&attr) == 0;
+  if (started) {
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    started = pthread_create(&thread, &attr, watch_lease, lease) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  if (!started) {
+    if (lease->dir_fd >= 0) close(lease->dir_fd);
+    std::free(lease);
+  }
+  return started;
+}
+
+jint start_locked(JavaVM* vm, const char* text, bool attached) {
   if (init_jvmti(vm) != JNI_OK) return JNI_ERR;
   Options o;
   parse_options(text, o);
@@ -748,26 +834,29 @@ jint start(JavaVM* vm, const char* text, bool attached) {
   // end there either.
   JNIEnv* jni = nullptr;
   if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_6) != JNI_OK) jni = nullptr;
-  const jvmtiEvent events[] = {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
-                               JVMTI_EVENT_DYNAMIC_CODE_GENERATED};
   // Whatever the last attach turned on ends with its stream. A `stop` ends
   // a recording, which with `live` wants its final GC (the VM is fully up:
   // safe with every collector); a new attach replaces a stream nobody
   // reads any more.
-  end_java_events(jni, o.stop);
-  if (o.stop) {
-    for (jvmtiEvent e : events) set_event(JVMTI_DISABLE, e);
-    close_stream();
+  if (o.stop || !o.out[0]) {
+    stop_publishing(jni, o.stop);
+    if (!o.stop) std::fprintf(stderr, "ember-agent: no out=PATH given: nothing to publish\n");
     return JNI_OK;
   }
+  end_java_events(jni, false);
   g_writer.lock();
   bool opened = g_writer.open(o.out, getpid());
   g_writer.unlock();
   if (!opened) {
-    std::fprintf(stderr, "ember-agent: cannot write %s: %s\n", o.out, std::strerror(errno));
+    std::fprintf(stderr, "ember-agent: cannot create %s: %s\n", o.out, std::strerror(errno));
     return JNI_ERR;
   }
-  for (jvmtiEvent e : events)
+  if (o.lease && !start_lease(o.out)) {
+    std::fprintf(stderr, "ember-agent: cannot watch the lease on %s: %s\n", o.out, std::strerror(errno));
+    stop_publishing(jni, false);
+    return JNI_ERR;
+  }
+  for (jvmtiEvent e : kCodeEvents)
     if (!set_event(JVMTI_ENABLE, e)) return JNI_ERR;
   start_java_events(o);
   if (attached) {
@@ -776,6 +865,13 @@ jint start(JavaVM* vm, const char* text, bool attached) {
     g_jvmti->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
   }
   return JNI_OK;
+}
+
+jint start(JavaVM* vm, const char* text, bool attached) {
+  pthread_mutex_lock(&g_control);
+  jint r = start_locked(vm, text, attached);
+  pthread_mutex_unlock(&g_control);
+  return r;
 }
 
 }  // namespace

@@ -96,7 +96,9 @@ uint32_t IdTable::find_or_add(uint64_t key, bool* is_new) {
 
 bool JitMapWriter::open(const char* path, int pid) {
   close();
-  fd_ = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A new file only, readable by the JVM's user alone: never through a
+  // link or over a file someone placed there.
+  fd_ = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) return false;
   // Ids restart with the file: the reader learns names from this file only.
   methods_.clear();

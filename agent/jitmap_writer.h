@@ -40,7 +40,7 @@ class JitMapWriter {
   JitMapWriter(const JitMapWriter&) = delete;
   JitMapWriter& operator=(const JitMapWriter&) = delete;
 
-  // Starts a new file (truncating), with the header line. False on error.
+  // Starts a new file (it must not exist), with the header line. False on error.
   bool open(const char* path, int pid);
   void close();
   bool is_open();  // with the lock, or as a hint without

@@ -1,7 +1,6 @@
 #include "user/collector.h"
 
 #include <fcntl.h>
-#include <glob.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,8 +86,7 @@ size_t Collector::KeyHash::operator()(const Key& k) const {
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
-uint32_t Collector::name_id(const char (&comm)[EMBER_COMM_LEN]) {
-  std::string_view name(comm, strnlen(comm, EMBER_COMM_LEN));
+uint32_t Collector::name_id(std::string_view name) {
   if (auto it = name_ids_.find(name); it != name_ids_.end()) return it->second;
   uint32_t id = static_cast<uint32_t>(names_.size());
   name_ids_.emplace(name, id);
@@ -116,6 +114,7 @@ Collector::Collector(CollectorOptions options, symbolizer::Symbolizer& symbolize
     : options_(std::move(options)), symbolizer_(symbolizer) {
   jit_frames_.push_back({Frame{"[JIT frames without frame pointers: restart the JVM with -XX:+PreserveFramePointer]",
                                FrameKind::Unknown, {}}});
+  if (!options_.before_exec_name.empty()) before_exec_id_ = name_id(options_.before_exec_name);
 }
 
 Collector::Jvm::~Jvm() {
@@ -126,38 +125,18 @@ size_t Collector::LocationHash::operator()(const symbolizer::JitMap::Location& l
   return std::hash<uint64_t>{}((l.start * 0x9e3779b97f4a7c15ULL) ^ l.load_ns ^ (uint64_t{l.pc} << 40));
 }
 
-void Collector::watch_jvm(uint32_t pid, std::string jitmap_path, bool frame_pointers) {
+void Collector::watch_jvm(uint32_t pid, int jitmap_fd, bool frame_pointers) {
   Jvm& jvm = jvms_[pid];
-  jvm.path = std::move(jitmap_path);
+  if (jvm.fd >= 0) close(jvm.fd);
+  jvm.fd = jitmap_fd;
   jvm.frame_pointers = frame_pointers;
-}
-
-void Collector::expect_jvms(std::string pattern, bool frame_pointers) {
-  expected_jvm_maps_ = std::move(pattern);
-  expected_frame_pointers_ = frame_pointers;
 }
 
 void Collector::update_jvms(bool final) {
   uint64_t now = monotonic_ns();
   uint64_t settled = final ? UINT64_MAX : now - kJitSettleNs;
-  // JVMs the command started: their agents' maps appear as they start (a
-  // JVM that allocates but never runs on a sampled CPU is found too).
-  if (!expected_jvm_maps_.empty()) {
-    std::string pattern = expected_jvm_maps_;
-    pattern.replace(pattern.find("{pid}"), 5, "*");
-    size_t pid_at = expected_jvm_maps_.find("{pid}");
-    glob_t found{};
-    if (glob(pattern.c_str(), 0, nullptr, &found) == 0)
-      for (size_t i = 0; i < found.gl_pathc; ++i) {
-        std::string path = found.gl_pathv[i];
-        uint32_t pid = static_cast<uint32_t>(std::strtoul(path.c_str() + pid_at, nullptr, 10));
-        if (pid && !jvms_.count(pid)) watch_jvm(pid, path, expected_frame_pointers_);
-      }
-    globfree(&found);
-  }
   char buf[1 << 16];
   for (auto& [pid, jvm] : jvms_) {
-    if (jvm.fd < 0) jvm.fd = open(jvm.path.c_str(), O_RDONLY | O_CLOEXEC);  // the agent may not have made it yet
     ssize_t n;
     while (jvm.fd >= 0 && (n = read(jvm.fd, buf, sizeof buf)) > 0) {
       jvm.map.feed(std::string_view(buf, static_cast<size_t>(n)));
@@ -251,6 +230,7 @@ void Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64
 void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack,
                              std::span<const uint64_t> waker_ustack) {
   uint32_t process = name_id(s.process_comm), thread = name_id(s.comm);
+  if (process == before_exec_id_) return;
   if (!comm_matches_[process] && !comm_matches_[thread]) {
     ++stats_.comm_filtered;
     return;

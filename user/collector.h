@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -50,6 +51,9 @@ struct CollectorOptions {
   bool kernel_only = false;
   bool user_only = false;
   std::optional<std::regex> comm;  // keep processes or threads whose name matches
+  // `-- CMD`: the name ember's child carries until it execs the command.
+  // Its records until then (ember's own code) are left out.
+  std::string before_exec_name;
   uint32_t max_depth = 127;        // effective stack depth limit, for truncation counts
 };
 
@@ -79,14 +83,11 @@ class Collector {
   // Takes in a mapping that a sampled process had as it exited.
   void add_exit_mapping(const ember_mapping& mapping);
 
-  // Names the JIT code of JVM `pid` through the code map its agent writes
-  // to `jitmap_path`. Without frame pointers in JIT code (no
-  // -XX:+PreserveFramePointer) stacks are cut above the first JIT frame.
-  void watch_jvm(uint32_t pid, std::string jitmap_path, bool frame_pointers);
-  // Watches, too, every code map that appears at `pattern` ("{pid}"
-  // standing for a pid): the JVMs that `-- CMD` starts with the agent in
-  // JAVA_TOOL_OPTIONS.
-  void expect_jvms(std::string pattern, bool frame_pointers);
+  // Names the JIT code of JVM `pid` through the code map its agent writes,
+  // read from `jitmap_fd` (the collector closes it). Without frame pointers
+  // in JIT code (no -XX:+PreserveFramePointer) stacks are cut above the
+  // first JIT frame.
+  void watch_jvm(uint32_t pid, int jitmap_fd, bool frame_pointers);
   // Reads what the agents appended, then takes in the JVM samples held back
   // until the code they ran in was surely published (all of them if final).
   void update_jvms(bool final);
@@ -161,7 +162,6 @@ class Collector {
     size_t operator()(const symbolizer::JitMap::Location& l) const;
   };
   struct Jvm {
-    std::string path;
     int fd = -1;
     bool frame_pointers = true;
     symbolizer::JitMap map;
@@ -194,8 +194,6 @@ class Collector {
 
   CollectorOptions options_;
   std::unordered_map<uint32_t, Jvm> jvms_;
-  std::string expected_jvm_maps_;  // pattern, see expect_jvms()
-  bool expected_frame_pointers_ = true;
   // User stack entries with the top bit set are tokens for JIT frames, not
   // addresses (user addresses never have it): index into jit_frames_.
   std::vector<std::vector<flamegraph::Frame>> jit_frames_;  // innermost first
@@ -212,9 +210,11 @@ class Collector {
   };
   std::vector<HeldAllocation> held_allocations_;  // live_only views, until the end
   // Names as sampled: a process that execs changes its name mid-recording.
-  uint32_t name_id(const char (&comm)[EMBER_COMM_LEN]);
+  uint32_t name_id(std::string_view name);
+  uint32_t name_id(const char (&comm)[EMBER_COMM_LEN]) { return name_id({comm, strnlen(comm, EMBER_COMM_LEN)}); }
   InternMap name_ids_;
   std::vector<std::string> names_;
+  uint32_t before_exec_id_ = UINT32_MAX;  // options_.before_exec_name's id
   std::vector<int8_t> comm_matches_;  // by name id: the --comm verdict (1 without --comm)
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen
   std::unordered_map<uint32_t, uint64_t> last_snapshot_;  // pid -> when (ns), to rate-limit

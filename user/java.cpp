@@ -1,11 +1,11 @@
 #include "user/java.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "user/java_attach.h"
 
@@ -15,18 +15,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // The agent file as the JVM can open it: ember's own path when they share a
-// mount namespace, else a copy in the JVM's /tmp. The copy is named by the
-// agent's size and time and never rewritten: a JVM may have it mapped, and
-// attaching again must find the very library it loaded before.
+// mount namespace, else a copy in the JVM's file system.
 std::expected<std::string, std::string> agent_for(const java::JvmProcess& jvm, const std::string& agent) {
   if (!jvm.own_mount_ns) return agent;
-  struct stat st{};
-  if (stat(agent.c_str(), &st) != 0) return std::unexpected("cannot read " + agent);
-  std::string inside = "/tmp/libember-agent-" + std::to_string(st.st_size) + "-" + std::to_string(st.st_mtime) + ".so";
-  std::error_code ec;
-  fs::copy_file(agent, jvm.root + inside, fs::copy_options::skip_existing, ec);
-  if (ec) return std::unexpected("cannot copy the agent into the JVM's file system: " + ec.message());
-  return inside;
+  return place_agent_library(jvm.root, agent);
 }
 
 // Whether JIT frames carry frame pointers: -XX:+PreserveFramePointer.
@@ -45,13 +37,12 @@ std::string default_agent_path() {
 }
 
 JavaSession::JavaSession(std::string agent_path, std::string events)
-    : agent_path_(std::move(agent_path)), events_(std::move(events)) {}
+    : agent_path_(std::move(agent_path)), events_(std::move(events)) {
+  // What a killed ember left in this /tmp (a container's: see attach).
+  sweep_agent_dirs("");
+}
 
 JavaSession::~JavaSession() { detach(); }
-
-std::string JavaSession::map_name(pid_t ns_pid) const {
-  return "/tmp/ember-" + std::to_string(getpid()) + "-" + std::to_string(ns_pid) + ".jitmap";
-}
 
 void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& collector,
                          const std::function<bool()>& stop) {
@@ -67,9 +58,24 @@ void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& 
       std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, agent.error().c_str());
       continue;
     }
-    std::string map = map_name(jvm->ns_pid);
-    if (auto r = java::load_agent(pid, *agent, "out=" + map + events_); !r) {
+    // What a killed ember left in the container's /tmp goes first.
+    if (jvm->own_mount_ns) sweep_agent_dirs(jvm->root);
+    auto dir = AgentDir::create(jvm->own_mount_ns ? jvm->root : "", jvm->uid, jvm->gid);
+    if (!dir) {
+      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, dir.error().c_str());
+      continue;
+    }
+    std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
+    if (auto r = java::load_agent(pid, *agent, "out=" + map + ",lease" + events_); !r) {
       std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
+      continue;
+    }
+    // The agent is loaded from now on: stop it at the end, whatever follows.
+    attached_.push_back({pid, *agent});
+    int fd = dir->open_file(std::to_string(jvm->ns_pid) + ".jitmap");
+    dirs_.push_back(std::move(*dir));
+    if (fd < 0) {
+      std::fprintf(stderr, "ember: JVM %d: its agent made no code map; its Java frames will be unnamed\n", pid);
       continue;
     }
     bool fp = preserves_frame_pointer(pid);
@@ -78,18 +84,34 @@ void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& 
                    "ember: JVM %d runs without -XX:+PreserveFramePointer: stacks stop at the first JIT-compiled "
                    "frame; restart it with -XX:+PreserveFramePointer for whole Java stacks\n",
                    pid);
-    std::string seen_from_ember = jvm->root + map;
-    collector.watch_jvm(static_cast<uint32_t>(pid), seen_from_ember, fp);
-    attached_.push_back({pid, *agent, seen_from_ember});
+    collector.watch_jvm(static_cast<uint32_t>(pid), fd, fp);
   }
 }
 
-std::string JavaSession::started_maps() const { return "/tmp/ember-" + std::to_string(getpid()) + "-{pid}.jitmap"; }
-
-std::string JavaSession::tool_options(const std::string& existing, bool add_frame_pointers) const {
-  std::string opts = "-agentpath:" + agent_path_ + "=out=" + started_maps() + events_;
+std::expected<std::string, std::string> JavaSession::tool_options(const std::string& existing,
+                                                                    bool add_frame_pointers) {
+  auto dir = AgentDir::create("", geteuid(), getegid());
+  if (!dir) return std::unexpected(dir.error());
+  started_dir_.emplace(std::move(*dir));
+  started_frame_pointers_ = add_frame_pointers;
+  std::string opts = "-agentpath:" + agent_path_ + "=out=" + started_dir_->path() + "/{pid}.jitmap,lease" + events_;
   if (add_frame_pointers) opts += " -XX:+PreserveFramePointer";
   return existing.empty() ? opts : existing + " " + opts;
+}
+
+void JavaSession::find_started(Collector& collector) {
+  if (!started_dir_) return;
+  std::vector<uint32_t> known = collector.jvm_pids();
+  for (const std::string& name : started_dir_->names()) {
+    uint32_t pid = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec != std::errc() || pid == 0 || std::string_view(end, name.data() + name.size()) != ".jitmap") continue;
+    if (std::find(known.begin(), known.end(), pid) != known.end()) continue;
+    int fd = started_dir_->open_file(name);
+    if (fd < 0) continue;
+    collector.watch_jvm(pid, fd, started_frame_pointers_);
+    attached_.push_back({static_cast<pid_t>(pid), agent_path_});
+  }
 }
 
 void JavaSession::detach() {
@@ -97,9 +119,11 @@ void JavaSession::detach() {
     // The JVM may have exited: nothing to stop then. With live objects
     // followed, the stop runs a full GC first: give it time.
     java::load_agent(a.pid, a.agent_path, "stop", 15000);
-    unlink(a.map_path.c_str());
   }
   attached_.clear();
+  // The directories go after the stops: an agent's lease ends with them.
+  dirs_.clear();
+  started_dir_.reset();
 }
 
 }  // namespace ember

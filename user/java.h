@@ -5,10 +5,13 @@
 
 #include <sys/types.h>
 
+#include <expected>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "user/agent_dir.h"
 #include "user/collector.h"
 
 namespace ember {
@@ -29,25 +32,27 @@ class JavaSession {
   void attach(const std::vector<pid_t>& pids, bool named, Collector& collector, const std::function<bool()>& stop);
 
   // For `-- CMD`: the JAVA_TOOL_OPTIONS that load the agent into any JVM the
-  // command starts (existing options kept). Their code maps appear at
-  // started_maps() ("{pid}" standing for each JVM's pid): see
-  // Collector::expect_jvms.
-  std::string tool_options(const std::string& existing, bool add_frame_pointers) const;
-  std::string started_maps() const;
+  // command starts (existing options kept), publishing into a directory
+  // made for them now (see find_started).
+  std::expected<std::string, std::string> tool_options(const std::string& existing, bool add_frame_pointers);
+  // Has the collector read the code maps of the JVMs the command started
+  // since the last call.
+  void find_started(Collector& collector);
 
-  // Stops every agent this session started and removes the code maps.
+  // Stops every agent this session started and removes their directories.
   void detach();
 
  private:
-  std::string map_name(pid_t ns_pid) const;  // "/tmp/ember-<ember pid>-<pid>.jitmap", in the JVM's view
   std::string agent_path_;
   std::string events_;
+  bool started_frame_pointers_ = true;
   struct Attached {
     pid_t pid;
     std::string agent_path;  // as the JVM sees it
-    std::string map_path;    // as ember sees it
   };
-  std::vector<Attached> attached_;
+  std::vector<Attached> attached_;  // the agents to stop
+  std::vector<AgentDir> dirs_;      // one per attached JVM
+  std::optional<AgentDir> started_dir_;  // the JVMs of `-- CMD`
 };
 
 // libember-agent.so next to the ember binary.

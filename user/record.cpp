@@ -1,7 +1,9 @@
 #include "user/record.h"
 
 #include <fcntl.h>
+#include <elf.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +52,10 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// The name ember's child carries until it execs the command: the
+// collector leaves its records out (they are ember's, not the command's).
+constexpr char kBeforeExecName[] = "ember-pre-exec";
+
 // A command started stopped at a pipe, so it runs only once sampling does.
 struct Child {
   pid_t pid = -1;
@@ -76,6 +82,7 @@ std::expected<Child, std::string> spawn_held(const std::vector<std::string>& com
   }
   if (pid == 0) {
     char byte;
+    prctl(PR_SET_NAME, kBeforeExecName);
     close(go[1]);
     close(err[0]);
     if (read(go[0], &byte, 1) != 1) _exit(127);  // ember gave up before starting it
@@ -203,6 +210,51 @@ std::string libc_of(const std::string& proc_dir) {
       return proc_dir == "/proc/self" ? path : proc_dir + "/root" + path;
   }
   return {};
+}
+
+// Where execvp finds `name`: itself if it has a slash, else the first
+// executable of that name in $PATH; empty if none.
+std::string find_command(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string candidate = (end > start ? dirs.substr(start, end - start) : ".") + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return {};
+}
+
+// Whether the 64-bit ELF executable at `path` is statically linked (no
+// program interpreter, so no libc.so.6 to probe); nothing when it is not
+// such a file (a script, a 32-bit binary) or cannot be read.
+std::optional<bool> is_static_executable(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+    return std::nullopt;
+  in.seekg(static_cast<std::streamoff>(eh.e_phoff));
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) return std::nullopt;
+    if (ph.p_type == PT_INTERP) return false;
+  }
+  return true;
+}
+
+// Whether a thread of process `pid` (its main thread named as the process)
+// has a name `comm` finds.
+bool any_thread_matches(pid_t pid, const std::regex& comm) {
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "comm");
+    std::string name;
+    if (std::getline(in, name) && std::regex_search(name, comm)) return true;
+  }
+  return false;
 }
 
 // With several events, each graph gets its own file (out.html ->
@@ -363,7 +415,9 @@ int run_record(const RecordOptions& o) {
     std::vector<std::string> env;
     if (java) {
       const char* existing = getenv("JAVA_TOOL_OPTIONS");
-      env.push_back("JAVA_TOOL_OPTIONS=" + java->tool_options(existing ? existing : "", o.java_frame_pointers));
+      auto options = java->tool_options(existing ? existing : "", o.java_frame_pointers);
+      if (!options) return fail("cannot prepare the Java agent for the command: " + options.error());
+      env.push_back("JAVA_TOOL_OPTIONS=" + *options);
     }
     auto c = spawn_held(o.command, env);
     if (!c) return fail("cannot start the command: " + c.error());
@@ -400,6 +454,14 @@ int run_record(const RecordOptions& o) {
                config.malloc_libraries.end())
         config.malloc_libraries.push_back(libc);
     }
+    if (!o.command.empty()) {
+      std::string path = find_command(o.command[0]);
+      if (is_static_executable(path).value_or(false))
+        std::fprintf(stderr,
+                     "ember: warning: %s is statically linked (no libc.so.6): -e malloc cannot see its "
+                     "allocations, only those of the dynamically linked programs it starts\n",
+                     path.c_str());
+    }
     if (targets.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
     if (config.malloc_libraries.empty() || config.malloc_libraries.front().empty()) {
       abandon_child();
@@ -432,12 +494,23 @@ int run_record(const RecordOptions& o) {
   copts.pid_frames = o.pid_frames;
   copts.kernel_only = o.kernel_only;
   copts.user_only = o.user_only;
-  copts.comm = std::move(comm);
+  copts.comm = comm;
+  if (child) copts.before_exec_name = kBeforeExecName;
   copts.max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH);
   copts.views = plan->views;
   Collector collector(copts, symbolizer);
+  auto sampler = Sampler::start(
+      config, [&](const ember_sample& s) { collector.add(s); },
+      [&](const ember_mapping& m) { collector.add_exit_mapping(m); });
+  // Kallsyms read after the programs load: it then names them too.
+  if (sampler && !o.user_only) symbolizer.prefetch_kernel();
+  if (!sampler) {
+    abandon_child();
+    return fail(sampler.error());
+  }
+  // Agents only once the kernel took every probe: an agent cannot be
+  // unloaded, so none goes into a JVM for a recording that fails to start.
   if (java) {
-    if (child) collector.expect_jvms(java->started_maps(), o.java_frame_pointers);
     std::vector<pid_t> jvms;
     if (!o.java_attach.empty())
       jvms.assign(o.java_attach.begin(), o.java_attach.end());
@@ -447,6 +520,10 @@ int run_record(const RecordOptions& o) {
       for (uint32_t tid : o.tids) jvms.push_back(thread_group_of(tid));
     else if (!child)
       jvms = java::find_jvms();
+    // --comm narrows the scope: a JVM none of whose threads it names is
+    // out of it (unless named with --java-attach).
+    if (comm && o.java_attach.empty())
+      std::erase_if(jvms, [&](pid_t pid) { return !any_thread_matches(pid, *comm); });
     java->attach(jvms, !o.java_attach.empty(), collector, [] { return g_stop_signal != 0; });
     // Java events need a JVM: say so for each named target that is not one.
     if (plan->java_alloc)
@@ -456,16 +533,6 @@ int run_record(const RecordOptions& o) {
                        "ember: warning: process %u is not a HotSpot JVM: -e alloc sees Java allocations only "
                        "(for C/C++ code: -e malloc)\n",
                        pid);
-  }
-
-  auto sampler = Sampler::start(
-      config, [&](const ember_sample& s) { collector.add(s); },
-      [&](const ember_mapping& m) { collector.add_exit_mapping(m); });
-  // Kallsyms read after the programs load: it then names them too.
-  if (sampler && !o.user_only) symbolizer.prefetch_kernel();
-  if (!sampler) {
-    abandon_child();
-    return fail(sampler.error());
   }
   for (const std::string& w : (*sampler)->warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
 
@@ -524,6 +591,7 @@ int run_record(const RecordOptions& o) {
       targets_gone = true;
       break;
     }
+    if (java) java->find_started(collector);
     collector.update_jvms(false);
     watch_jvms();
     SamplerCounters c = (*sampler)->counters();
@@ -544,7 +612,10 @@ int run_record(const RecordOptions& o) {
   if (o.live) collector.keep_live_allocations((*sampler)->live_allocations());
   sampler->reset();
   // Detach first: with --live, the agents' last full GC reports the frees.
-  if (java) java->detach();
+  if (java) {
+    java->find_started(collector);
+    java->detach();
+  }
   collector.update_jvms(true);
 
   collector.refresh_processes();

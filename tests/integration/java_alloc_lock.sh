@@ -144,12 +144,12 @@ size=$(stat -c %s "$TMP/att3")
 sleep 0.5
 [ "$(stat -c %s "$TMP/att3")" = "$size" ] || fail "stop: the stream still grows"
 for i in $(seq 10); do
-	load "$jvm" "out=$TMP/cycle,alloc=65536,live,lock"
+	load "$jvm" "out=$TMP/cycle$i,alloc=65536,live,lock"
 	sleep 0.2
 	load "$jvm" stop
 done
 kill -0 "$jvm" 2>/dev/null || fail "JVM died during attach/stop cycles"
-"$DUMP" alloc "$TMP/cycle" >"$TMP/cycle.folded" 2>"$TMP/cycle.info" || fail "cycle stream unreadable"
+"$DUMP" alloc "$TMP/cycle10" >"$TMP/cycle.folded" 2>"$TMP/cycle.info" || fail "cycle stream unreadable"
 assert_contains "$TMP/cycle.folded" 'AllocRatio\$(Big|Small) [0-9]+$' "no allocation samples in the last cycle"
 grep -q 'bad event lines' "$TMP/cycle.info" && fail "bad lines in the cycle stream: $(cat "$TMP/cycle.info")"
 exit 0

@@ -2,7 +2,7 @@
 # Native allocations (-e malloc): two call sites allocating the same volume
 # are reported 1:1; with --live only the one that keeps its blocks remains.
 # mmap counts as an allocation too, malloc's own mmap calls once. A process
-# without a shared libc gets a clear message.
+# or a command without a shared libc gets a clear message.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 "$EMBER" record -e malloc --no-java -o "$TMP/all.folded" -- "$WORKLOADS/leak_sites" 1 2>"$TMP/err" ||
@@ -62,6 +62,12 @@ if cc -static -O1 "$TMP/static.c" -o "$TMP/static" 2>/dev/null; then
 	"$EMBER" record -e malloc -p "${BACKGROUND[-1]}" -d 1 -o "$TMP/s.folded" 2>"$TMP/err" && fail "a static binary was accepted"
 	assert_contains "$TMP/err" "maps no libc.so.6 \\(a static binary"
 	assert_contains "$TMP/err" "none of the targets maps a shared libc.so.6"
+	# ... and a static command is named as such (its dynamic children are still seen).
+	printf 'int main(void) { return 0; }\n' >"$TMP/static_now.c"
+	cc -static -O1 "$TMP/static_now.c" -o "$TMP/static_now" || fail "cc -static failed the second time"
+	"$EMBER" record -e malloc -o "$TMP/sc.folded" -- "$TMP/static_now" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+	assert_contains "$TMP/err" "static_now is statically linked \\(no libc.so.6\\): -e malloc cannot see its allocations" \
+		"-- STATIC_BINARY: no warning: $(cat "$TMP/err")"
 else
 	echo "no static libc (libc6-dev): the static-binary case is not checked"
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # -p, --tid and --comm keep only their targets; children of a command are
-# followed; the command's exit code is ember's.
+# followed, but not ember's own child before it execs; the command's exit
+# code is ember's.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 background "$WORKLOADS/spinner" 30
@@ -32,6 +33,16 @@ rc=$?
 (( rc == 3 )) || fail "exit code of the command not returned: got $rc, want 3"
 assert_contains "$TMP/child.folded" '^cpu_split;.*run_split' "child of the command not profiled"
 assert_absent "$TMP/child.folded" '^spinner;' "a process outside the command recorded"
+
+# The command's process is ember's own child until it execs the command:
+# what it does before (waiting for the start, setting up the environment)
+# is ember's, not the command's, and is in no graph.
+"$EMBER" record -e offcpu,malloc -o "$TMP/pre.folded" -- sleep 0.3 2>"$TMP/err" ||
+	fail "-e offcpu,malloc -- CMD: ember exited $?: $(cat "$TMP/err")"
+for g in offcpu malloc; do
+	assert_absent "$TMP/pre.$g.folded" '^ember' "$g: ember's child recorded before it ran the command: $(grep '^ember' "$TMP/pre.$g.folded" | head -2)"
+done
+assert_contains "$TMP/pre.offcpu.folded" '^sleep;.*nanosleep' "offcpu: the command is missing"
 
 # -p stops by itself once its processes have exited.
 "$WORKLOADS/spinner" 1.5 &
