@@ -111,6 +111,9 @@ thread_local uint32_t t_named_in = 0;  // the stream generation this thread's T 
 thread_local uint64_t t_enter_ns = 0;  // MonitorContendedEnter time
 thread_local uint32_t t_enter_epoch = 0;
 thread_local bool t_busy = false;
+// On the attaching thread while it replays the code that exists: the
+// recording runs already, and that code was there before any of its samples.
+thread_local bool t_replaying = false;
 
 struct Options {
   char out[4096] = {};
@@ -560,7 +563,7 @@ void JNICALL on_compiled_method_load(jvmtiEnv*, jmethodID method, jint code_size
   if (g_writer.is_open()) {
     uint32_t id = intern_method(method);
     uint64_t start = reinterpret_cast<uintptr_t>(code_addr);
-    g_writer.compiled_load(start, static_cast<uint64_t>(code_size), id);
+    g_writer.compiled_load(start, static_cast<uint64_t>(code_size), id, t_replaying);
     for (auto* rec = static_cast<const jvmtiCompiledMethodLoadRecordHeader*>(compile_info); rec; rec = rec->next) {
       if (rec->kind != JVMTI_CMLR_INLINE_INFO) continue;
       auto* inl = reinterpret_cast<const jvmtiCompiledMethodLoadInlineRecord*>(rec);
@@ -587,7 +590,7 @@ void JNICALL on_compiled_method_unload(jvmtiEnv*, jmethodID, const void* code_ad
 
 void JNICALL on_dynamic_code_generated(jvmtiEnv*, const char* name, const void* address, jint length) {
   g_writer.lock();
-  g_writer.stub(reinterpret_cast<uintptr_t>(address), static_cast<uint64_t>(length), name);
+  g_writer.stub(reinterpret_cast<uintptr_t>(address), static_cast<uint64_t>(length), name, t_replaying);
   g_writer.commit();
   g_writer.unlock();
 }
@@ -861,8 +864,10 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
   start_java_events(o);
   if (attached) {
     // Replay the code that exists already: events arrive on this thread.
+    t_replaying = true;
     g_jvmti->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
     g_jvmti->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
+    t_replaying = false;
   }
   return JNI_OK;
 }

@@ -162,8 +162,8 @@ void JitMapWriter::commit_lazy() {
   if (used_ >= sizeof buffer_ / 2 || monotonic_ns() - last_flush_ns_ >= kLazyFlushNs) flush();
 }
 
-void JitMapWriter::compiled_load(uint64_t start, uint64_t size, uint32_t method) {
-  appendf("L %llu %llx %llx %u\n", (unsigned long long)monotonic_ns(), (unsigned long long)start,
+void JitMapWriter::compiled_load(uint64_t start, uint64_t size, uint32_t method, bool replayed) {
+  appendf("L %llu %llx %llx %u\n", replayed ? 0ull : (unsigned long long)monotonic_ns(), (unsigned long long)start,
           (unsigned long long)size, method);
 }
 
@@ -180,8 +180,8 @@ void JitMapWriter::compiled_unload(uint64_t start) {
   appendf("U %llu %llx\n", (unsigned long long)monotonic_ns(), (unsigned long long)start);
 }
 
-void JitMapWriter::stub(uint64_t start, uint64_t size, const char* name) {
-  appendf("S %llu %llx %llx %s\n", (unsigned long long)monotonic_ns(), (unsigned long long)start,
+void JitMapWriter::stub(uint64_t start, uint64_t size, const char* name, bool replayed) {
+  appendf("S %llu %llx %llx %s\n", replayed ? 0ull : (unsigned long long)monotonic_ns(), (unsigned long long)start,
           (unsigned long long)size, name);
 }
 

@@ -49,10 +49,11 @@ class JitMapWriter {
   uint32_t generation() const { return generation_.load(std::memory_order_acquire); }
 
   // Events. Names are written once per method id (see method_id()).
-  void compiled_load(uint64_t start, uint64_t size, uint32_t method);
+  // `replayed`: code that was there before the stream began (time 0).
+  void compiled_load(uint64_t start, uint64_t size, uint32_t method, bool replayed);
   void inline_frames(uint64_t pc_offset, const uint32_t* methods, int count);  // innermost first
   void compiled_unload(uint64_t start);
-  void stub(uint64_t start, uint64_t size, const char* name);
+  void stub(uint64_t start, uint64_t size, const char* name, bool replayed);
   // Ends one event group (a method load with its inline records): flushes.
   void commit();
   // Ends a Java event (A, C, F lines): flushes only when the buffer is half

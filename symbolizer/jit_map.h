@@ -8,7 +8,9 @@
 //   I <pc_off> <id>,<id>,...       after its L: the frames at start+pc_off, innermost first
 //   U <ns> <start>                 the compiled method at start was freed
 //   S <ns> <start> <size> <name>   generated code: interpreter, stubs, adapters
-// Times are CLOCK_MONOTONIC nanoseconds, the clock of the BPF samples.
+// Times are CLOCK_MONOTONIC nanoseconds, the clock of the BPF samples; an
+// L or S time of 0 is code that was there before the stream began (replayed
+// when the agent attaches to a running JVM, while the recording runs).
 // Addresses and sizes are hex.
 //
 // Java events, with the agent options alloc, live and lock (read by

@@ -31,7 +31,8 @@ started_jvm() {  # PID: waits until the JVM answers with its main class
 	done
 	fail "JVM $1 did not start"
 }
-has_agent() { grep -q libember-agent "/proc/$1/maps"; }
+# This ember's agent (another ember on the host has its own path).
+has_agent() { grep -qF "$ROOT/build/libember-agent.so" "/proc/$1/maps"; }
 # What ember PID left in /tmp, but the links planted here.
 left_by() { ls -d /tmp/ember-"$1"-* 2>/dev/null | grep -vxFf "$planted"; }
 dirs_of() { find /tmp -maxdepth 1 -type d -name "ember-$1-*"; }
@@ -106,6 +107,8 @@ done
 [ -z "$(left_by $ember)" ] || fail "left after kill -9 of ember: $(left_by $ember)"
 ls -l /proc/$nobody_jvm/fd | grep -q jitmap && fail "the agent still writes its stream after ember was killed"
 kill -0 $nobody_jvm || fail "the JVM died with ember"
+"$EMBER" record -p "$nobody_jvm" -d 1 -o "$TMP/again.folded" 2>"$TMP/err" || fail "ember after kill -9 exited $?: $(cat "$TMP/err")"
+assert_contains "$TMP/again.folded" "^java;.*Workload\\.hot(A|B)_\\[(j|i)\\]" "no Java frames when attaching again after kill -9: $(cat "$TMP/err")"
 
 # --- a JVM that the command started, stopped with SIGTERM
 "$EMBER" record -o "$TMP/cmd.folded" -- java -cp "$TMP/classes" Workload 60 2>"$TMP/err" &

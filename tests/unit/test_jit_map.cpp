@@ -86,3 +86,20 @@ TEST_CASE("jit map: partial lines wait, garbage is counted, code published late 
   map.feed("L 20 7f0000020000 10 9\n");
   CHECK(names(map, 0x7f0000020001, 30) == V{"[unknown method]/jit"});
 }
+
+TEST_CASE("jit map: code replayed at attach (time 0) names samples taken before it was published") {
+  JitMap map;
+  // The recording started at 1e9; the agent attached and replayed at 5e9,
+  // far past the publishing slack; a method compiled later has its time.
+  map.feed(
+      "# ember-jitmap 1 pid 42\n"
+      "M 1 Foo.old\n"
+      "M 2 Foo.fresh\n"
+      "S 0 7f0000001000 800 Interpreter\n"
+      "L 0 7f0000010000 400 1\n"
+      "L 9000000000 7f0000020000 400 2\n");
+  CHECK(names(map, 0x7f0000001100, 1'000'000'000) == V{"Interpreter/interpreted"});
+  CHECK(names(map, 0x7f0000010010, 1'000'000'000) == V{"Foo.old/jit"});
+  CHECK(names(map, 0x7f0000020010, 1'000'000'000).empty());
+  CHECK(names(map, 0x7f0000020010, 9'000'000'000) == V{"Foo.fresh/jit"});
+}
