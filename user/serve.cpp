@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -424,6 +425,14 @@ int run_serve(const ServeOptions& o) {
   }
   httplib::Server& svr = *server;
   svr.set_payload_max_length(kMaxBody);
+  // cpp-httplib's default options set SO_REUSEPORT: a second server on the
+  // port then listened too, and the kernel shared the connections between
+  // the two (half the requests met the other's token). SO_REUSEADDR alone
+  // refuses that, and still binds again past a stopped server's TIME_WAIT.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   // A worker per connection (cpp-httplib): short timeouts and a pool
   // larger than the 50 listing clients the tests run, so idle or slow
   // connections hold workers briefly and a stop waiting for its result

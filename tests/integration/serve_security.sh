@@ -276,6 +276,29 @@ for bad in nonsense 127.0.0.1 127.0.0.1: :: 127.0.0.1:0 127.0.0.1:65536 127.0.0.
 	refuse 'listen|address' --listen "$bad" --dir "$TMP/r2"
 done
 
+# ---- one server per port: a second is refused, the first keeps every request ----
+# cpp-httplib sets SO_REUSEPORT by default: a second server listened too,
+# and the kernel shared the connections, half meeting the other's token.
+start_server "$TMP/first"
+refuse "cannot listen on 127.0.0.1:$PORT: Address already in use" --listen "127.0.0.1:$PORT" --dir "$TMP/second"
+codes=$(for _ in $(seq 12); do code -H "Authorization: Bearer $TOKEN" "$URL/api/info"; echo; done | sort | uniq -c | xargs)
+[ "$codes" = "12 200" ] || fail "12 requests to the first server after a second tried its port: $codes"
+
+# ---- a restart right after a stop binds again (SO_REUSEADDR) ----
+# The stopping server closes a client's open connection first: its end
+# stays on the port (FIN-WAIT, then TIME-WAIT), which a plain bind refuses.
+exec {conn}<>"/dev/tcp/127.0.0.1/$PORT"
+printf 'GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n' "$TOKEN" >&"$conn"
+read -r -t 10 -u "$conn" line || fail "no answer on a kept-alive connection"
+kill "$SERVE_PID"
+wait "$SERVE_PID"
+[ -n "$(ss -Htan exclude listening "( sport = :$PORT )")" ] ||
+	fail "no connection left on port $PORT by the stopped server: the restart below tests nothing"
+SERVE_PORT=$PORT start_server "$TMP/first"
+exec {conn}>&-
+kill "$SERVE_PID"
+wait "$SERVE_PID"
+
 # ---- TLS: HTTPS with a self-signed certificate; the cookie is Secure ----
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
 	-keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>"$TMP/openssl.err" || fail "openssl: $(cat "$TMP/openssl.err")"
