@@ -33,10 +33,12 @@ start_server() {
 }
 
 # api METHOD PATH [BODY]: prints the status code; the answer is in $TMP/body.
+# A POST without BODY has none, and no Content-Length (as `curl -X POST`).
 api() {
 	local method=$1 path=$2
 	local args=(-sS --max-time 70 -o "$TMP/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
-	[ "$method" = POST ] && args+=(-H 'X-Ember-Request: 1' -H 'Content-Type: application/json' --data-binary "${3-}")
+	[ "$method" = POST ] && args+=(-H 'X-Ember-Request: 1')
+	(($# > 2)) && args+=(-H 'Content-Type: application/json' --data-binary "$3")
 	curl "${args[@]}" "$URL$path"
 }
 
