@@ -397,6 +397,12 @@ int run_serve(const ServeOptions& o) {
   };
   auto endpoint = serve::parse_listen(o.listen);
   if (!endpoint) return fail(endpoint.error());
+  // The results belong to the server, not to whoever started it with sudo
+  // (flamegraph::invoking_user): its store stays its own, /var/lib/ember
+  // root's, and a result written by its `ember record` children too.
+  // Before any thread: the environment is not thread-safe.
+  ::unsetenv("SUDO_UID");
+  ::unsetenv("SUDO_GID");
   if (o.tls_cert.empty() != o.tls_key.empty()) return fail("--tls-cert and --tls-key go together");
   bool tls = !o.tls_cert.empty();
   for (const std::string& f : {o.tls_cert, o.tls_key})

@@ -10,7 +10,9 @@ command -v curl >/dev/null || skip "no curl (scripts/deps.sh test installs it)"
 command -v jq >/dev/null || skip "no jq (scripts/deps.sh test installs it)"
 
 DIR=$TMP/results
-start_server "$DIR"
+# Started as `sudo ember serve` starts it: the results stay the server's
+# (root's), not given to the user who ran sudo as `ember record -o` gives them.
+SUDO_UID=65534 SUDO_GID=65534 start_server "$DIR"
 DIR=$(cd "$DIR" && pwd -P)
 background "$WORKLOADS/cpu_split" 120
 W=${BACKGROUND[-1]}
@@ -68,6 +70,8 @@ for ext in html folded pb.gz log; do
 		fail "$f: listed size $size, on disk $(stat -c %s "$DIR/$f" 2>&1)"
 done
 [ -f "$DIR/$base.json" ] || fail "no description $base.json"
+owners=$(stat -c '%n %u:%g' "$DIR/$base".* | grep -v ' 0:0$')
+[ -z "$owners" ] || fail "result files of a server started with SUDO_UID are not root's: $owners"
 
 code=$(curl -sS -o "$TMP/page.html" -w '%{http_code} %{content_type}' -H "Authorization: Bearer $TOKEN" "$URL/results/$base.html")
 [[ $code == "200 text/html"* ]] || fail "GET /results/$base.html: $code"
