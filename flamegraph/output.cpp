@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
+#include <random>
 #include <sstream>
 
 #include "flamegraph/folded.h"
@@ -26,27 +29,47 @@ struct TempFile {
   }
 };
 
-std::expected<void, std::string> open_temp(const std::string& path, TempFile& tmp) {
-  std::string pattern = path + ".tmp.XXXXXX";
-  tmp.fd = mkstemp(pattern.data());
-  if (tmp.fd < 0) return std::unexpected("cannot write " + path + ": " + errno_text(errno));
-  tmp.name = pattern;
-  return {};
+std::string random_suffix() {
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device random;
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += kChars[random() % (sizeof kChars - 1)];
+  return out;
 }
 
-// Complete or absent: written to a temporary name in the same directory, then renamed.
-std::expected<void, std::string> write_atomically(const std::string& path, const std::string& data) {
+// A new file under a random name (O_EXCL): the directory may be one another
+// user writes in, and a link planted at the name is not followed. Mode 0644
+// less the umask: what cp makes (0666 less the umask) but never writable by
+// others, whatever the umask. The kernel applies the umask, so none of
+// ember's threads sees it changed.
+std::expected<void, std::string> open_temp(const std::string& path, TempFile& tmp) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = path + ".tmp." + random_suffix();
+    tmp.fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (tmp.fd >= 0) {
+      tmp.name = std::move(name);
+      return {};
+    }
+    if (errno != EEXIST) break;
+  }
+  return std::unexpected("cannot write " + path + ": " + errno_text(errno));
+}
+
+// Complete or absent: written to a temporary name in the same directory,
+// given to the sudo user, then renamed (which replaces a link at `path`
+// rather than writing through it).
+std::expected<void, std::string> write_atomically(const std::string& path, std::string_view data) {
   TempFile tmp;
   if (auto r = open_temp(path, tmp); !r) return r;
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(tmp.fd, 0666 & ~mask);
   for (size_t done = 0; done < data.size();) {
     ssize_t n = write(tmp.fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return std::unexpected("cannot write " + path + ": " + errno_text(errno));
     done += static_cast<size_t>(n);
   }
+  // Best effort: a file system without owners (vfat) refuses, and its
+  // files already belong to whoever mounted it.
+  if (auto owner = invoking_user()) (void)fchown(tmp.fd, owner->uid, owner->gid);
   if (fsync(tmp.fd) != 0 || close(tmp.fd) != 0) {
     tmp.fd = -1;
     return std::unexpected("cannot write " + path + ": " + errno_text(errno));
@@ -58,7 +81,24 @@ std::expected<void, std::string> write_atomically(const std::string& path, const
   return {};
 }
 
+// A decimal id, as sudo writes it; nothing else.
+std::optional<unsigned> parse_id(const char* text) {
+  if (!text || !*text) return std::nullopt;
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(text, text + std::strlen(text), value);
+  if (ec != std::errc() || *end != '\0' || value == static_cast<unsigned>(-1)) return std::nullopt;
+  return value;
+}
+
 }  // namespace
+
+std::optional<FileOwner> invoking_user() {
+  if (geteuid() != 0) return std::nullopt;
+  auto uid = parse_id(std::getenv("SUDO_UID"));
+  if (!uid) return std::nullopt;
+  auto gid = parse_id(std::getenv("SUDO_GID"));
+  return FileOwner{static_cast<uid_t>(*uid), gid ? static_cast<gid_t>(*gid) : static_cast<gid_t>(-1)};
+}
 
 std::expected<Format, std::string> format_for_path(const std::string& path) {
   auto ends = [&](std::string_view ext) { return path.size() > ext.size() && path.ends_with(ext); };

@@ -1,8 +1,12 @@
 // Writing a profile to a file whose format follows its extension. Files are
-// complete or absent: written under a temporary name, then renamed.
+// complete or absent: written under a temporary name, then renamed. Under
+// sudo they belong to the user who ran it (see invoking_user).
 #pragma once
 
+#include <sys/types.h>
+
 #include <expected>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -15,6 +19,16 @@ enum class Format { Html, Folded, Pprof };
 
 // .html -> Html; .folded, .txt, .collapsed -> Folded; .pb.gz, .pprof -> Pprof.
 std::expected<Format, std::string> format_for_path(const std::string& path);
+
+struct FileOwner {
+  uid_t uid;
+  gid_t gid;  // -1: left as it is
+};
+
+// Whom ember's outputs belong to: under sudo (root, with SUDO_UID and
+// SUDO_GID set) the user who ran it, so `sudo ember record -o x.html`
+// leaves x.html as theirs; otherwise nobody else than this process.
+std::optional<FileOwner> invoking_user();
 
 // Fails, with the reason, if `path` could not be created now (missing
 // directory, no permission, read-only file system). Leaves nothing behind.

@@ -2,13 +2,14 @@
 # serve` on a free loopback port, and curl helpers for its API.
 
 # start_server DIR [ARGS...]: sets SERVE_PID, PORT, URL, TOKEN, SERVE_ERR
-# (its stderr). $SCHEME (http) and $LISTEN_HOST (127.0.0.1) change what it
-# listens on. A random port is retried while something else holds it.
+# (its stderr). $SCHEME (http), $LISTEN_HOST (127.0.0.1) and $SERVE_PORT
+# (a random free one) change what it listens on. A random port is retried
+# while something else holds it; $SERVE_PORT must be free.
 start_server() {
 	local dir=$1 try
 	shift
 	for try in 1 2 3 4 5 6 7 8 9 10; do
-		PORT=$((20000 + RANDOM % 40000))
+		PORT=${SERVE_PORT:-$((20000 + RANDOM % 40000))}
 		SERVE_ERR=$TMP/serve-$PORT.err
 		background "$EMBER" serve --listen "${LISTEN_HOST:-127.0.0.1}:$PORT" --dir "$dir" "$@" 2>"$SERVE_ERR"
 		SERVE_PID=${BACKGROUND[-1]}
@@ -19,7 +20,7 @@ start_server() {
 		done
 		grep -q '^ember: serving' "$SERVE_ERR" && break
 		wait "$SERVE_PID" 2>/dev/null
-		grep -q 'cannot listen' "$SERVE_ERR" || fail "ember serve did not start: $(cat "$SERVE_ERR")"
+		grep -q 'cannot listen' "$SERVE_ERR" && [ -z "${SERVE_PORT-}" ] || fail "ember serve did not start: $(cat "$SERVE_ERR")"
 	done
 	grep -q '^ember: serving' "$SERVE_ERR" || fail "no free port: $(cat "$SERVE_ERR")"
 	URL=${SCHEME:-http}://127.0.0.1:$PORT
@@ -32,10 +33,12 @@ start_server() {
 }
 
 # api METHOD PATH [BODY]: prints the status code; the answer is in $TMP/body.
+# A POST without BODY has none, and no Content-Length (as `curl -X POST`).
 api() {
 	local method=$1 path=$2
 	local args=(-sS --max-time 70 -o "$TMP/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
-	[ "$method" = POST ] && args+=(-H 'X-Ember-Request: 1' -H 'Content-Type: application/json' --data-binary "${3-}")
+	[ "$method" = POST ] && args+=(-H 'X-Ember-Request: 1')
+	(($# > 2)) && args+=(-H 'Content-Type: application/json' --data-binary "$3")
 	curl "${args[@]}" "$URL$path"
 }
 

@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -395,6 +397,12 @@ int run_serve(const ServeOptions& o) {
   };
   auto endpoint = serve::parse_listen(o.listen);
   if (!endpoint) return fail(endpoint.error());
+  // The results belong to the server, not to whoever started it with sudo
+  // (flamegraph::invoking_user): its store stays its own, /var/lib/ember
+  // root's, and a result written by its `ember record` children too.
+  // Before any thread: the environment is not thread-safe.
+  ::unsetenv("SUDO_UID");
+  ::unsetenv("SUDO_GID");
   if (o.tls_cert.empty() != o.tls_key.empty()) return fail("--tls-cert and --tls-key go together");
   bool tls = !o.tls_cert.empty();
   for (const std::string& f : {o.tls_cert, o.tls_key})
@@ -424,6 +432,14 @@ int run_serve(const ServeOptions& o) {
   }
   httplib::Server& svr = *server;
   svr.set_payload_max_length(kMaxBody);
+  // cpp-httplib's default options set SO_REUSEPORT: a second server on the
+  // port then listened too, and the kernel shared the connections between
+  // the two (half the requests met the other's token). SO_REUSEADDR alone
+  // refuses that, and still binds again past a stopped server's TIME_WAIT.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   // A worker per connection (cpp-httplib): short timeouts and a pool
   // larger than the 50 listing clients the tests run, so idle or slow
   // connections hold workers briefly and a stop waiting for its result
@@ -471,15 +487,20 @@ int run_serve(const ServeOptions& o) {
         return httplib::Server::HandlerResponse::Handled;
       }
       // cpp-httplib 0.11 holds only a body of a stated Content-Length to
-      // set_payload_max_length: a chunked one, one without a length (read
-      // until the client closes) or a compressed one grows without bound.
-      // Browsers and curl state the length of every body this API takes.
-      if (req.has_header("Transfer-Encoding") || !req.has_header("Content-Length")) {
+      // set_payload_max_length: a chunked or a compressed one grows without
+      // bound. Browsers and curl state the length of every body they send;
+      // a request without a length has no body (see post_route).
+      if (req.has_header("Transfer-Encoding")) {
         send_error(res, 411, "send the body with a Content-Length (64 KiB at most), not chunked");
         return httplib::Server::HandlerResponse::Handled;
       }
       if (std::string coding = req.get_header_value("Content-Encoding"); !coding.empty() && coding != "identity") {
         send_error(res, 415, "compressed bodies are not accepted");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // post_route reads bodies whole: cpp-httplib would parse a form and call for its parts.
+      if (req.is_multipart_form_data()) {
+        send_error(res, 415, "send the body as JSON, not as a multipart form");
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -504,8 +525,26 @@ int run_serve(const ServeOptions& o) {
     send_error(res, 500, what);
   });
 
-  auto body_json = [](const httplib::Request& req) {
-    return req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+  auto body_json = [](const std::string& body) {
+    return body.empty() ? json::object() : json::parse(body, nullptr, false);
+  };
+  // Each POST route reads its body itself, and only one of a stated
+  // length: a request with neither Content-Length nor Transfer-Encoding
+  // has no body (RFC 9112, 6.3), but cpp-httplib 0.11 reads one until the
+  // client closes, so a bodiless `curl -X POST` waited for ever.
+  using PostHandler = std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
+  auto post_route = [&svr](const std::string& pattern, PostHandler handler) {
+    svr.Post(pattern, [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                     const httplib::ContentReader& read) {
+      std::string body;
+      auto append = [&body](const char* data, size_t size) {
+        body.append(data, size);
+        return true;
+      };
+      // On failure res.status says why (413 too large, 400), worded by the error handler.
+      if (req.has_header("Content-Length") && !read(append)) return;
+      handler(req, body, res);
+    });
   };
 
   svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -527,8 +566,8 @@ int run_serve(const ServeOptions& o) {
   svr.Get("/api/status", [&](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, status_json(recorder.status()));
   });
-  svr.Post("/api/start", [&](const httplib::Request& req, httplib::Response& res) {
-    json body = body_json(req);
+  post_route("/api/start", [&](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+    json body = body_json(text);
     if (body.is_discarded()) return send_error(res, 400, "the body is not JSON");
     auto request = parse_start(body, settings.get());
     if (!request) return send_error(res, 400, request.error());
@@ -543,7 +582,7 @@ int run_serve(const ServeOptions& o) {
                  request->pid ? ("pid " + std::to_string(request->pid)).c_str() : "whole host", req.remote_addr.c_str());
     send_json(res, 202, {{"id", *started}});
   });
-  svr.Post("/api/stop", [&](const httplib::Request&, httplib::Response& res) {
+  post_route("/api/stop", [&](const httplib::Request&, const std::string&, httplib::Response& res) {
     std::string id = recorder.status().result.id;
     if (!recorder.request_stop()) return send_error(res, 409, "no profile is running");
     // Symbolizing a whole host can take a while; past this the client polls.
@@ -556,8 +595,8 @@ int run_serve(const ServeOptions& o) {
     for (const ResultInfo& r : store->list()) list.push_back(to_json(r));
     send_json(res, 200, {{"results", list}});
   });
-  svr.Post("/api/results/delete-all", [&](const httplib::Request& req, httplib::Response& res) {
-    json body = body_json(req);
+  post_route("/api/results/delete-all", [&](const httplib::Request&, const std::string& text, httplib::Response& res) {
+    json body = body_json(text);
     // `== true`, not value(): {"confirm": "yes"} must be a 400, not a type error (500).
     if (body.is_discarded() || !body.is_object() || !body.contains("confirm") || body["confirm"] != true)
       return send_error(res, 400, "deleting every result needs {\"confirm\": true}");
@@ -567,7 +606,8 @@ int run_serve(const ServeOptions& o) {
       if (r.id != running && store->remove(r.id)) ++deleted;
     send_json(res, 200, {{"deleted", deleted}});
   });
-  svr.Post(R"(/api/results/([0-9a-f]{8})/delete)", [&](const httplib::Request& req, httplib::Response& res) {
+  post_route(R"(/api/results/([0-9a-f]{8})/delete)", [&](const httplib::Request& req, const std::string&,
+                                                         httplib::Response& res) {
     std::string id = req.matches[1];
     if (id == recorder.status().result.id) return send_error(res, 409, "this profile is running: stop it first");
     size_t deleted = store->remove(id);
@@ -575,8 +615,8 @@ int run_serve(const ServeOptions& o) {
     send_json(res, 200, {{"deleted", deleted}});
   });
   svr.Get("/api/settings", [&](const httplib::Request&, httplib::Response& res) { send_json(res, 200, settings.get()); });
-  svr.Post("/api/settings", [&](const httplib::Request& req, httplib::Response& res) {
-    json body = body_json(req);
+  post_route("/api/settings", [&](const httplib::Request&, const std::string& text, httplib::Response& res) {
+    json body = body_json(text);
     if (body.is_discarded()) return send_error(res, 400, "the body is not JSON");
     auto saved = settings.set(body);
     if (!saved) return send_error(res, 400, saved.error());
@@ -619,6 +659,10 @@ int run_serve(const ServeOptions& o) {
     std::ostringstream page;
     flamegraph::write_html(*after, html, page);
     res.set_content(page.str(), "text/html; charset=utf-8");
+  });
+  // Last: a POST no route took, through post_route too (see there).
+  post_route(".*", [](const httplib::Request&, const std::string&, httplib::Response& res) {
+    send_error(res, 404, "not found");
   });
 
   if (!svr.bind_to_port(endpoint->host, endpoint->port))
