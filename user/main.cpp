@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   auto* jvm_histo = jvm->add_flag("--histo", jvm_opt.histo, "Print the class histogram (instances and bytes per class)");
   jvm->add_flag("--live", jvm_opt.live, "Histogram of reachable objects only: the JVM runs a full GC first")->needs(jvm_histo);
   jvm->add_option("--save", jvm_opt.save, "Save the histogram to this file, for a later --diff")->needs(jvm_histo);
-  jvm->add_option("--diff", jvm_opt.diff, "Print the change since this saved histogram, most bytes gained first")
+  jvm->add_option("--diff", jvm_opt.diff, "Print the change since this saved histogram, largest change of bytes (gained or lost) first")
       ->needs(jvm_histo);
   jvm->add_option("-n,--top", jvm_opt.top, "Rows of the histogram or the diff")->capture_default_str();
   jvm_histo->excludes(jvm_interval)->excludes(jvm_count);
