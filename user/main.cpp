@@ -2,12 +2,26 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <string>
 
+#include "flamegraph/output.h"
 #include "user/jvm.h"
 #include "user/record.h"
 #include "user/serve.h"
 #include "user/symbolize.h"
 #include "user/tools.h"
+
+namespace {
+
+// -e's help, from the list of events record accepts.
+std::string record_events_help() {
+  std::string help = "What to record, one graph each (comma-separated):";
+  for (const ember::RecordEventDoc& e : ember::kRecordEvents)
+    help += (e.name == ember::kRecordEvents[0].name ? " " : "; ") + std::string(e.name) + ": " + std::string(e.what);
+  return help;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ember: a system-wide profiler for Linux (eBPF)", "ember"};
@@ -16,16 +30,15 @@ int main(int argc, char** argv) {
 
   ember::RecordOptions rec;
   CLI::App* record = app.add_subcommand("record", "Sample stacks of the whole host, some processes, or a command");
-  record->add_option("-e,--event", rec.events,
-                     "What to record, one graph each (comma-separated): cpu-clock (default), cycles (needs a "
-                     "hardware PMU), offcpu (time blocked), wall (on and off CPU), malloc (bytes allocated by C/C++ code)")
+  record->add_option("-e,--event", rec.events, record_events_help())
       ->delimiter(',')
       ->capture_default_str();
   record->add_option("--min-block", rec.min_block, "offcpu: leave out blocks shorter than this (500us, 2ms, 1s)")
       ->capture_default_str();
-  record->add_option("--alloc-interval", rec.alloc_interval, "malloc: take a sample every this many bytes allocated")
+  record->add_option("--alloc-interval", rec.alloc_interval, "malloc, alloc: take a sample every this many bytes allocated")
       ->capture_default_str();
-  record->add_flag("--live", rec.live, "malloc: only allocations still not freed at the end (leaks)");
+  record->add_flag("--live", rec.live,
+                   "malloc, alloc: only allocations still not freed (Java: still reachable) at the end (leaks)");
   record->add_flag("--waker", rec.waker,
                    "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
                    "(as BCC's offwaketime)");
@@ -36,7 +49,9 @@ int main(int argc, char** argv) {
   record->add_option("--comm", rec.comm, "Profile only processes or threads whose name matches this (POSIX extended) regex");
   record->add_option("-d,--duration", rec.duration, "Stop after this many seconds (default: Ctrl-C, or when the command exits)");
   record->add_option("-o,--output", rec.output,
-                     "Output file; the format follows the extension: .html (flamegraph), .folded or .txt (folded stacks)")
+                     "Output file; the format follows the extension: " + ember::flamegraph::output_extensions_text() +
+                         ". With several events, .html and folded names get one file per event (out.EVENT.html), "
+                         "pprof one file with a sample type per event")
       ->capture_default_str();
   record->add_flag("--threads", rec.thread_frames, "Add a frame per thread under its process");
   record->add_flag("--pid-frames", rec.pid_frames, "Root frame per process as 'comm (pid)' instead of 'comm'");
@@ -63,7 +78,8 @@ int main(int argc, char** argv) {
   std::string convert_in, convert_out;
   CLI::App* convert = app.add_subcommand("convert", "Convert a profile between folded stacks, pprof and HTML");
   convert->add_option("input", convert_in, "Folded stacks or pprof (.pb.gz), told apart by content")->required();
-  convert->add_option("-o,--output", convert_out, "Output; the format follows the extension: .html, .folded/.txt, .pb.gz")
+  convert->add_option("-o,--output", convert_out,
+                      "Output; the format follows the extension: " + ember::flamegraph::output_extensions_text())
       ->required();
 
   std::string report_in;
