@@ -13,6 +13,8 @@ PPROF=$ROOT/build/pprof
 "$EMBER" report -n 5 "$TMP/r.pb.gz" >"$TMP/report" || fail "ember report failed"
 "$PPROF" -top -nodecount=5 -nodefraction=0 "$TMP/r.pb.gz" >"$TMP/top" 2>"$TMP/top.err" || fail "pprof -top: $(cat "$TMP/top.err")"
 cat "$TMP/report" "$TMP/top"
+# pprof's convention: the first mapping is the main binary, printed as File:.
+assert_contains "$TMP/top" '^File: cpu_split$' "pprof's File: is not the command's binary: $(grep File: "$TMP/top")"
 ember_total=$(awk 'NR == 1 { print $2 }' "$TMP/report")
 pprof_total=$(grep -oE 'of [0-9]+ total' "$TMP/top" | awk '{ print $2 }')
 [ "$ember_total" = "$pprof_total" ] || fail "totals differ: ember $ember_total, pprof $pprof_total"
