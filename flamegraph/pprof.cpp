@@ -372,7 +372,8 @@ std::string encode_pprof(std::span<const Profile* const> profiles) {
   return gzip(out.str());
 }
 
-std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
+std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::string_view sample_type,
+                                                 SampleTypes* sample_types) {
   std::string inflated;
   if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
     auto r = gunzip(bytes);
@@ -389,7 +390,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
     std::vector<uint64_t> functions;  // innermost first (pprof's line order)
   };
   std::vector<std::string_view> strings;
-  std::vector<std::pair<uint64_t, uint64_t>> sample_types;  // type, unit
+  std::vector<std::pair<uint64_t, uint64_t>> types;  // sample types: type, unit
   std::vector<RawSample> samples;
   std::unordered_map<uint64_t, RawLocation> locations;
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> functions;  // name, system_name
@@ -424,7 +425,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
     Reader s(m);
     int f, w;
     switch (field) {
-      case 1: sample_types.push_back(pair_of(m, 1, 2)); break;
+      case 1: types.push_back(pair_of(m, 1, 2)); break;
       case 2: {
         RawSample sample;
         while (s.next(f, w)) {
@@ -474,15 +475,24 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
     }
   }
   if (!r.ok()) return std::unexpected("pprof: corrupt or truncated protobuf");
-  if (sample_types.empty()) return std::unexpected("pprof: no sample types: not a profile");
+  if (types.empty()) return std::unexpected("pprof: no sample types: not a profile");
   auto text = [&](uint64_t i) -> std::string_view { return i < strings.size() ? strings[i] : std::string_view(); };
 
-  size_t value_index = sample_types.size() - 1;  // pprof's rule without a default
-  for (size_t i = 0; i < sample_types.size(); ++i)
-    if (default_type && sample_types[i].first == default_type) value_index = i;
+  std::vector<std::string> type_names;
+  for (auto [type, unit] : types) type_names.emplace_back(text(type));
+  size_t value_index = types.size() - 1;  // pprof's rule without a default
+  for (size_t i = 0; i < types.size(); ++i)
+    if (sample_type.empty() ? default_type && types[i].first == default_type : type_names[i] == sample_type)
+      value_index = i;
+  if (!sample_type.empty() && type_names[value_index] != sample_type) {
+    std::string known;
+    for (const std::string& t : type_names) known += (known.empty() ? "" : ", ") + t;
+    return std::unexpected("pprof: no sample type '" + std::string(sample_type) + "' in it; it holds " + known);
+  }
+  if (sample_types) *sample_types = {type_names, value_index};
 
   Profile profile;
-  std::string_view type = text(sample_types[value_index].first), unit = text(sample_types[value_index].second);
+  std::string_view type = text(types[value_index].first), unit = text(types[value_index].second);
   profile.unit = unit == "count" ? "samples" : unit == "nanoseconds" ? "ns" : std::string(unit);
   profile.event = type == "samples" ? "cpu-clock" : std::string(type);
   profile.period_ns = profile.unit == "samples" ? period : 0;

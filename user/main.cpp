@@ -75,24 +75,31 @@ int main(int argc, char** argv) {
   record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
   record->get_option("--kernel-only")->excludes("--user-only");
 
-  std::string convert_in, convert_out;
+  const std::string input_help = "Folded stacks, pprof or an HTML flamegraph ember wrote, told apart by content";
+  const std::string event_help =
+      "Which of a pprof's sample types to read (e.g. offcpu, or cpu for nanoseconds); default: the file's default. "
+      "A wrong name lists those the file holds";
+  std::string convert_in, convert_out, convert_event;
   CLI::App* convert = app.add_subcommand("convert", "Convert a profile between folded stacks, pprof and HTML");
-  convert->add_option("input", convert_in, "Folded stacks or pprof (.pb.gz), told apart by content")->required();
+  convert->add_option("input", convert_in, input_help)->required();
+  convert->add_option("-e,--event", convert_event, event_help);
   convert->add_option("-o,--output", convert_out,
                       "Output; the format follows the extension: " + ember::flamegraph::output_extensions_text())
       ->required();
 
-  std::string report_in;
+  std::string report_in, report_event;
   size_t report_rows = 20;
   CLI::App* report = app.add_subcommand("report", "Print the top functions of a profile by self time");
-  report->add_option("input", report_in, "Folded stacks or pprof")->required();
+  report->add_option("input", report_in, input_help)->required();
   report->add_option("-n,--top", report_rows, "How many functions")->capture_default_str();
+  report->add_option("-e,--event", report_event, event_help);
 
-  std::string diff_base, diff_new, diff_out = "diff.html";
+  std::string diff_base, diff_new, diff_out = "diff.html", diff_event;
   CLI::App* diff = app.add_subcommand("diff", "Differential flamegraph: NEW's shape, coloured by change against BASE");
-  diff->add_option("base", diff_base, "The earlier profile (folded or pprof)")->required();
-  diff->add_option("new", diff_new, "The later profile (folded or pprof)")->required();
+  diff->add_option("base", diff_base, "The earlier profile (folded, pprof or an HTML flamegraph ember wrote)")->required();
+  diff->add_option("new", diff_new, "The later profile (folded, pprof or an HTML flamegraph ember wrote)")->required();
   diff->add_option("-o,--output", diff_out, "Output .html")->capture_default_str();
+  diff->add_option("-e,--event", diff_event, "Which sample type of the two pprof files to compare; default: their default");
 
   ember::SymbolizeOptions sym;
   CLI::App* symbolize = app.add_subcommand("symbolize", "Name addresses of a binary, a process or the kernel (batch)");
@@ -143,8 +150,8 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (*record) return ember::run_record(rec);
-  if (*convert) return ember::run_convert(convert_in, convert_out);
-  if (*report) return ember::run_report(report_in, report_rows);
+  if (*convert) return ember::run_convert(convert_in, convert_out, convert_event);
+  if (*report) return ember::run_report(report_in, report_rows, report_event);
   if (*symbolize) {
     if (sym.elf.empty() && !sym.pid && !sym.kernel) {
       std::fprintf(stderr, "ember symbolize: say whose addresses: --elf FILE, --pid PID or --kernel\n");
@@ -152,7 +159,7 @@ int main(int argc, char** argv) {
     }
     return ember::run_symbolize(sym);
   }
-  if (*diff) return ember::run_diff(diff_base, diff_new, diff_out);
+  if (*diff) return ember::run_diff(diff_base, diff_new, diff_out, diff_event);
   if (*jvm) return ember::run_jvm(jvm_opt);  // ember jvm
   if (*serve) return ember::run_serve(serve_opt);
   return 0;

@@ -137,6 +137,32 @@ TEST_CASE("pprof round trip keeps stacks, kinds, modules, pid and thread labels"
     if (f.name == "main") CHECK(f.module == "/usr/bin/app");
 }
 
+TEST_CASE("pprof: a sample type is chosen by name, and a wrong name lists those there are") {
+  Profile cpu = sample_profile(), offcpu;
+  offcpu.event = "offcpu", offcpu.unit = "ns";
+  offcpu.add(std::vector<FrameId>{offcpu.intern({"wait", FrameKind::Native, {}})}, 5000);
+  const Profile* both[] = {&cpu, &offcpu};
+  std::string bytes = encode_pprof(both);
+  SampleTypes types;
+  auto first = decode_pprof(bytes, {}, &types);
+  REQUIRE(first);
+  CHECK(types.names == std::vector<std::string>{"cpu-clock", "cpu", "offcpu"});
+  CHECK(types.read == 0);
+  CHECK(first->total() == 12);
+  auto off = decode_pprof(bytes, "offcpu", &types);
+  REQUIRE(off);
+  CHECK(types.read == 2);
+  CHECK(off->event == "offcpu");
+  CHECK(off->unit == "ns");
+  CHECK(folded_text(*off) == "wait 5000\n");
+  auto ns = decode_pprof(bytes, "cpu");
+  REQUIRE(ns);
+  CHECK(ns->total() == 12 * cpu.period_ns);
+  auto wrong = decode_pprof(bytes, "wall");
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error() == "pprof: no sample type 'wall' in it; it holds cpu-clock, cpu, offcpu");
+}
+
 TEST_CASE("pprof keeps the recording's facts as comments") {
   Profile original = sample_profile();
   original.info = {{"samples", "12"}, {"lost", "0"}, {"host", "web-1: eu"}};
