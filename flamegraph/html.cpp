@@ -1,5 +1,8 @@
 #include "flamegraph/html.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <charconv>
 #include <ostream>
 #include <string_view>
@@ -166,6 +169,16 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
     out += ",\"view\":";
     append_json_string(out, options.view);
   }
+  // Not drawn by the page; kept so that reading the page back (read_html)
+  // gives pprof's cpu time and the recording's time again.
+  for (auto [key, value] : {std::pair{"period_ns", profile.period_ns}, std::pair{"start_unix_ns", profile.start_unix_ns},
+                            std::pair{"duration_ns", profile.duration_ns}}) {
+    if (!value) continue;
+    out += ",\"";
+    out += key;
+    out += "\":";
+    append_uint(out, value);
+  }
   out += ",\"info\":{";
   for (size_t i = 0; i < profile.info.size(); ++i) {
     if (i) out += ',';
@@ -175,6 +188,101 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
   }
   out += "}}";
   return out;
+}
+
+namespace {
+
+constexpr std::string_view kDataOpen = R"(<script id="ember-data" type="application/json">)";
+
+// Stacks as append_stacks writes them, into `profile`. Frames are interned
+// as stacks use them: a differential page also holds BASE's frames.
+std::expected<void, std::string> read_stacks(const nlohmann::ordered_json& stacks, const std::vector<Frame>& frames,
+                                             Profile& profile) {
+  if (!stacks.is_array()) return std::unexpected("no stacks");
+  std::vector<FrameId> cur;
+  auto number = [&](size_t i) { return stacks[i].get<uint64_t>(); };
+  for (size_t i = 0; i < stacks.size();) {
+    if (i + 2 > stacks.size()) return std::unexpected("a stack cut short");
+    uint64_t prefix = number(i), n = number(i + 1);
+    if (prefix > cur.size() || n > stacks.size() - i - 2 || i + 2 + n >= stacks.size())
+      return std::unexpected("a stack cut short or longer than its array");
+    cur.resize(prefix);
+    for (uint64_t k = 0; k < n; ++k) {
+      uint64_t id = number(i + 2 + k);
+      if (id >= frames.size()) return std::unexpected("a stack names a missing frame");
+      cur.push_back(profile.intern(frames[id]));
+    }
+    uint64_t weight = number(i + 2 + n);
+    if (weight) profile.add(cur, weight);
+    i += 3 + n;
+  }
+  return {};
+}
+
+std::expected<HtmlReadResult, std::string> profile_of(const nlohmann::ordered_json& data) {
+  if (data.value("version", 0) != 1)
+    return std::unexpected("ember page data version " + data.value("version", nlohmann::ordered_json()).dump() +
+                           ": this ember reads version 1; read it with the ember that wrote it");
+  HtmlReadResult r;
+  Profile& p = r.profile;
+  p.event = data.at("event").get<std::string>();
+  p.unit = data.at("unit").get<std::string>();
+  p.period_ns = data.value("period_ns", uint64_t{0});
+  p.start_unix_ns = data.value("start_unix_ns", uint64_t{0});
+  p.duration_ns = data.value("duration_ns", uint64_t{0});
+  const nlohmann::ordered_json info = data.value("info", nlohmann::ordered_json::object());
+  for (const auto& [key, value] : info.items()) p.info.emplace_back(key, value.get<std::string>());
+  // Kinds by name, so a page that orders them differently still reads.
+  std::vector<FrameKind> kinds;
+  for (const nlohmann::ordered_json& k : data.at("kinds")) {
+    auto known = std::find(kFrameKindNames.begin(), kFrameKindNames.end(), k.get<std::string>());
+    kinds.push_back(known == kFrameKindNames.end() ? FrameKind::Unknown
+                                                   : static_cast<FrameKind>(known - kFrameKindNames.begin()));
+  }
+  const nlohmann::ordered_json& names = data.at("names");
+  const nlohmann::ordered_json& modules = data.at("modules");
+  const nlohmann::ordered_json& table = data.at("frames");
+  if (table.size() % 3) return std::unexpected("a frame table cut short");
+  std::vector<Frame> frames;
+  for (size_t i = 0; i < table.size(); i += 3) {
+    uint64_t name = table[i].get<uint64_t>(), kind = table[i + 1].get<uint64_t>(), module = table[i + 2].get<uint64_t>();
+    if (name >= names.size() || kind >= kinds.size() || module >= modules.size())
+      return std::unexpected("a frame names a missing name, kind or module");
+    frames.push_back({names[name].get<std::string>(), kinds[kind], modules[module].get<std::string>()});
+  }
+  if (auto s = read_stacks(data.at("stacks"), frames, p); !s) return std::unexpected(s.error());
+  if (data.contains("total") && data["total"].get<uint64_t>() != p.total())
+    return std::unexpected("its stacks do not add up to its total");
+  if (data.contains("base")) {
+    r.differential = true;
+    r.base_label = data["base"].value("label", "");
+  }
+  return r;
+}
+
+}  // namespace
+
+std::expected<HtmlReadResult, std::string> read_html(std::string_view page) {
+  size_t open = page.find(kDataOpen);
+  if (open == std::string_view::npos)
+    return std::unexpected("an HTML page that is not an ember flamegraph (no ember-data in it): "
+                           "ember reads back its own pages, folded stacks and pprof");
+  size_t begin = open + kDataOpen.size();
+  size_t end = page.find("</script>", begin);
+  if (end == std::string_view::npos) return std::unexpected("an ember flamegraph cut short: its data has no end");
+  std::string_view text = page.substr(begin, end - begin);
+  if (text == kPlaceholder) return std::unexpected("ember's page template, without a profile in it");
+  nlohmann::ordered_json data = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (data.is_discarded() || !data.is_object())
+    return std::unexpected("an ember flamegraph whose data is not valid JSON (damaged?)");
+  try {
+    auto r = profile_of(data);
+    if (!r) return std::unexpected("an ember flamegraph with damaged data: " + r.error());
+    return r;
+  } catch (const nlohmann::ordered_json::exception& e) {
+    return std::unexpected(std::string("an ember flamegraph with damaged data: a field is missing or of the wrong type (") +
+                           e.what() + ")");
+  }
 }
 
 void write_html(const Profile& profile, const HtmlOptions& options, std::ostream& out) {

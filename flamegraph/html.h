@@ -2,8 +2,10 @@
 // with the profile filled in as JSON. One self-contained file.
 #pragma once
 
+#include <expected>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 #include "flamegraph/profile.h"
 
@@ -24,5 +26,15 @@ void write_html(const Profile& profile, const HtmlOptions& options, std::ostream
 
 // The JSON document the page reads (contract version 1, see flamegraph.html).
 std::string html_data_json(const Profile& profile, const HtmlOptions& options);
+
+// The profile a page written by write_html holds (of a differential page,
+// NEW), read back from its embedded JSON. Fails with the reason on a page
+// that is not ember's or whose data is damaged.
+struct HtmlReadResult {
+  Profile profile;
+  std::string base_label;  // a differential page: what BASE was (NEW is read)
+  bool differential = false;
+};
+std::expected<HtmlReadResult, std::string> read_html(std::string_view page);
 
 }  // namespace ember::flamegraph

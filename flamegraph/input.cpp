@@ -1,35 +1,96 @@
 #include "flamegraph/input.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "flamegraph/folded.h"
+#include "flamegraph/html.h"
 #include "flamegraph/pprof.h"
 
 namespace ember::flamegraph {
+namespace {
 
-std::expected<ReadResult, std::string> read_profile(const std::string& path) {
+enum class Content { Gzip, Protobuf, Html, Markup, Binary, Text };
+
+bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  return true;
+}
+
+// What the bytes are. Folded stacks are text: a NUL byte means binary
+// data (an image, an archive, random bytes) that must not be read as
+// lines. Uncompressed pprof starts with field 1 (sample_type,
+// length-delimited: 0x0a), which is also a newline: so it is pprof if the
+// name says so or if NUL bytes follow.
+Content content_of(std::string_view bytes, const std::string& path) {
+  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b)
+    return Content::Gzip;
+  bool binary = bytes.substr(0, 64 << 10).find('\0') != std::string_view::npos;
+  if (!bytes.empty() && bytes[0] == 0x0a && (binary || path.ends_with(".pb") || path.ends_with(".pprof")))
+    return Content::Protobuf;
+  if (binary) return Content::Binary;
+  std::string_view start = bytes.substr(0, 1024);
+  if (start.starts_with("\xef\xbb\xbf")) start.remove_prefix(3);  // a UTF-8 byte order mark
+  start.remove_prefix(std::min(start.size(), start.find_first_not_of(" \t\r\n")));
+  if (starts_with_nocase(start, "<!doctype html") || starts_with_nocase(start, "<html")) return Content::Html;
+  if (starts_with_nocase(start, "<?xml") || starts_with_nocase(start, "<svg") || starts_with_nocase(start, "<!doctype"))
+    return Content::Markup;
+  return Content::Text;
+}
+
+constexpr const char* kWhatWeRead = "ember reads folded stacks, pprof (.pb.gz) and its own HTML flamegraphs";
+
+}  // namespace
+
+std::expected<ReadResult, std::string> read_profile(const std::string& path, const ReadOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::unexpected("cannot read " + path + ": " + std::strerror(errno));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   std::string bytes = std::move(buffer).str();
   if (in.bad()) return std::unexpected("cannot read " + path + ": read error");
+  if (bytes.empty()) return std::unexpected(path + " is empty: not a profile");
 
-  bool gzip = bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b;
-  // Uncompressed pprof starts with field 1 (sample_type, length-delimited).
-  bool protobuf = !bytes.empty() && bytes[0] == 0x0a && (path.ends_with(".pb") || path.ends_with(".pprof"));
-  if (gzip || protobuf) {
-    auto profile = decode_pprof(bytes);
-    if (!profile) return std::unexpected(path + ": " + profile.error());
-    return ReadResult{std::move(*profile), {}};
+  auto one_graph = [&](const char* what) -> std::expected<void, std::string> {
+    if (options.event.empty()) return {};
+    return std::unexpected(path + " is " + what + ": one graph, no sample types to choose with --event");
+  };
+  switch (content_of(bytes, path)) {
+    case Content::Gzip:
+    case Content::Protobuf: {
+      ReadResult r;
+      auto profile = decode_pprof(bytes, options.event, &r.sample_types);
+      if (!profile) return std::unexpected(path + ": " + profile.error());
+      r.profile = std::move(*profile);
+      return r;
+    }
+    case Content::Html: {
+      auto page = read_html(bytes);
+      if (!page) return std::unexpected(path + ": " + page.error());
+      if (auto e = one_graph("an HTML flamegraph"); !e) return std::unexpected(e.error());
+      ReadResult r{std::move(page->profile), {}, {}};
+      if (page->differential)
+        r.warnings.push_back("a differential flamegraph: reading its NEW profile, not its base (" + page->base_label + ")");
+      return r;
+    }
+    case Content::Markup:
+      return std::unexpected(path + " is XML or SVG, not a profile: " + kWhatWeRead);
+    case Content::Binary:
+      return std::unexpected(path + " is binary data, neither gzip nor protobuf: not a profile; " + kWhatWeRead);
+    case Content::Text: break;
   }
+  if (auto e = one_graph("folded stacks"); !e) return std::unexpected(e.error());
   std::istringstream text(std::move(bytes));
   auto folded = read_folded(text);
   if (!folded) return std::unexpected(path + ": " + folded.error());
-  return ReadResult{std::move(folded->profile), std::move(folded->warnings)};
+  return ReadResult{std::move(folded->profile), std::move(folded->warnings), {}};
 }
 
 }  // namespace ember::flamegraph

@@ -1,20 +1,29 @@
-// Reading a profile file: folded stacks or pprof, told apart by content
-// (gzip or protobuf bytes) rather than by name.
+// Reading a profile file: folded stacks, pprof or ember's own HTML
+// flamegraph, told apart by content (gzip, protobuf or HTML bytes) rather
+// than by name.
 #pragma once
 
 #include <expected>
 #include <string>
 #include <vector>
 
+#include "flamegraph/pprof.h"
 #include "flamegraph/profile.h"
 
 namespace ember::flamegraph {
 
+struct ReadOptions {
+  // pprof: the sample type to read (pprof's -sample_index); empty: the
+  // file's default. Folded stacks and HTML hold one graph: a name fails.
+  std::string event;
+};
+
 struct ReadResult {
   Profile profile;
   std::vector<std::string> warnings;  // skipped folded lines, with their numbers
+  SampleTypes sample_types;           // pprof: every sample type in the file, and the one read
 };
 
-std::expected<ReadResult, std::string> read_profile(const std::string& path);
+std::expected<ReadResult, std::string> read_profile(const std::string& path, const ReadOptions& options = {});
 
 }  // namespace ember::flamegraph

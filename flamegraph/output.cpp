@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -100,13 +101,24 @@ std::optional<FileOwner> invoking_user() {
   return FileOwner{static_cast<uid_t>(*uid), gid ? static_cast<gid_t>(*gid) : static_cast<gid_t>(-1)};
 }
 
+std::string output_extensions_text() {
+  std::string out;
+  for (size_t i = 0; i < std::size(kOutputExtensions); ++i) {
+    const OutputExtension& e = kOutputExtensions[i];
+    bool first_of_format = i == 0 || kOutputExtensions[i - 1].format != e.format;
+    bool last_of_format = i + 1 == std::size(kOutputExtensions) || kOutputExtensions[i + 1].format != e.format;
+    if (i > 0) out += first_of_format || !last_of_format ? ", " : " or ";
+    out += e.extension;
+    if (last_of_format) out += " (" + std::string(e.what) + ")";
+  }
+  return out;
+}
+
 std::expected<Format, std::string> format_for_path(const std::string& path) {
-  auto ends = [&](std::string_view ext) { return path.size() > ext.size() && path.ends_with(ext); };
-  if (ends(".html")) return Format::Html;
-  if (ends(".folded") || ends(".txt") || ends(".collapsed")) return Format::Folded;
-  if (ends(".pb.gz") || ends(".pprof")) return Format::Pprof;
-  return std::unexpected("cannot tell the output format of '" + path +
-                         "': use an extension .html (flamegraph), .folded/.txt (folded stacks) or .pb.gz (pprof)");
+  for (const OutputExtension& e : kOutputExtensions)
+    if (path.size() > e.extension.size() && path.ends_with(e.extension)) return e.format;
+  return std::unexpected("cannot tell the output format of '" + path + "': use an extension " +
+                         output_extensions_text());
 }
 
 std::expected<void, std::string> check_writable(const std::string& path) {

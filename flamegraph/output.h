@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "flamegraph/html.h"
 #include "flamegraph/profile.h"
@@ -17,7 +18,24 @@ namespace ember::flamegraph {
 
 enum class Format { Html, Folded, Pprof };
 
-// .html -> Html; .folded, .txt, .collapsed -> Folded; .pb.gz, .pprof -> Pprof.
+// The extensions ember writes, in the order help texts list them: the one
+// list that format_for_path accepts and that --help prints.
+struct OutputExtension {
+  std::string_view extension;
+  Format format;
+  std::string_view what;  // the format, as help texts name it
+};
+inline constexpr OutputExtension kOutputExtensions[] = {
+    {".html", Format::Html, "flamegraph"},       {".folded", Format::Folded, "folded stacks"},
+    {".txt", Format::Folded, "folded stacks"},   {".collapsed", Format::Folded, "folded stacks"},
+    {".pb.gz", Format::Pprof, "pprof"},          {".pprof", Format::Pprof, "pprof"},
+};
+
+// ".html (flamegraph), .folded, .txt or .collapsed (folded stacks), ...":
+// kOutputExtensions for help texts and errors.
+std::string output_extensions_text();
+
+// An extension of kOutputExtensions -> its format.
 std::expected<Format, std::string> format_for_path(const std::string& path);
 
 struct FileOwner {

@@ -2,8 +2,10 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -184,6 +186,46 @@ std::pair<std::string, uint64_t> split_thread(const std::string& name) {
   return {name, 0};
 }
 
+// A file that is a shared library ("libc.so.6", "x.cpython-311.so") or a
+// pseudo-module ("[kernel]", "[vdso]", "[anon]"), not a program.
+bool library_or_pseudo(std::string_view module) {
+  if (module.empty() || module.front() == '[') return true;
+  std::string_view base = module.substr(module.rfind('/') + 1);
+  size_t so = base.find(".so");
+  return so != std::string_view::npos && (so + 3 == base.size() || base[so + 3] == '.' || base[so + 3] == '_');
+}
+
+// The module pprof should call the profile's main binary: by its
+// convention the first mapping, printed as "File:" by `pprof -top`.
+// A profile does not record which file was each process's executable, so
+// the candidates are the modules that are neither shared libraries nor
+// pseudo-modules (pprof guesses the same way for its legacy formats).
+// A whole-host profile has one executable per process: the main binary
+// is the one whose stacks weigh most (each stack counted once per module),
+// so for `record -- CMD` it is CMD's binary, and for a host it is the
+// program that took most of the profile. The default sample type's
+// profile decides; the next ones only if it names no program. Empty if
+// no profile names one: the mappings then keep their plain order.
+std::string main_binary(std::span<const Profile* const> profiles) {
+  for (const Profile* p : profiles) {
+    std::map<std::string_view, uint64_t> weight;
+    std::vector<std::string_view> in_stack;
+    for (const Stack& s : p->stacks()) {
+      in_stack.clear();
+      for (FrameId id : s.frames) {
+        std::string_view module = p->frames()[id].module;
+        if (!library_or_pseudo(module) && std::find(in_stack.begin(), in_stack.end(), module) == in_stack.end())
+          in_stack.push_back(module);
+      }
+      for (std::string_view m : in_stack) weight[m] += s.weight;
+    }
+    auto heaviest = std::max_element(weight.begin(), weight.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (heaviest != weight.end()) return std::string(heaviest->first);
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string encode_pprof(const Profile& profile) {
@@ -228,21 +270,30 @@ std::string encode_pprof(std::span<const Profile* const> profiles) {
   // mappings by module.
   std::unordered_map<Frame, uint64_t, Profile::FrameHash> frame_ids;
   std::vector<std::vector<uint64_t>> location_of(profiles.size());  // per profile: frame id -> location id
-  std::map<std::string, uint64_t> mappings;
   std::vector<const Frame*> frames;
+  std::set<std::string_view> modules;
   for (size_t i = 0; i < profiles.size(); ++i)
     for (const Frame& f : profiles[i]->frames()) {
       auto [it, inserted] = frame_ids.try_emplace(f, frames.size() + 1);
       if (inserted) {
         frames.push_back(&f);
-        if (!f.module.empty()) mappings.emplace(f.module, mappings.size() + 1);
+        if (!f.module.empty()) modules.insert(f.module);
       }
       location_of[i].push_back(it->second);
     }
-  for (const auto& [module, id] : mappings) {
+  // Mappings by name, the main binary first; ids in that order.
+  std::vector<std::string_view> mapping_order;
+  std::string main_module = main_binary(profiles);
+  if (!main_module.empty()) mapping_order.push_back(main_module);
+  for (std::string_view m : modules)
+    if (m != main_module) mapping_order.push_back(m);
+  std::unordered_map<std::string_view, uint64_t> mappings;
+  for (std::string_view m : mapping_order) mappings.emplace(m, mappings.size() + 1);
+  for (std::string_view module : mapping_order) {
+    uint64_t id = mappings[module];
     Writer m;
     m.uint(1, id);
-    m.uint(5, str(module));
+    m.uint(5, str(std::string(module)));
     m.uint(7, 1);  // has_functions
     out.message(3, m);
   }
@@ -321,7 +372,8 @@ std::string encode_pprof(std::span<const Profile* const> profiles) {
   return gzip(out.str());
 }
 
-std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
+std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::string_view sample_type,
+                                                 SampleTypes* sample_types) {
   std::string inflated;
   if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
     auto r = gunzip(bytes);
@@ -338,7 +390,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
     std::vector<uint64_t> functions;  // innermost first (pprof's line order)
   };
   std::vector<std::string_view> strings;
-  std::vector<std::pair<uint64_t, uint64_t>> sample_types;  // type, unit
+  std::vector<std::pair<uint64_t, uint64_t>> types;  // sample types: type, unit
   std::vector<RawSample> samples;
   std::unordered_map<uint64_t, RawLocation> locations;
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> functions;  // name, system_name
@@ -373,7 +425,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
     Reader s(m);
     int f, w;
     switch (field) {
-      case 1: sample_types.push_back(pair_of(m, 1, 2)); break;
+      case 1: types.push_back(pair_of(m, 1, 2)); break;
       case 2: {
         RawSample sample;
         while (s.next(f, w)) {
@@ -423,15 +475,24 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes) {
     }
   }
   if (!r.ok()) return std::unexpected("pprof: corrupt or truncated protobuf");
-  if (sample_types.empty()) return std::unexpected("pprof: no sample types: not a profile");
+  if (types.empty()) return std::unexpected("pprof: no sample types: not a profile");
   auto text = [&](uint64_t i) -> std::string_view { return i < strings.size() ? strings[i] : std::string_view(); };
 
-  size_t value_index = sample_types.size() - 1;  // pprof's rule without a default
-  for (size_t i = 0; i < sample_types.size(); ++i)
-    if (default_type && sample_types[i].first == default_type) value_index = i;
+  std::vector<std::string> type_names;
+  for (auto [type, unit] : types) type_names.emplace_back(text(type));
+  size_t value_index = types.size() - 1;  // pprof's rule without a default
+  for (size_t i = 0; i < types.size(); ++i)
+    if (sample_type.empty() ? default_type && types[i].first == default_type : type_names[i] == sample_type)
+      value_index = i;
+  if (!sample_type.empty() && type_names[value_index] != sample_type) {
+    std::string known;
+    for (const std::string& t : type_names) known += (known.empty() ? "" : ", ") + t;
+    return std::unexpected("pprof: no sample type '" + std::string(sample_type) + "' in it; it holds " + known);
+  }
+  if (sample_types) *sample_types = {type_names, value_index};
 
   Profile profile;
-  std::string_view type = text(sample_types[value_index].first), unit = text(sample_types[value_index].second);
+  std::string_view type = text(types[value_index].first), unit = text(types[value_index].second);
   profile.unit = unit == "count" ? "samples" : unit == "nanoseconds" ? "ns" : std::string(unit);
   profile.event = type == "samples" ? "cpu-clock" : std::string(type);
   profile.period_ns = profile.unit == "samples" ? period : 0;

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "flamegraph/profile.h"
 
@@ -23,9 +24,18 @@ std::string encode_pprof(const Profile& profile);
 // each brings its sample types, in order; the first is the default.
 std::string encode_pprof(std::span<const Profile* const> profiles);
 
-// Reads gzipped or plain pprof bytes; the value is the default sample type
-// (default_sample_type, else the first). Fails on corrupt input with the
-// reason, never by crashing.
-std::expected<Profile, std::string> decode_pprof(std::string_view bytes);
+// A pprof's sample types by name, in order, and the one read.
+struct SampleTypes {
+  std::vector<std::string> names;
+  size_t read = 0;
+};
+
+// Reads gzipped or plain pprof bytes; the value is the sample type named
+// `sample_type` (as `pprof -sample_index=NAME`), or without one the
+// default (default_sample_type, else the last, as pprof). `types`, if
+// given, receives the file's sample types. Fails on corrupt input or an
+// unknown type with the reason, never by crashing.
+std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::string_view sample_type = {},
+                                                 SampleTypes* types = nullptr);
 
 }  // namespace ember::flamegraph

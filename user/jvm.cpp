@@ -738,8 +738,15 @@ std::vector<ClassDelta> diff_histograms(const ClassHistogram& before, const Clas
   std::vector<ClassDelta> out;
   for (auto& [name, d] : by_name)
     if (d.d_instances != 0 || d.d_bytes != 0) out.push_back(std::move(d));
-  std::stable_sort(out.begin(), out.end(), [](const ClassDelta& x, const ClassDelta& y) {
+  // By size of the change, either way: a class that freed 100 MB matters
+  // as much as one that took 100 MB, and -n must not hide it. Gains first
+  // on a tie; then by instances, the same way.
+  auto magnitude = [](int64_t v) { return v < 0 ? -static_cast<uint64_t>(v) : static_cast<uint64_t>(v); };
+  std::stable_sort(out.begin(), out.end(), [&](const ClassDelta& x, const ClassDelta& y) {
+    if (magnitude(x.d_bytes) != magnitude(y.d_bytes)) return magnitude(x.d_bytes) > magnitude(y.d_bytes);
     if (x.d_bytes != y.d_bytes) return x.d_bytes > y.d_bytes;
+    if (magnitude(x.d_instances) != magnitude(y.d_instances))
+      return magnitude(x.d_instances) > magnitude(y.d_instances);
     return x.d_instances > y.d_instances;
   });
   return out;

@@ -171,7 +171,8 @@ struct ClassDelta {
   int64_t instances = 0, bytes = 0;      // now
   int64_t d_instances = 0, d_bytes = 0;  // now minus before
 };
-// Classes whose instances or bytes changed, most bytes gained first.
+// Classes whose instances or bytes changed, the largest change of bytes
+// first, gained or lost (the sign stays in d_bytes).
 std::vector<ClassDelta> diff_histograms(const ClassHistogram& before, const ClassHistogram& now);
 
 }  // namespace ember

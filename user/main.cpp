@@ -2,12 +2,26 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <string>
 
+#include "flamegraph/output.h"
 #include "user/jvm.h"
 #include "user/record.h"
 #include "user/serve.h"
 #include "user/symbolize.h"
 #include "user/tools.h"
+
+namespace {
+
+// -e's help, from the list of events record accepts.
+std::string record_events_help() {
+  std::string help = "What to record, one graph each (comma-separated):";
+  for (const ember::RecordEventDoc& e : ember::kRecordEvents)
+    help += (e.name == ember::kRecordEvents[0].name ? " " : "; ") + std::string(e.name) + ": " + std::string(e.what);
+  return help;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ember: a system-wide profiler for Linux (eBPF)", "ember"};
@@ -16,16 +30,15 @@ int main(int argc, char** argv) {
 
   ember::RecordOptions rec;
   CLI::App* record = app.add_subcommand("record", "Sample stacks of the whole host, some processes, or a command");
-  record->add_option("-e,--event", rec.events,
-                     "What to record, one graph each (comma-separated): cpu-clock (default), cycles (needs a "
-                     "hardware PMU), offcpu (time blocked), wall (on and off CPU), malloc (bytes allocated by C/C++ code)")
+  record->add_option("-e,--event", rec.events, record_events_help())
       ->delimiter(',')
       ->capture_default_str();
   record->add_option("--min-block", rec.min_block, "offcpu: leave out blocks shorter than this (500us, 2ms, 1s)")
       ->capture_default_str();
-  record->add_option("--alloc-interval", rec.alloc_interval, "malloc: take a sample every this many bytes allocated")
+  record->add_option("--alloc-interval", rec.alloc_interval, "malloc, alloc: take a sample every this many bytes allocated")
       ->capture_default_str();
-  record->add_flag("--live", rec.live, "malloc: only allocations still not freed at the end (leaks)");
+  record->add_flag("--live", rec.live,
+                   "malloc, alloc: only allocations still not freed (Java: still reachable) at the end (leaks)");
   record->add_flag("--waker", rec.waker,
                    "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
                    "(as BCC's offwaketime)");
@@ -36,7 +49,9 @@ int main(int argc, char** argv) {
   record->add_option("--comm", rec.comm, "Profile only processes or threads whose name matches this (POSIX extended) regex");
   record->add_option("-d,--duration", rec.duration, "Stop after this many seconds (default: Ctrl-C, or when the command exits)");
   record->add_option("-o,--output", rec.output,
-                     "Output file; the format follows the extension: .html (flamegraph), .folded or .txt (folded stacks)")
+                     "Output file; the format follows the extension: " + ember::flamegraph::output_extensions_text() +
+                         ". With several events, .html and folded names get one file per event (out.EVENT.html), "
+                         "pprof one file with a sample type per event")
       ->capture_default_str();
   record->add_flag("--threads", rec.thread_frames, "Add a frame per thread under its process");
   record->add_flag("--pid-frames", rec.pid_frames, "Root frame per process as 'comm (pid)' instead of 'comm'");
@@ -60,23 +75,31 @@ int main(int argc, char** argv) {
   record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
   record->get_option("--kernel-only")->excludes("--user-only");
 
-  std::string convert_in, convert_out;
+  const std::string input_help = "Folded stacks, pprof or an HTML flamegraph ember wrote, told apart by content";
+  const std::string event_help =
+      "Which of a pprof's sample types to read (e.g. offcpu, or cpu for nanoseconds); default: the file's default. "
+      "A wrong name lists those the file holds";
+  std::string convert_in, convert_out, convert_event;
   CLI::App* convert = app.add_subcommand("convert", "Convert a profile between folded stacks, pprof and HTML");
-  convert->add_option("input", convert_in, "Folded stacks or pprof (.pb.gz), told apart by content")->required();
-  convert->add_option("-o,--output", convert_out, "Output; the format follows the extension: .html, .folded/.txt, .pb.gz")
+  convert->add_option("input", convert_in, input_help)->required();
+  convert->add_option("-e,--event", convert_event, event_help);
+  convert->add_option("-o,--output", convert_out,
+                      "Output; the format follows the extension: " + ember::flamegraph::output_extensions_text())
       ->required();
 
-  std::string report_in;
+  std::string report_in, report_event;
   size_t report_rows = 20;
   CLI::App* report = app.add_subcommand("report", "Print the top functions of a profile by self time");
-  report->add_option("input", report_in, "Folded stacks or pprof")->required();
+  report->add_option("input", report_in, input_help)->required();
   report->add_option("-n,--top", report_rows, "How many functions")->capture_default_str();
+  report->add_option("-e,--event", report_event, event_help);
 
-  std::string diff_base, diff_new, diff_out = "diff.html";
+  std::string diff_base, diff_new, diff_out = "diff.html", diff_event;
   CLI::App* diff = app.add_subcommand("diff", "Differential flamegraph: NEW's shape, coloured by change against BASE");
-  diff->add_option("base", diff_base, "The earlier profile (folded or pprof)")->required();
-  diff->add_option("new", diff_new, "The later profile (folded or pprof)")->required();
+  diff->add_option("base", diff_base, "The earlier profile (folded, pprof or an HTML flamegraph ember wrote)")->required();
+  diff->add_option("new", diff_new, "The later profile (folded, pprof or an HTML flamegraph ember wrote)")->required();
   diff->add_option("-o,--output", diff_out, "Output .html")->capture_default_str();
+  diff->add_option("-e,--event", diff_event, "Which sample type of the two pprof files to compare; default: their default");
 
   ember::SymbolizeOptions sym;
   CLI::App* symbolize = app.add_subcommand("symbolize", "Name addresses of a binary, a process or the kernel (batch)");
@@ -101,7 +124,7 @@ int main(int argc, char** argv) {
   auto* jvm_histo = jvm->add_flag("--histo", jvm_opt.histo, "Print the class histogram (instances and bytes per class)");
   jvm->add_flag("--live", jvm_opt.live, "Histogram of reachable objects only: the JVM runs a full GC first")->needs(jvm_histo);
   jvm->add_option("--save", jvm_opt.save, "Save the histogram to this file, for a later --diff")->needs(jvm_histo);
-  jvm->add_option("--diff", jvm_opt.diff, "Print the change since this saved histogram, most bytes gained first")
+  jvm->add_option("--diff", jvm_opt.diff, "Print the change since this saved histogram, largest change of bytes (gained or lost) first")
       ->needs(jvm_histo);
   jvm->add_option("-n,--top", jvm_opt.top, "Rows of the histogram or the diff")->capture_default_str();
   jvm_histo->excludes(jvm_interval)->excludes(jvm_count);
@@ -127,8 +150,8 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (*record) return ember::run_record(rec);
-  if (*convert) return ember::run_convert(convert_in, convert_out);
-  if (*report) return ember::run_report(report_in, report_rows);
+  if (*convert) return ember::run_convert(convert_in, convert_out, convert_event);
+  if (*report) return ember::run_report(report_in, report_rows, report_event);
   if (*symbolize) {
     if (sym.elf.empty() && !sym.pid && !sym.kernel) {
       std::fprintf(stderr, "ember symbolize: say whose addresses: --elf FILE, --pid PID or --kernel\n");
@@ -136,7 +159,7 @@ int main(int argc, char** argv) {
     }
     return ember::run_symbolize(sym);
   }
-  if (*diff) return ember::run_diff(diff_base, diff_new, diff_out);
+  if (*diff) return ember::run_diff(diff_base, diff_new, diff_out, diff_event);
   if (*jvm) return ember::run_jvm(jvm_opt);  // ember jvm
   if (*serve) return ember::run_serve(serve_opt);
   return 0;

@@ -4,9 +4,26 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember {
+
+// The events `ember record -e` takes, in the order --help lists them.
+// plan_events (record.cpp) accepts exactly these.
+struct RecordEventDoc {
+  std::string_view name;
+  std::string_view what;  // for --help
+};
+inline constexpr RecordEventDoc kRecordEvents[] = {
+    {"cpu-clock", "CPU time from a software timer that works everywhere (the default, also spelt 'cpu')"},
+    {"cycles", "CPU time from the hardware cycle counter (needs a PMU, absent in most VMs)"},
+    {"offcpu", "time blocked, in ns"},
+    {"wall", "time on and off CPU, in ns"},
+    {"lock", "time waiting for mutexes and Java monitors, in ns"},
+    {"malloc", "bytes allocated by C/C++ code"},
+    {"alloc", "bytes allocated by Java code, from ember's agent"},
+};
 
 struct RecordOptions {
   std::vector<std::string> events = {"cpu-clock"};  // one graph each

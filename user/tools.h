@@ -6,11 +6,14 @@
 
 namespace ember {
 
-// IN (folded or pprof) -> OUT (format by extension).
-int run_convert(const std::string& in, const std::string& out);
+// Each reads folded stacks, pprof or ember's HTML; `event` chooses one of a
+// pprof's sample types (empty: its default).
+
+// IN -> OUT (format by extension).
+int run_convert(const std::string& in, const std::string& out, const std::string& event);
 // Top functions of IN by self weight, as a table on stdout.
-int run_report(const std::string& in, size_t rows);
+int run_report(const std::string& in, size_t rows, const std::string& event);
 // A differential flamegraph of NEW against BASE, written to OUT (.html).
-int run_diff(const std::string& base, const std::string& now, const std::string& out);
+int run_diff(const std::string& base, const std::string& now, const std::string& out, const std::string& event);
 
 }  // namespace ember

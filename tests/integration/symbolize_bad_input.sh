@@ -11,7 +11,10 @@
 #      warning counts the skipped lines;
 #   c. a debuginfod server that accepts and never answers: ember gives up
 #      within its 10 s budget (asserted < 20 s), names what the stripped
-#      binary's .dynsym names, and warns about debuginfod.
+#      binary's .dynsym names, and warns about debuginfod;
+#   d. bad input lines: one line out per line in, the good ones answered
+#      as in a clean run, the bad one marked, exit status 2; and an --elf
+#      that is missing, a directory or not ELF at all: exit 1 with the cause.
 . "$(dirname "$0")/../lib.sh"
 REPLAY_ELF=$ROOT/build/fuzz/replay-elf
 REPLAY_PERFMAP=$ROOT/build/fuzz/replay-perfmap
@@ -37,6 +40,29 @@ outer_names() { awk -F'\t' '{ n = $NF; sub(/ \([^()]*:[0-9]+\)$/, "", n); if (n 
 outer_names "$TMP/ref" >"$TMP/ref.names"
 [ "$(tr '\n' , <"$TMP/ref.names")" = "main,seed::hash(char const*),local_helper(int),weak_entry,??," ] ||
 	fail "clean binary misnamed: $(cat "$TMP/ref")"
+
+# (d) A bad line among good ones on stdin: every line answered, in order.
+{ printf '%s\n' "${ADDRS[0]}" zz "${ADDRS[1]}"; echo; printf '%s\n' "${ADDRS[2]}" 0xnothex "${ADDRS[@]:3}"; } >"$TMP/mixed.in"
+"$EMBER" symbolize --elf "$TMP/prog" --no-inlines <"$TMP/mixed.in" >"$TMP/mixed" 2>"$TMP/mixed.err"
+rc=$?
+((rc == 2)) || fail "bad stdin lines: exit $rc, not 2: $(cat "$TMP/mixed.err")"
+{ sed -n 1p "$TMP/ref"; printf 'zz\t?? not a hex address\n'; sed -n 2p "$TMP/ref"; echo; sed -n 3p "$TMP/ref"
+  printf '0xnothex\t?? not a hex address\n'; sed -n '4,$p' "$TMP/ref"; } >"$TMP/mixed.want"
+diff "$TMP/mixed.want" "$TMP/mixed" >&2 || fail "bad stdin lines: not one answer per line, in order"
+assert_contains "$TMP/mixed.err" "^ember: line 2: 'zz' is not a hex address$" "no error for line 2: $(cat "$TMP/mixed.err")"
+assert_contains "$TMP/mixed.err" "^ember: line 6: '0xnothex' is not a hex address$" "no error for line 6"
+echo "bad stdin lines: $(wc -l <"$TMP/mixed") lines for $(wc -l <"$TMP/mixed.in"), exit 2"
+# An --elf ember cannot use at all is an error, not a column of "??".
+echo 'not an ELF file' >"$TMP/text"
+for elf in "$TMP/missing" "$TMP" "$TMP/text"; do
+	"$EMBER" symbolize --elf "$elf" 0x10 >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	((rc == 1)) || fail "--elf $elf: exit $rc, not 1: $(cat "$TMP/out" "$TMP/err")"
+	[ ! -s "$TMP/out" ] || fail "--elf $elf: answered: $(cat "$TMP/out")"
+	assert_contains "$TMP/err" "^ember: (cannot open $elf: No such file|$elf is not a regular file|$elf is not an ELF file)" \
+		"--elf $elf: no cause: $(cat "$TMP/err")"
+	echo "--elf $(basename "$elf"): $(cat "$TMP/err")"
+done
 
 # Offset and size (decimal) of a section.
 section() {

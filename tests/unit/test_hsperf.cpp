@@ -499,11 +499,29 @@ TEST_CASE("jvm: class histograms, saved and diffed", "[jvm]") {
   CHECK(d[0].d_bytes == 32000);
   CHECK(d[0].d_instances == 1000);
   CHECK(d[0].bytes == 4768064);
-  CHECK(d[1].name == "New");
+  CHECK(d[1].name == "[I");
+  CHECK(d[1].d_bytes == -1000);
   CHECK(d[2].name == "Foo$$Lambda$14/0x0000000800c03000");
   CHECK(d[2].d_bytes == -320);
-  CHECK(d[3].name == "[I");
-  CHECK(d[3].d_bytes == -1000);
+  CHECK(d[3].name == "New");
+
+  // Ranked by the size of the change, either way: with -n 1, a class that
+  // freed 133 MB comes before one that took 1 KB.
+  ClassHistogram freed = *h;
+  freed.classes[0].bytes = 0, freed.classes[0].instances = 0;  // Leaky$LeakyThing: -4736064
+  freed.classes[1].bytes += 1024;                               // [I: +1024
+  auto f = diff_histograms(*h, freed);
+  REQUIRE(f.size() == 2);
+  CHECK(f[0].name == "Leaky$LeakyThing");
+  CHECK(f[0].d_bytes == -4736064);
+  CHECK(f[1].name == "[I");
+  // On a tie of size, the gain first.
+  ClassHistogram tie = *h;
+  tie.classes[2].bytes -= 320, tie.classes[3].bytes += 320;
+  auto t = diff_histograms(*h, tie);
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].d_bytes == 320);
+  CHECK(t[1].d_bytes == -320);
 
   auto bad = parse_histogram("# ember class histogram\n10 20 A\nten 20 B\n", "x.histo");
   REQUIRE(!bad);

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "flamegraph/folded.h"
 #include "flamegraph/html.h"
 
 using namespace ember::flamegraph;
@@ -80,4 +81,102 @@ TEST_CASE("html page: template embedded and the placeholder filled exactly once"
   CHECK(html.find("@EMBER_DATA@") == std::string::npos);
   CHECK(html.find("<script id=\"ember-data\" type=\"application/json\">{\"version\":1,") != std::string::npos);
   CHECK(html.find("</html>") != std::string::npos);
+}
+
+namespace {
+
+std::string page_of(const Profile& p, const HtmlOptions& options = {}) {
+  std::ostringstream out;
+  write_html(p, options, out);
+  return out.str();
+}
+
+Profile recorded() {
+  Profile p;
+  p.period_ns = 10'101'010;
+  p.start_unix_ns = 1'700'000'000'000'000'000;
+  p.duration_ns = 2'500'000'000;
+  p.info = {{"samples", "12"}, {"lost", "0"}, {"host", "h<1>"}};
+  FrameId proc = p.intern({"app (42)", FrameKind::Process, {}});
+  FrameId main = p.intern({"main", FrameKind::Native, "/usr/bin/app"});
+  FrameId jit = p.intern({"Foo.run", FrameKind::Jit, {}});
+  FrameId inl = p.intern({"Foo.<init>", FrameKind::Inlined, {}});
+  FrameId sys = p.intern({"vfs_read", FrameKind::Kernel, "[kernel]"});
+  p.add(std::vector<FrameId>{proc, main, jit, inl}, 7);
+  p.add(std::vector<FrameId>{proc, main, jit, sys}, 3);
+  p.add(std::vector<FrameId>{proc, main}, 2);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("html page: read back, it is the profile that was written") {
+  Profile p = recorded();
+  auto back = read_html(page_of(p));
+  REQUIRE(back);
+  CHECK_FALSE(back->differential);
+  CHECK(folded_text(back->profile) == folded_text(p));
+  CHECK(back->profile.total() == 12);
+  CHECK(back->profile.event == "cpu-clock");
+  CHECK(back->profile.unit == "samples");
+  CHECK(back->profile.period_ns == p.period_ns);
+  CHECK(back->profile.start_unix_ns == p.start_unix_ns);
+  CHECK(back->profile.duration_ns == p.duration_ns);
+  CHECK(back->profile.info == p.info);  // in order
+  for (const Frame& f : back->profile.frames())
+    if (f.name == "main") CHECK(f.module == "/usr/bin/app");
+}
+
+TEST_CASE("html page: a differential page reads as its NEW profile, without BASE's frames") {
+  Profile now = recorded(), base;
+  base.add(std::vector<FrameId>{base.intern({"only_in_base", FrameKind::Native, {}})}, 5);
+  HtmlOptions options;
+  options.base = &base;
+  options.base_label = "before.folded";
+  auto back = read_html(page_of(now, options));
+  REQUIRE(back);
+  CHECK(back->differential);
+  CHECK(back->base_label == "before.folded");
+  CHECK(folded_text(back->profile) == folded_text(now));
+  for (const Frame& f : back->profile.frames()) CHECK(f.name != "only_in_base");
+}
+
+TEST_CASE("html page: other pages and damaged data are refused with the reason") {
+  auto foreign = read_html("<!DOCTYPE html><html><body><script>var x = 1;</script></body></html>");
+  REQUIRE_FALSE(foreign);
+  CHECK(foreign.error().find("not an ember flamegraph") != std::string::npos);
+
+  std::string page = page_of(recorded());
+  auto cut = read_html(page.substr(0, page.find("\"stacks\"")));
+  REQUIRE_FALSE(cut);
+  CHECK(cut.error().find("cut short") != std::string::npos);
+
+  std::string bad_frame = page;
+  size_t frames = bad_frame.find("\"frames\":[") + 10;
+  bad_frame.replace(frames, 1, "9999");  // the first frame's name index
+  auto missing = read_html(bad_frame);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().find("missing name") != std::string::npos);
+
+  std::string bad_total = page;
+  size_t total = bad_total.find("\"total\":12");
+  bad_total.replace(total, 10, "\"total\":13");
+  CHECK_FALSE(read_html(bad_total));
+
+  std::string bad_version = page;
+  bad_version.replace(bad_version.find("\"version\":1"), 11, "\"version\":2");
+  auto v2 = read_html(bad_version);
+  REQUIRE_FALSE(v2);
+  CHECK(v2.error().find("version 2") != std::string::npos);
+
+  std::string not_json = page;
+  not_json.replace(not_json.find("{\"version\""), 1, "[");
+  CHECK_FALSE(read_html(not_json));
+
+  std::string template_only = page_of(recorded());
+  size_t open = template_only.find("{\"version\"");
+  template_only.replace(open, template_only.find("</script>", open) - open, "@EMBER_DATA@");
+  auto empty = read_html(template_only);
+  REQUIRE_FALSE(empty);
+  CHECK(empty.error().find("template") != std::string::npos);
 }

@@ -70,6 +70,21 @@ TEST_CASE("output format follows the extension") {
   CHECK(bad.error().find(".html") != std::string::npos);
 }
 
+TEST_CASE("the output extensions help lists are the ones format_for_path accepts") {
+  std::string listed = output_extensions_text();
+  for (const OutputExtension& e : kOutputExtensions) {
+    INFO(e.extension);
+    CHECK(format_for_path("dir/x" + std::string(e.extension)) == e.format);
+    CHECK(listed.find(e.extension) != std::string::npos);
+  }
+  CHECK(listed == ".html (flamegraph), .folded, .txt or .collapsed (folded stacks), .pb.gz or .pprof (pprof)");
+  // Near misses are refused rather than guessed.
+  for (const char* other : {"x.htm", "x.gz", "x.pb", "x.svg", "x.json", ".html"}) {
+    INFO(other);
+    CHECK_FALSE(format_for_path(other));
+  }
+}
+
 TEST_CASE("output is written whole, with nothing left beside it") {
   TempDir dir;
   std::string path = (dir.path / "out.folded").string();

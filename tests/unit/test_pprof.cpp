@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include <sstream>
 
@@ -25,7 +26,101 @@ Profile sample_profile() {
   return p;
 }
 
+// The file names of a pprof's mappings, in the file's order: a minimal
+// protobuf walk (top-level field 3 = Mapping, its field 5 = filename;
+// field 6 = the string table), independent of decode_pprof.
+std::vector<std::string> mapping_files(const std::string& gz) {
+  std::string raw(64 << 20, '\0');
+  uLongf size = raw.size();
+  z_stream z{};
+  inflateInit2(&z, 15 + 16);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  z.next_out = reinterpret_cast<Bytef*>(raw.data());
+  z.avail_out = static_cast<uInt>(size);
+  REQUIRE(inflate(&z, Z_FINISH) == Z_STREAM_END);
+  raw.resize(z.total_out);
+  inflateEnd(&z);
+  size_t pos = 0;
+  auto varint = [](const std::string& b, size_t& at) {
+    uint64_t v = 0;
+    for (int shift = 0; at < b.size(); shift += 7) {
+      uint8_t c = static_cast<uint8_t>(b[at++]);
+      v |= uint64_t{c & 0x7fu} << shift;
+      if (!(c & 0x80)) break;
+    }
+    return v;
+  };
+  std::vector<std::string> strings;
+  std::vector<uint64_t> filenames;
+  while (pos < raw.size()) {
+    uint64_t key = varint(raw, pos);
+    if ((key & 7) == 0) {
+      varint(raw, pos);
+      continue;
+    }
+    REQUIRE((key & 7) == 2);
+    size_t n = varint(raw, pos);
+    std::string body = raw.substr(pos, n);
+    pos += n;
+    if (key >> 3 == 6) strings.push_back(body);
+    if (key >> 3 != 3) continue;
+    uint64_t filename = 0;
+    for (size_t at = 0; at < body.size();) {
+      uint64_t k = varint(body, at);
+      uint64_t v = varint(body, at);  // Mapping's fields are all varints
+      if (k >> 3 == 5) filename = v;
+    }
+    filenames.push_back(filename);
+  }
+  std::vector<std::string> out;
+  for (uint64_t f : filenames) out.push_back(f < strings.size() ? strings[f] : "?");
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("pprof's first mapping is the main binary: the program whose stacks weigh most") {
+  // Two processes on a host: the shell runs more stacks, the server more
+  // weight; libraries and the kernel are never the main binary, however
+  // heavy.
+  Profile p;
+  FrameId server = p.intern({"server", FrameKind::Process, {}});
+  FrameId sh = p.intern({"sh", FrameKind::Process, {}});
+  FrameId start = p.intern({"__libc_start_call_main", FrameKind::Native, "/usr/lib/x86_64-linux-gnu/libc.so.6"});
+  FrameId serve = p.intern({"serve", FrameKind::Native, "/opt/srv/bin/server"});
+  FrameId ssl = p.intern({"SSL_read", FrameKind::Native, "/usr/lib/libssl.so.3"});
+  FrameId ext = p.intern({"PyInit_x", FrameKind::Native, "/usr/lib/python3/x.cpython-311-x86_64-linux-gnu.so"});
+  FrameId shell = p.intern({"main", FrameKind::Native, "/bin/bash"});
+  FrameId read = p.intern({"vfs_read", FrameKind::Kernel, "[kernel]"});
+  p.add(std::vector<FrameId>{server, start, serve, ssl, read}, 50);
+  p.add(std::vector<FrameId>{server, start, serve, serve}, 10);  // recursion counts the stack once
+  p.add(std::vector<FrameId>{sh, start, shell, ext}, 20);
+  p.add(std::vector<FrameId>{sh, start, shell, read}, 20);
+  p.add(std::vector<FrameId>{sh, start, shell}, 15);
+  auto files = mapping_files(encode_pprof(p));
+  REQUIRE(files.size() == 6);
+  CHECK(files[0] == "/opt/srv/bin/server");  // 60 against /bin/bash's 55
+  // The rest by name.
+  CHECK(files[1] == "/bin/bash");
+  CHECK(files[2] == "/usr/lib/libssl.so.3");
+  CHECK(files[5] == "[kernel]");
+
+  // Only libraries and the kernel: no program to put first, plain order.
+  Profile libs;
+  FrameId a = libs.intern({"f", FrameKind::Native, "/usr/lib/libz.so.1"});
+  FrameId k = libs.intern({"g", FrameKind::Kernel, "[kernel]"});
+  libs.add(std::vector<FrameId>{a, k}, 1);
+  CHECK(mapping_files(encode_pprof(libs)) == std::vector<std::string>{"/usr/lib/libz.so.1", "[kernel]"});
+
+  // With several event types, the default one (the first) decides.
+  Profile cpu, offcpu;
+  offcpu.event = "offcpu", offcpu.unit = "ns";
+  cpu.add(std::vector<FrameId>{cpu.intern({"work", FrameKind::Native, "/usr/bin/worker"})}, 5);
+  offcpu.add(std::vector<FrameId>{offcpu.intern({"wait", FrameKind::Native, "/usr/bin/waiter"})}, 5000);
+  const Profile* both[] = {&cpu, &offcpu};
+  CHECK(mapping_files(encode_pprof(both)).front() == "/usr/bin/worker");
+}
 
 TEST_CASE("pprof round trip keeps stacks, kinds, modules, pid and thread labels") {
   Profile original = sample_profile();
@@ -40,6 +135,32 @@ TEST_CASE("pprof round trip keeps stacks, kinds, modules, pid and thread labels"
   CHECK(folded_text(*back) == folded_text(original));
   for (const Frame& f : back->frames())
     if (f.name == "main") CHECK(f.module == "/usr/bin/app");
+}
+
+TEST_CASE("pprof: a sample type is chosen by name, and a wrong name lists those there are") {
+  Profile cpu = sample_profile(), offcpu;
+  offcpu.event = "offcpu", offcpu.unit = "ns";
+  offcpu.add(std::vector<FrameId>{offcpu.intern({"wait", FrameKind::Native, {}})}, 5000);
+  const Profile* both[] = {&cpu, &offcpu};
+  std::string bytes = encode_pprof(both);
+  SampleTypes types;
+  auto first = decode_pprof(bytes, {}, &types);
+  REQUIRE(first);
+  CHECK(types.names == std::vector<std::string>{"cpu-clock", "cpu", "offcpu"});
+  CHECK(types.read == 0);
+  CHECK(first->total() == 12);
+  auto off = decode_pprof(bytes, "offcpu", &types);
+  REQUIRE(off);
+  CHECK(types.read == 2);
+  CHECK(off->event == "offcpu");
+  CHECK(off->unit == "ns");
+  CHECK(folded_text(*off) == "wait 5000\n");
+  auto ns = decode_pprof(bytes, "cpu");
+  REQUIRE(ns);
+  CHECK(ns->total() == 12 * cpu.period_ns);
+  auto wrong = decode_pprof(bytes, "wall");
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error() == "pprof: no sample type 'wall' in it; it holds cpu-clock, cpu, offcpu");
 }
 
 TEST_CASE("pprof keeps the recording's facts as comments") {

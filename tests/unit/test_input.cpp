@@ -1,0 +1,124 @@
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "flamegraph/folded.h"
+#include "flamegraph/html.h"
+#include "flamegraph/input.h"
+#include "flamegraph/pprof.h"
+#include "temp_dir.h"
+
+using namespace ember::flamegraph;
+
+namespace {
+
+Profile two_stacks() {
+  Profile p;
+  p.period_ns = 1'000'000;
+  FrameId proc = p.intern({"app", FrameKind::Process, {}});
+  FrameId main = p.intern({"main", FrameKind::Native, "/usr/bin/app"});
+  FrameId work = p.intern({"work", FrameKind::Native, "/usr/bin/app"});
+  p.add(std::vector<FrameId>{proc, main, work}, 5);
+  p.add(std::vector<FrameId>{proc, main}, 2);
+  return p;
+}
+
+struct Files {
+  TempDir dir;
+  std::string put(const std::string& name, std::string_view bytes) {
+    std::string path = (dir.path / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+};
+
+std::string html_of(const Profile& p) {
+  std::ostringstream out;
+  write_html(p, {}, out);
+  return out.str();
+}
+
+std::string gunzipped(const std::string& gz) {
+  std::string raw(1 << 20, '\0');
+  uLongf size = raw.size();
+  z_stream z{};
+  inflateInit2(&z, 15 + 16);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  z.next_out = reinterpret_cast<Bytef*>(raw.data());
+  z.avail_out = static_cast<uInt>(size);
+  REQUIRE(inflate(&z, Z_FINISH) == Z_STREAM_END);
+  raw.resize(z.total_out);
+  inflateEnd(&z);
+  return raw;
+}
+
+}  // namespace
+
+TEST_CASE("read_profile: ember's HTML, folded and pprof of one profile read the same") {
+  Files f;
+  Profile p = two_stacks();
+  for (const std::string& path : {f.put("a.html", html_of(p)), f.put("a.folded", folded_text(p)),
+                                  f.put("a.pb.gz", encode_pprof(p)), f.put("a-html-named.txt", html_of(p))}) {
+    INFO(path);
+    auto r = read_profile(path);
+    REQUIRE(r);
+    CHECK(folded_text(r->profile) == folded_text(p));
+    CHECK(r->profile.total() == 7);
+    CHECK(r->warnings.empty());
+  }
+  // Uncompressed pprof is told by its bytes, whatever its name.
+  auto raw = read_profile(f.put("raw.bin", gunzipped(encode_pprof(p))));
+  REQUIRE(raw);
+  CHECK(folded_text(raw->profile) == folded_text(p));
+}
+
+TEST_CASE("read_profile: what is not a profile is refused with the reason") {
+  Files f;
+  std::string random;
+  for (int i = 0; i < 4096; ++i) random += static_cast<char>((i * 2654435761u) >> 13);
+  std::string png = std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16) + std::string(64, '\x7f');
+  std::string gz = encode_pprof(two_stacks());
+  struct Case {
+    std::string name, bytes, why;
+  } cases[] = {
+      {"random", random, "binary data"},
+      {"x.png", png, "binary data"},
+      {"empty.folded", "", "is empty"},
+      {"foreign.html", "<!DOCTYPE html>\n<html><body>hello</body></html>\n", "not an ember flamegraph"},
+      {"upper.HTML", "  <HTML><body></body></HTML>", "not an ember flamegraph"},
+      {"graph.svg", "<?xml version=\"1.0\"?>\n<svg></svg>\n", "XML or SVG"},
+      {"cut.pb.gz", gz.substr(0, gz.size() / 2), "truncated"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto r = read_profile(f.put(c.name, c.bytes));
+    REQUIRE_FALSE(r);
+    CHECK(r.error().find(c.why) != std::string::npos);
+    CHECK(r.error().find(c.name) != std::string::npos);
+  }
+}
+
+TEST_CASE("read_profile: --event chooses a pprof's sample type and is refused on one-graph files") {
+  Files f;
+  Profile cpu = two_stacks(), offcpu;
+  offcpu.event = "offcpu", offcpu.unit = "ns";
+  offcpu.add(std::vector<FrameId>{offcpu.intern({"wait", FrameKind::Native, {}})}, 9000);
+  const Profile* both[] = {&cpu, &offcpu};
+  std::string pb = f.put("m.pb.gz", encode_pprof(both));
+  auto r = read_profile(pb, {"offcpu"});
+  REQUIRE(r);
+  CHECK(r->profile.event == "offcpu");
+  CHECK(r->profile.total() == 9000);
+  CHECK(r->sample_types.names == std::vector<std::string>{"cpu-clock", "cpu", "offcpu"});
+  auto wrong = read_profile(pb, {"wall"});
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().find("it holds cpu-clock, cpu, offcpu") != std::string::npos);
+  for (const std::string& one : {f.put("a.html", html_of(cpu)), f.put("a.folded", folded_text(cpu))}) {
+    auto refused = read_profile(one, {"cpu-clock"});
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().find("one graph") != std::string::npos);
+  }
+}
