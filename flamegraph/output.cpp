@@ -56,9 +56,18 @@ std::expected<void, std::string> open_temp(const std::string& path, TempFile& tm
   return std::unexpected("cannot write " + path + ": " + errno_text(errno));
 }
 
-// Complete or absent: written to a temporary name in the same directory,
-// given to the sudo user, then renamed (which replaces a link at `path`
-// rather than writing through it).
+// A decimal id, as sudo writes it; nothing else.
+std::optional<unsigned> parse_id(const char* text) {
+  if (!text || !*text) return std::nullopt;
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(text, text + std::strlen(text), value);
+  if (ec != std::errc() || *end != '\0' || value == static_cast<unsigned>(-1)) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+// A rename replaces a link at `path` rather than writing through it.
 std::expected<void, std::string> write_atomically(const std::string& path, std::string_view data) {
   TempFile tmp;
   if (auto r = open_temp(path, tmp); !r) return r;
@@ -81,17 +90,6 @@ std::expected<void, std::string> write_atomically(const std::string& path, std::
   tmp.name.clear();
   return {};
 }
-
-// A decimal id, as sudo writes it; nothing else.
-std::optional<unsigned> parse_id(const char* text) {
-  if (!text || !*text) return std::nullopt;
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(text, text + std::strlen(text), value);
-  if (ec != std::errc() || *end != '\0' || value == static_cast<unsigned>(-1)) return std::nullopt;
-  return value;
-}
-
-}  // namespace
 
 std::optional<FileOwner> invoking_user() {
   if (geteuid() != 0) return std::nullopt;

@@ -48,6 +48,11 @@ struct FileOwner {
 // leaves x.html as theirs; otherwise nobody else than this process.
 std::optional<FileOwner> invoking_user();
 
+// Writes `data` to `path` complete or not at all, as every output of
+// ember's: a new temporary file beside it (mode 0644 less the umask, under
+// sudo the user's), then renamed over it.
+std::expected<void, std::string> write_atomically(const std::string& path, std::string_view data);
+
 // Fails, with the reason, if `path` could not be created now (missing
 // directory, no permission, read-only file system). Leaves nothing behind.
 std::expected<void, std::string> check_writable(const std::string& path);

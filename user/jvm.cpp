@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "flamegraph/output.h"
 #include "user/java_attach.h"
 
 namespace ember {
@@ -221,31 +222,6 @@ int run_live(const JvmOptions& o) {
   return 0;
 }
 
-// Writes `text` to `path` whole or not at all: a temporary name, then rename.
-std::expected<void, std::string> write_file(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".XXXXXX";
-  int fd = mkstemp(tmp.data());
-  if (fd < 0) return std::unexpected("cannot write " + path + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return std::unexpected("cannot write " + path + ": " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  fchmod(fd, 0644);
-  if (close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return std::unexpected("cannot write " + path + ": " + std::strerror(err));
-  }
-  return {};
-}
 
 std::string signed_number(int64_t v) {
   char buf[32];
@@ -333,7 +309,7 @@ int run_histo(const JvmOptions& o) {
   }
   if (!o.save.empty()) {
     std::string comment = "JVM " + std::to_string(o.pid) + ", " + objects + ", " + utc_now();
-    if (auto w = write_file(o.save, histogram_text(*now, comment)); !w) return fail(w.error());
+    if (auto w = flamegraph::write_atomically(o.save, histogram_text(*now, comment)); !w) return fail(w.error());
     std::fprintf(stderr, "ember: saved the histogram to %s\n", o.save.c_str());
   }
   return 0;

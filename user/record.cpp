@@ -177,8 +177,9 @@ std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>
       view.kinds = 1u << EMBER_KIND_MALLOC;
       view.live_only = live;
     } else {
-      return std::unexpected("unknown event '" + name +
-                             "': ember record samples cpu-clock (default), cycles, offcpu, wall, lock, malloc or alloc (Java)");
+      std::string known;
+      for (const RecordEventDoc& e : kRecordEvents) known += (known.empty() ? "" : ", ") + std::string(e.name);
+      return std::unexpected("unknown event '" + name + "': ember record samples " + known);
     }
     if (std::any_of(plan.views.begin(), plan.views.end(), [&](const EventView& v) { return v.name == name; }))
       return std::unexpected("-e " + name + " is given twice");
