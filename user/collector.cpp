@@ -409,11 +409,17 @@ flamegraph::Profile Collector::build(size_t view) {
     auto append = [&](std::span<const uint64_t> ips, const std::unordered_map<uint64_t, Named>& names, bool user,
                       bool leaf_first = false) {
       // An off-CPU stack (or a waker's) is taken inside a BPF program on a
-      // scheduler tracepoint: its own frames (and the tracepoint's runner)
-      // above __schedule (or try_to_wake_up) are ember's, not the thread's.
+      // scheduler tracepoint: its own frames and the tracepoint's above
+      // __schedule (or try_to_wake_up) are ember's, not the thread's. With
+      // another program on the same tracepoint (a second ember, offcputime)
+      // the kernel calls them through __traceiter_* (seen on 6.x), not
+      // straight from the static call.
       size_t leaf = 0;
-      for (size_t i = 0; !user && key.offcpu && i < std::min<size_t>(ips.size(), 4); ++i)
-        if (name_of(names, ips, i).starts_with("bpf_trace_run")) leaf = i + 1;
+      for (size_t i = 0; !user && key.offcpu && i < std::min<size_t>(ips.size(), 6); ++i) {
+        const std::string& name = name_of(names, ips, i);
+        if (name.starts_with("bpf_trace_run") || name.starts_with("__bpf_trace_") || name.starts_with("__traceiter_"))
+          leaf = i + 1;
+      }
       for (size_t j = leaf; j < ips.size(); ++j) {
         size_t i = leaf_first ? j : ips.size() - 1 - (j - leaf);
         if (user && is_jit_token(ips[i])) {

@@ -13,3 +13,20 @@ echo "lock: workers waited $((waits / 1000000)) ms in futex waits; they measured
 (( waits * 100 >= truth * 90 && waits * 100 <= truth * 110 )) || fail "$waits ns, not $truth ns ±10%: $(cat "$TMP/lock.folded")"
 assert_absent "$TMP/lock.folded" 'hold_lock' "the holder's sleep (not a futex) counted as a lock wait"
 assert_contains "$TMP/err" "waiting for locks \\(mutexes"
+
+# With a second program on the scheduler's tracepoints (another ember here;
+# offcputime or an always-on agent in production) the kernel reaches them
+# through __traceiter_sched_switch: the stacks must not change.
+"$EMBER" record -e offcpu -o "$TMP/other.folded" --progress-fd 3 3>"$TMP/other.progress" -- sleep 60 2>/dev/null &
+other=$!
+BACKGROUND+=($other)
+for _ in $(seq 100); do [ -s "$TMP/other.progress" ] && break; sleep 0.1; done
+[ -s "$TMP/other.progress" ] || fail "the second recording did not start"
+"$EMBER" record -e lock --no-java -o "$TMP/lock2.folded" -- "$WORKLOADS/lock_contention" 10 20 >"$TMP/out" 2>"$TMP/err" ||
+	fail "beside another recording: ember exited $?: $(cat "$TMP/err")"
+kill -INT $other
+truth=$(awk '/^waited_ns/ { print $2 }' "$TMP/out")
+waits=$(weight "$TMP/lock2.folded" ';worker;.*futex_wait_\[k\].*__schedule_\[k\] [0-9]+$')
+echo "beside another recording: $((waits / 1000000)) ms in futex waits; measured $((truth / 1000000)) ms"
+(( waits * 100 >= truth * 90 && waits * 100 <= truth * 110 )) || fail "beside another recording: $waits ns, not $truth ns ±10%: $(cat "$TMP/lock2.folded")"
+assert_absent "$TMP/lock2.folded" '__traceiter_|bpf_trace_run' "the tracepoint's own frames are in the stacks"
