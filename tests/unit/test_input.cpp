@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-#include <zlib.h>
 
 #include <fstream>
 #include <sstream>
@@ -8,6 +7,7 @@
 #include "flamegraph/html.h"
 #include "flamegraph/input.h"
 #include "flamegraph/pprof.h"
+#include "gunzip.h"
 #include "temp_dir.h"
 
 using namespace ember::flamegraph;
@@ -40,20 +40,6 @@ std::string html_of(const Profile& p) {
   return out.str();
 }
 
-std::string gunzipped(const std::string& gz) {
-  std::string raw(1 << 20, '\0');
-  uLongf size = raw.size();
-  z_stream z{};
-  inflateInit2(&z, 15 + 16);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  z.avail_in = static_cast<uInt>(gz.size());
-  z.next_out = reinterpret_cast<Bytef*>(raw.data());
-  z.avail_out = static_cast<uInt>(size);
-  REQUIRE(inflate(&z, Z_FINISH) == Z_STREAM_END);
-  raw.resize(z.total_out);
-  inflateEnd(&z);
-  return raw;
-}
 
 }  // namespace
 

@@ -1,11 +1,11 @@
 #include <catch2/catch.hpp>
-#include <zlib.h>
 
 #include <sstream>
 
 #include "flamegraph/folded.h"
 #include "flamegraph/pprof.h"
 #include "flamegraph/table.h"
+#include "gunzip.h"
 
 using namespace ember::flamegraph;
 
@@ -30,17 +30,7 @@ Profile sample_profile() {
 // protobuf walk (top-level field 3 = Mapping, its field 5 = filename;
 // field 6 = the string table), independent of decode_pprof.
 std::vector<std::string> mapping_files(const std::string& gz) {
-  std::string raw(64 << 20, '\0');
-  uLongf size = raw.size();
-  z_stream z{};
-  inflateInit2(&z, 15 + 16);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  z.avail_in = static_cast<uInt>(gz.size());
-  z.next_out = reinterpret_cast<Bytef*>(raw.data());
-  z.avail_out = static_cast<uInt>(size);
-  REQUIRE(inflate(&z, Z_FINISH) == Z_STREAM_END);
-  raw.resize(z.total_out);
-  inflateEnd(&z);
+  std::string raw = gunzipped(gz);
   size_t pos = 0;
   auto varint = [](const std::string& b, size_t& at) {
     uint64_t v = 0;
