@@ -28,6 +28,23 @@ background() {
 	BACKGROUND+=($!)
 }
 
+# Waits until the ember record of PID samples: a perf event open on each
+# online CPU and as many BPF links (ember attaches each event as it opens
+# it). Starting an `ember record -a` takes from 0.3 s idle to seconds on a
+# busy machine: a fixed sleep before the workload it must see is a race.
+wait_sampling() {
+	local pid=$1 cpus events links
+	cpus=$(getconf _NPROCESSORS_ONLN)
+	for _ in $(seq 300); do
+		kill -0 "$pid" 2>/dev/null || fail "ember ($pid) exited before sampling"
+		events=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c 'anon_inode:\[perf_event\]')
+		links=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c 'anon_inode:bpf_link')
+		(( events >= cpus && links >= events )) && return
+		sleep 0.1
+	done
+	fail "ember ($pid) not sampling after 30 s"
+}
+
 # Sum of the counts of folded lines matching an extended regex.
 weight() { grep -E -- "$2" "$1" | awk '{ s += $NF } END { printf "%.0f\n", s }'; }
 total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }

@@ -15,12 +15,13 @@ echo "spinner: $n samples"
 
 # A process that starts and exits inside the recording is still named: its
 # mappings and files were captured at its first sample.
-"$EMBER" record -a -F 999 -d 3 --pid-frames -o "$TMP/short.folded" 2>"$TMP/err" &
+"$EMBER" record -a -F 999 --pid-frames -o "$TMP/short.folded" 2>"$TMP/err" &
 ember=$!
-sleep 1
+wait_sampling $ember
 "$WORKLOADS/cpu_split" 0.05 &
 short=$!
 wait $short
+kill -INT $ember
 wait $ember || fail "ember exited $?: $(cat "$TMP/err")"
 assert_contains "$TMP/short.folded" "^cpu_split \\($short\\);.*main;run_split;hot_a;work_unit [0-9]+\$" \
 	"short-lived process $short not symbolized after it exited"
