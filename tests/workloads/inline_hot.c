@@ -1,6 +1,7 @@
 /* Hot code that the compiler inlines: run_inline calls hot_outer, which
  * calls hot_leaf, both always inlined (even under -fno-inline), so the
- * profile shows them only through DWARF. Usage: inline_hot [seconds].
+ * profile shows them only through DWARF. Usage: inline_hot [seconds]
+ * (of CPU time, so a busy machine does not thin the samples of a test).
  *
  * Nearly all the time is spent inside hot_leaf, on purpose. A timer
  * interrupt is taken where retirement stands, so in a loop whose time is one
@@ -32,10 +33,10 @@ static inline __attribute__((always_inline)) void hot_outer(unsigned long n)
 
 __attribute__((noinline)) void run_inline(double seconds)
 {
-	struct timespec start = now();
+	double end = cpu_seconds_used() + seconds;
 	do
 		hot_outer(100000);
-	while (seconds_since(start) < seconds);
+	while (cpu_seconds_used() < end);
 }
 
 int main(int argc, char **argv)
