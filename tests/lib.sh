@@ -45,6 +45,22 @@ wait_sampling() {
 	fail "ember ($pid) not sampling after 30 s"
 }
 
+# Waits until the JVM PID runs each METHOD (Class.method) compiled by C2,
+# as `jcmd PID Compiler.codelist` lists it ("id level state name"): how long
+# that takes after start-up depends on how busy the machine is.
+wait_compiled() {
+	local pid=$1 list m missing
+	shift
+	for _ in $(seq 60); do
+		list=$(jcmd "$pid" Compiler.codelist 2>/dev/null)
+		missing=""
+		for m in "$@"; do grep -qE "^[0-9]+ 4 0 $m\(" <<<"$list" || missing+=" $m"; done
+		[ -z "$missing" ] && return
+		sleep 0.5
+	done
+	fail "JVM $pid has not compiled$missing with C2 after a minute"
+}
+
 # Sum of the counts of folded lines matching an extended regex.
 weight() { grep -E -- "$2" "$1" | awk '{ s += $NF } END { printf "%.0f\n", s }'; }
 total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }

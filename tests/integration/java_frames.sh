@@ -40,7 +40,7 @@ echo "complete Java stacks: $complete of $java_samples"
 "${JAVA[@]}" -XX:+PreserveFramePointer Workload 60 >/dev/null &
 jvm=$!
 BACKGROUND+=($jvm)
-sleep 2
+wait_compiled "$jvm" Workload.hotA Workload.hotB
 "$EMBER" record -p "$jvm" -F 199 -d 4 -o "$TMP/attach.folded" 2>"$TMP/attach.err" ||
 	fail "attach: ember exited $?: $(cat "$TMP/attach.err")"
 grep -q "PreserveFramePointer" "$TMP/attach.err" && fail "attach: false PreserveFramePointer warning: $(cat "$TMP/attach.err")"
@@ -64,7 +64,7 @@ ls /tmp/ember-*-"$jvm".jitmap 2>/dev/null && fail "code maps left behind after t
 "${JAVA[@]}" Workload 30 >/dev/null &
 nofp=$!
 BACKGROUND+=($nofp)
-sleep 2
+wait_compiled "$nofp" Workload.hotA Workload.hotB
 "$EMBER" record -p "$nofp" -d 2 -o "$TMP/nofp.folded" 2>"$TMP/nofp.err" || fail "no-fp: ember exited $?"
 [ "$(grep -c 'runs without -XX:+PreserveFramePointer' "$TMP/nofp.err")" = 1 ] || fail "no-fp: message not said once: $(cat "$TMP/nofp.err")"
 assert_contains "$TMP/nofp.folded" 'Workload\.hot[AB]_\[(j|i)\]' "no-fp: leaf Java frames missing"

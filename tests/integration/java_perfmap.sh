@@ -11,7 +11,7 @@ java -XX:+PreserveFramePointer -cp "$TMP/classes" Workload 30 >/dev/null &
 jvm=$!
 BACKGROUND+=($jvm)
 trap 'rm -f /tmp/perf-$jvm.map; cleanup' EXIT
-sleep 3 # let the hot methods compile
+wait_compiled "$jvm" Workload.hotA Workload.hotB Workload.writeChunk
 
 "$EMBER" record -p "$jvm" -F 199 -d 3 -o "$TMP/agent.folded" 2>"$TMP/err" || fail "agent: ember exited $?: $(cat "$TMP/err")"
 jcmd "$jvm" Compiler.perfmap >/dev/null || fail "jcmd Compiler.perfmap failed"
