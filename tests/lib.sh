@@ -45,20 +45,26 @@ wait_sampling() {
 	fail "ember ($pid) not sampling after 30 s"
 }
 
-# Waits until the JVM PID runs each METHOD (Class.method) compiled by C2,
-# as `jcmd PID Compiler.codelist` lists it ("id level state name"): how long
-# that takes after start-up depends on how busy the machine is.
+# Waits until a JVM started with -XX:+PrintCompilation, its standard output
+# in LOG, has compiled each METHOD: Class::method by C2, or Class::method@
+# (its loop, on-stack replacement) at any tier. How long that takes after
+# start-up depends on how busy the machine is.
 wait_compiled() {
-	local pid=$1 list m missing
+	local log=$1 m re missing
 	shift
-	for _ in $(seq 60); do
-		list=$(jcmd "$pid" Compiler.codelist 2>/dev/null)
+	for _ in $(seq 600); do
 		missing=""
-		for m in "$@"; do grep -qE "^[0-9]+ 4 0 $m\(" <<<"$list" || missing+=" $m"; done
+		for m in "$@"; do
+			case $m in
+			*@) re="^ +[0-9]+ +[0-9]+ +%[sbn! ]*[1-4] +${m%@} @" ;;
+			*) re="^ +[0-9]+ +[0-9]+ +[sbn! ]*4 +$m \\(" ;;
+			esac
+			grep -E "$re" "$log" 2>/dev/null | grep -vq 'made not entrant' || missing+=" $m"
+		done
 		[ -z "$missing" ] && return
-		sleep 0.5
+		sleep 0.1
 	done
-	fail "JVM $pid has not compiled$missing with C2 after a minute"
+	fail "the JVM has not compiled$missing after a minute ($log)"
 }
 
 # Sum of the counts of folded lines matching an extended regex.

@@ -10,12 +10,12 @@ javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
 # hotA and hotB stay methods of their own: C2 may otherwise inline them
 # into main's OSR code, at a moment that depends on the load, between the
 # two recordings (and the perf map does not list OSR code).
-java -XX:+PreserveFramePointer -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Workload::hotA \
-	-XX:CompileCommand=dontinline,Workload::hotB -cp "$TMP/classes" Workload 30 >/dev/null &
+java -XX:+PreserveFramePointer -XX:+PrintCompilation -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Workload::hotA \
+	-XX:CompileCommand=dontinline,Workload::hotB -cp "$TMP/classes" Workload 30 >"$TMP/jit.log" &
 jvm=$!
 BACKGROUND+=($jvm)
 trap 'rm -f /tmp/perf-$jvm.map; cleanup' EXIT
-wait_compiled "$jvm" Workload.hotA Workload.hotB Workload.writeChunk
+wait_compiled "$TMP/jit.log" Workload::hotA Workload::hotB Workload::writeChunk
 
 "$EMBER" record -p "$jvm" --threads -F 999 -d 3 -o "$TMP/agent.folded" 2>"$TMP/err" || fail "agent: ember exited $?: $(cat "$TMP/err")"
 jcmd "$jvm" Compiler.perfmap >/dev/null || fail "jcmd Compiler.perfmap failed"
