@@ -22,7 +22,8 @@ share_of() {
 
 # --- start-up: the agent comes in through JAVA_TOOL_OPTIONS. 999 Hz: on a
 # busy machine main gets a fraction of a CPU, and the shares compared below
-# need hundreds of samples (at 199 Hz, 10-15 points apart was 2.7 sigma).
+# need hundreds of samples (at 199 Hz and load 12 it had 154: 15 points
+# apart was then 2.7 sigma).
 "$EMBER" record -F 999 --threads -o "$TMP/start.folded" -- "${JAVA[@]}" Workload 6 2>"$TMP/start.err" ||
 	fail "start-up: ember exited $?: $(cat "$TMP/start.err")"
 out=$TMP/start.folded

@@ -6,7 +6,8 @@
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 # The burst starts once ember samples and ends it (SIGINT): on a busy
-# machine a fixed window missed processes at either end.
+# machine, a 5 s window opened after a 1 s sleep could miss processes at
+# either end.
 "$EMBER" record -a --no-java -F 999 --pid-frames -o "$TMP/out.folded" 2>"$TMP/err" &
 ember=$!
 wait_sampling $ember
