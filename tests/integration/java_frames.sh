@@ -28,7 +28,7 @@ share_of() {
 	fail "start-up: ember exited $?: $(cat "$TMP/start.err")"
 out=$TMP/start.folded
 assert_contains "$out" '^java;\[java tid=[0-9]+\];.*JavaMain;.*;Workload\.main_\[(j|i)\];(.*;)?Workload\.hotA_\[(j|i)\]' \
-	"no java;...;JavaMain;...;Workload.main_[j];...;Workload.hotA chain"
+	"no java;...;JavaMain;...;Workload.main_[j];...;Workload.hotA chain: $(grep 'JavaMain' "$out" | sort -t' ' -k2 -nr | head -3 | cut -c1-600) $(grep '^  java' "$TMP/start.err")"
 assert_contains "$out" ';start_thread;|thread_native_entry' "no JVM native frames at the thread root"
 assert_contains "$out" 'Workload\.writeChunk_\[(j|i)\];.*;[a-z_0-9]+_\[k\]' "no kernel frames under a Java method"
 assert_contains "$out" '^java;\[C[12] CompilerThre tid=[0-9]+\];' "JIT compiler thread not under its name"
@@ -57,13 +57,22 @@ diff=$(( attach_share - start_share ))
 (( diff <= 150 )) || fail "top methods differ: hotA share $start_share at start-up, $attach_share attached"
 
 # --- 20 attach/detach cycles under load leave the JVM healthy
+embers=()
 for i in $(seq 20); do
-	"$EMBER" record -p "$jvm" -d 0.2 -o "$TMP/cycle.folded" 2>"$TMP/cycle.err" || fail "cycle $i: ember exited $?: $(cat "$TMP/cycle.err")"
+	"$EMBER" record -p "$jvm" -d 0.2 -o "$TMP/cycle.folded" 2>"$TMP/cycle.err" &
+	embers+=($!)
+	wait $! || fail "cycle $i: ember exited $?: $(cat "$TMP/cycle.err")"
 done
 kill -0 "$jvm" || fail "JVM died during attach/detach cycles"
-"$EMBER" record -p "$jvm" -d 1 -o "$TMP/after.folded" 2>/dev/null || fail "attach after the cycles failed"
+"$EMBER" record -p "$jvm" -d 1 -o "$TMP/after.folded" 2>/dev/null &
+embers+=($!)
+wait $! || fail "attach after the cycles failed"
 assert_contains "$TMP/after.folded" 'Workload\.hotA_\[(j|i)\]' "no Java frames after 20 cycles"
-ls /tmp/ember-*-"$jvm".jitmap 2>/dev/null && fail "code maps left behind after the cycles"
+# The code maps of these recordings only (/tmp/ember-EMBER-JVM.jitmap): a
+# system-wide ember elsewhere on the machine attaches to this JVM too.
+for e in "${embers[@]}"; do
+	[ ! -e "/tmp/ember-$e-$jvm.jitmap" ] || fail "code map /tmp/ember-$e-$jvm.jitmap left behind after the cycles"
+done
 
 # --- no -XX:+PreserveFramePointer: said once with the fix, no garbage frames
 "${JAVA[@]}" -XX:+PrintCompilation Workload 30 >"$TMP/nofp.jit" &
