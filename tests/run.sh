@@ -4,7 +4,8 @@
 #   unit:        build/unit-tests (Catch2, no root, under ASan + UBSan)
 #   integration: tests/integration/*.sh (exit 0 pass, 77 skip, else fail)
 # Usage: tests/run.sh [--repeat N] [NAME_FILTER]
-#   NAME_FILTER   run only the integration scripts whose name contains it
+#   NAME_FILTER   run only the integration scripts whose file name contains
+#                 it (record_offcpu: two scripts; record_offcpu.sh: one)
 #   --repeat N    run each matching integration script N times in a row and
 #                 count every run (a flaky test shows as some failed runs);
 #                 the unit tests are skipped: repeating is for hunting chance
@@ -68,7 +69,7 @@ run_script() {
 echo "== integration tests"
 for t in tests/integration/*.sh; do
 	name=$(basename "$t" .sh)
-	[[ -n $filter && $name != *$filter* ]] && continue
+	[[ -n $filter && $(basename "$t") != *$filter* ]] && continue
 	if (( repeat )); then
 		for (( i = 1; i <= repeat; i++ )); do run_script "$t" "$name [run $i/$repeat]"; done
 	else
