@@ -23,8 +23,9 @@ off=$TMP/out.offcpu.folded
 a=$(weight "$off" ';main;waitA;.*__schedule_\[k\] [0-9]+$')
 b=$(weight "$off" ';main;waitB;.*__schedule_\[k\] [0-9]+$')
 echo "offcpu: waitA $(ms "$a") ms, waitB $(ms "$b") ms (the workload measured $(ms "$truth_a") and $(ms "$truth_b") ms)"
-near "$a" "$truth_a" 5 || fail "waitA off CPU $(ms "$a") ms, not $(ms "$truth_a") ms ±5%"
-near "$b" "$truth_b" 5 || fail "waitB off CPU $(ms "$b") ms, not $(ms "$truth_b") ms ±5%"
+stacks() { grep -E ';main;wait[AB];' "$off" | sed 's/.*;main;//'; }
+near "$a" "$truth_a" 5 || fail "waitA off CPU $(ms "$a") ms, not $(ms "$truth_a") ms ±5%: $(stacks)"
+near "$b" "$truth_b" 5 || fail "waitB off CPU $(ms "$b") ms, not $(ms "$truth_b") ms ±5%: $(stacks)"
 near "$((a * 100 / b))" "$((truth_a * 100 / truth_b))" 5 || fail "waitA:waitB = $a:$b, not $truth_a:$truth_b (about 3:1) ±5%"
 assert_absent "$off" 'burnC' "time on CPU in the off-CPU graph"
 assert_absent "$off" 'bpf_prog_|bpf_trace_run' "ember's own BPF frames in off-CPU stacks"
