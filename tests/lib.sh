@@ -28,6 +28,45 @@ background() {
 	BACKGROUND+=($!)
 }
 
+# Waits until the ember record of PID samples: a perf event open on each
+# online CPU and as many BPF links (ember attaches each event as it opens
+# it). Starting an `ember record -a` takes from 0.3 s idle to seconds on a
+# busy machine: a fixed sleep before the workload it must see is a race.
+wait_sampling() {
+	local pid=$1 cpus events links
+	cpus=$(getconf _NPROCESSORS_ONLN)
+	for _ in $(seq 300); do
+		kill -0 "$pid" 2>/dev/null || fail "ember ($pid) exited before sampling"
+		events=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c 'anon_inode:\[perf_event\]')
+		links=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c 'anon_inode:bpf_link')
+		(( events >= cpus && links >= events )) && return
+		sleep 0.1
+	done
+	fail "ember ($pid) not sampling after 30 s"
+}
+
+# Waits until a JVM started with -XX:+PrintCompilation, its standard output
+# in LOG, has compiled each METHOD: Class::method by C2, or Class::method@
+# (its loop, on-stack replacement) at any tier. How long that takes after
+# start-up depends on how busy the machine is.
+wait_compiled() {
+	local log=$1 m re missing
+	shift
+	for _ in $(seq 600); do
+		missing=""
+		for m in "$@"; do
+			case $m in
+			*@) re="^ +[0-9]+ +[0-9]+ +%[sbn! ]*[1-4] +${m%@} @" ;;
+			*) re="^ +[0-9]+ +[0-9]+ +[sbn! ]*4 +$m \\(" ;;
+			esac
+			grep -E "$re" "$log" 2>/dev/null | grep -vq 'made not entrant' || missing+=" $m"
+		done
+		[ -z "$missing" ] && return
+		sleep 0.1
+	done
+	fail "the JVM has not compiled$missing after a minute ($log)"
+}
+
 # Sum of the counts of folded lines matching an extended regex.
 weight() { grep -E -- "$2" "$1" | awk '{ s += $NF } END { printf "%.0f\n", s }'; }
 total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }

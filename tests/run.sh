@@ -1,49 +1,80 @@
 #!/usr/bin/env bash
-# Runs every test tier and ends with the line "N passed, N failed, N skipped".
+# Runs every test tier and ends with the line "N passed, N failed, N skipped";
+# exits 0 when nothing failed.
 #   unit:        build/unit-tests (Catch2, no root, under ASan + UBSan)
 #   integration: tests/integration/*.sh (exit 0 pass, 77 skip, else fail)
-# Usage: tests/run.sh [NAME_FILTER]
+# Usage: tests/run.sh [--repeat N] [NAME_FILTER]
+#   NAME_FILTER   run only the integration scripts whose file name contains
+#                 it (record_offcpu: two scripts; record_offcpu.sh: one)
+#   --repeat N    run each matching integration script N times in a row and
+#                 count every run (a flaky test shows as some failed runs);
+#                 the unit tests are skipped: repeating is for hunting chance
+#                 failures in tests that sample a live system.
+#                 Example: tests/run.sh --repeat 20 record_inlines
 set -u
 cd "$(dirname "$0")/.."
+usage() { echo "usage: tests/run.sh [--repeat N] [NAME_FILTER]" >&2; exit 2; }
+repeat=0
+if [[ ${1:-} == --repeat ]]; then
+	[[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage
+	repeat=$2
+	shift 2
+fi
+(( $# <= 1 )) || usage
 filter=${1:-}
 passed=0 failed=0 skipped=0 failures=()
 
-echo "== unit tests (ASan + UBSan)"
-unit_log=$(mktemp)
-build/unit-tests >"$unit_log" 2>&1
-unit_rc=$?
-tail -n 3 "$unit_log"
-# Catch2 ends with "All tests passed (A assertions in N test cases)" or
-# "test cases: N | P passed | F failed".
-if line=$(grep -E '^All tests passed' "$unit_log"); then
-	n=$(sed -E 's/.* in ([0-9]+) test cases?.*/\1/' <<<"$line")
-	passed=$((passed + n))
-elif line=$(grep -E '^test cases:' "$unit_log"); then
-	p=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$line")
-	f=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$line")
-	passed=$((passed + p)) failed=$((failed + f))
-	failures+=("unit tests")
-	cat "$unit_log"
-fi
-if (( unit_rc != 0 )) && ! grep -qE '^test cases:' "$unit_log"; then
-	failed=$((failed + 1)) failures+=("unit tests (exit $unit_rc)")
-	cat "$unit_log"
-fi
-rm -f "$unit_log"
+run_unit_tests() {
+	echo "== unit tests (ASan + UBSan)"
+	local unit_log unit_rc line n p f
+	unit_log=$(mktemp)
+	build/unit-tests >"$unit_log" 2>&1
+	unit_rc=$?
+	tail -n 3 "$unit_log"
+	# Catch2 ends with "All tests passed (A assertions in N test cases)" or
+	# "test cases: N | P passed | F failed".
+	if line=$(grep -E '^All tests passed' "$unit_log"); then
+		n=$(sed -E 's/.* in ([0-9]+) test cases?.*/\1/' <<<"$line")
+		passed=$((passed + n))
+	elif line=$(grep -E '^test cases:' "$unit_log"); then
+		p=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$line")
+		f=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$line")
+		passed=$((passed + p)) failed=$((failed + f))
+		failures+=("unit tests")
+		cat "$unit_log"
+	fi
+	if (( unit_rc != 0 )) && ! grep -qE '^test cases:' "$unit_log"; then
+		failed=$((failed + 1)) failures+=("unit tests (exit $unit_rc)")
+		cat "$unit_log"
+	fi
+	rm -f "$unit_log"
+}
 
-echo "== integration tests"
-for t in tests/integration/*.sh; do
-	name=$(basename "$t" .sh)
-	[[ -n $filter && $name != *$filter* ]] && continue
+# run_script SCRIPT LABEL: runs one integration script and counts its result.
+run_script() {
+	local t=$1 label=$2 start out rc secs
 	start=$(date +%s)
 	out=$(timeout 300 "$t" 2>&1)
 	rc=$?
 	secs=$(( $(date +%s) - start ))
 	case $rc in
-	0) passed=$((passed + 1)); echo "ok      $name (${secs}s)" ;;
-	77) skipped=$((skipped + 1)); echo "skipped $name: $(tail -n 1 <<<"$out")" ;;
-	*) failed=$((failed + 1)); failures+=("$name"); echo "FAILED  $name (exit $rc, ${secs}s)"; sed 's/^/    /' <<<"$out" ;;
+	0) passed=$((passed + 1)); echo "ok      $label (${secs}s)" ;;
+	77) skipped=$((skipped + 1)); echo "skipped $label: $(tail -n 1 <<<"$out")" ;;
+	*) failed=$((failed + 1)); failures+=("$label"); echo "FAILED  $label (exit $rc, ${secs}s)"; sed 's/^/    /' <<<"$out" ;;
 	esac
+}
+
+(( repeat )) || run_unit_tests
+
+echo "== integration tests"
+for t in tests/integration/*.sh; do
+	name=$(basename "$t" .sh)
+	[[ -n $filter && $(basename "$t") != *$filter* ]] && continue
+	if (( repeat )); then
+		for (( i = 1; i <= repeat; i++ )); do run_script "$t" "$name [run $i/$repeat]"; done
+	else
+		run_script "$t" "$name"
+	fi
 done
 
 (( failed )) && echo "failed: ${failures[*]}"

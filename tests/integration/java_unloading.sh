@@ -22,4 +22,8 @@ median=$(awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }' "$TMP/weights")
 max=$(tail -1 "$TMP/weights")
 echo "$unloaded classes unloaded; $gens generations named; samples per generation: median $median, max $max"
 (( gens >= 20 )) || fail "only $gens generations named"
-(( max <= 5 * median + 5 )) || fail "one generation has $max samples against a median of $median: misattributed code?"
+# A generation runs 100 ms: 50 samples at most at 499 Hz, however the busy
+# machine shares the CPU over time. Past 60 or 5 x the median, a name holds
+# other generations' samples.
+bound=$(( 5 * median + 5 > 60 ? 5 * median + 5 : 60 ))
+(( max <= bound )) || fail "one generation has $max samples against a median of $median: misattributed code?"

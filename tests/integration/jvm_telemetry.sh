@@ -39,7 +39,11 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
 	sandbox=$!
 	trap 'kill -KILL "$sandbox" 2>/dev/null; cleanup; rm -rf "$ct"' EXIT
 fi
-sleep 2.5 # started, and compiled: a steady rate
+# Started, and allocating at its steady rate: 2 s of its reports (every
+# 250 ms) from each; a busy machine starts JVMs late.
+for gc in G1 Parallel; do
+	for _ in $(seq 300); do (( $(wc -l <"$TMP/truth-$gc") >= 8 )) && break; sleep 0.1; done
+done
 
 # The live lines of both JVMs at once; the truth over the same span is
 # read from the lines the workload printed meanwhile.
@@ -110,7 +114,7 @@ assert_contains "$TMP/err" "runs with -XX:-UsePerfData"
 java -cp "$classes" Leaky 10 2 >/dev/null &
 brief=$!
 BACKGROUND+=($brief)
-sleep 1
+for _ in $(seq 100); do [ -e "/tmp/hsperfdata_$(id -un)/$brief" ] && break; sleep 0.1; done # its counters
 "$EMBER" jvm "$brief" --interval 0.5 >/dev/null 2>"$TMP/err"
 [ $? = 1 ] || fail "a JVM that exits: not exit status 1"
 assert_contains "$TMP/err" "^ember: JVM $brief exited$"

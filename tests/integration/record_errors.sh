@@ -61,7 +61,9 @@ echo "all error paths give their message"
 
 # ember without its agent beside it: records anyway and says how to fix it.
 mkdir "$TMP/bin" && cp "$EMBER" "$TMP/bin/ember"
-"$TMP/bin/ember" record -o "$TMP/noagent.folded" -- "$WORKLOADS/spinner" 0.5 >"$TMP/out" 2>"$TMP/err" ||
+# 999 Hz: a 0.5 s spinner given a tenth of a CPU has ~5 samples at 99 Hz,
+# and none in one run of 150.
+"$TMP/bin/ember" record -F 999 -o "$TMP/noagent.folded" -- "$WORKLOADS/spinner" 0.5 >"$TMP/out" 2>"$TMP/err" ||
 	fail "without the agent: ember exited $?: $(cat "$TMP/err")"
 grep -q "no Java agent at $TMP/bin/libember-agent.so.*build it with .make." "$TMP/err" || fail "without the agent: $(cat "$TMP/err")"
 assert_contains "$TMP/noagent.folded" '^spinner;' "without the agent: nothing recorded"

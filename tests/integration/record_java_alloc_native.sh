@@ -12,7 +12,9 @@ JNI=$ROOT/build/java
 [ -f "$JNI/liballocnative.so" ] || fail "no $JNI/liballocnative.so: make build/java/liballocnative.so"
 javac -d "$TMP/classes" "$ROOT/tests/java/AllocNative.java" || fail "javac failed"
 
-"$EMBER" record -e alloc -o "$TMP/alloc.folded" -- java -Djava.library.path="$JNI" -cp "$TMP/classes" AllocNative 3 \
+# A sample every 4 KiB (each array about): at the default 512 KiB the two
+# sites had ~70 samples each, and +-10% was half a sigma.
+"$EMBER" record -e alloc --alloc-interval 4096 -o "$TMP/alloc.folded" -- java -Djava.library.path="$JNI" -cp "$TMP/classes" AllocNative 3 \
 	>/dev/null 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 # The JNI function is named from libjvm's symbol table (Debian's keeps one);
 # a stripped libjvm would leave its file and offset.

@@ -15,8 +15,9 @@ assert_absent "$TMP/pid.folded" '^(cpu_split|ember);' "-p: other processes recor
 
 # --tid on one of two busy threads of one process.
 background "$WORKLOADS/throughput" 30 2
-sleep 0.5
+for _ in $(seq 100); do (( $(ls /proc/${BACKGROUND[-1]}/task | wc -l) >= 3 )) && break; sleep 0.1; done
 tid=$(ls /proc/${BACKGROUND[-1]}/task | sort -n | sed -n 2p)
+[ -n "$tid" ] || fail "throughput did not start its threads in 10 s"
 "$EMBER" record --tid "$tid" --threads -d 1.5 -o "$TMP/tid.folded" 2>"$TMP/err" || fail "--tid: ember exited $?: $(cat "$TMP/err")"
 assert_contains "$TMP/tid.folded" "^throughput;\\[throughput tid=$tid\\];" "--tid: thread $tid missing"
 others=$(grep -v "^throughput;\[throughput tid=$tid\];" "$TMP/tid.folded" | head -1)
@@ -44,8 +45,9 @@ for g in offcpu malloc; do
 done
 assert_contains "$TMP/pre.offcpu.folded" '^sleep;.*nanosleep' "offcpu: the command is missing"
 
-# -p stops by itself once its processes have exited.
-"$WORKLOADS/spinner" 1.5 &
+# -p stops by itself once its processes have exited (3 s: long enough to be
+# sampled after ember's start-up, seconds on a busy machine).
+"$WORKLOADS/spinner" 3 &
 short=$!
 start=$(date +%s)
 "$EMBER" record -p "$short" -o "$TMP/short.folded" 2>"$TMP/err" || fail "-p short: ember exited $?"

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# A build-like burst of 10 ms processes inside a system-wide recording: each
-# is symbolized, from the mappings the kernel sends as it exits when the
-# collector did not get to read /proc/PID/maps in time.
+# A build-like burst of 10 ms processes (10 ms of CPU each) inside a
+# system-wide recording: each is symbolized, from the mappings the kernel
+# sends as it exits when the collector did not get to read /proc/PID/maps
+# in time.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-"$EMBER" record -a --no-java -F 999 -d 5 --pid-frames -o "$TMP/out.folded" 2>"$TMP/err" &
+# The burst starts once ember samples and ends it (SIGINT): on a busy
+# machine, a 5 s window opened after a 1 s sleep could miss processes at
+# either end.
+"$EMBER" record -a --no-java -F 999 --pid-frames -o "$TMP/out.folded" 2>"$TMP/err" &
 ember=$!
-sleep 1
+wait_sampling $ember
 for i in $(seq 80); do "$WORKLOADS/cpu_split" 0.01; done
+kill -INT $ember
 wait $ember || fail "ember exited $?: $(cat "$TMP/err")"
 grep -q "^  exits " "$TMP/err" || fail "no exits line in the summary: $(cat "$TMP/err")"
 exits=$(awk '/^  exits /{print $2}' "$TMP/err")

@@ -7,7 +7,8 @@ background "$WORKLOADS/spinner" 30
 for sig in INT TERM; do
 	"$EMBER" record -o "$TMP/$sig.html" 2>"$TMP/$sig.err" &
 	pid=$!
-	sleep 1.5
+	wait_sampling $pid
+	sleep 0.5 # mid-run: the spinner has ~50 samples by now
 	kill -$sig $pid
 	wait $pid || fail "SIG$sig: ember exited $?: $(cat "$TMP/$sig.err")"
 	grep -q '</html>' "$TMP/$sig.html" || fail "SIG$sig: incomplete HTML"

@@ -1,6 +1,7 @@
 /* Recurses deeper than kernel.perf_event_max_stack (127 by default) and
  * spins at the bottom, so every sample's user stack is truncated.
- * Usage: deep_stack [depth] [seconds] (default 300, 3). */
+ * Usage: deep_stack [depth] [seconds] (default 300, 3): seconds of CPU time,
+ * so a busy machine does not thin the samples of a test. */
 #include <stdlib.h>
 #include "elapsed.h"
 
@@ -8,11 +9,11 @@ static volatile unsigned long sink;
 
 __attribute__((noinline)) static void spin_at_bottom(double seconds)
 {
-	struct timespec start = now();
+	double end = cpu_seconds_used() + seconds;
 	do {
 		for (int i = 0; i < 100000; i++)
 			sink += i;
-	} while (seconds_since(start) < seconds);
+	} while (cpu_seconds_used() < end);
 }
 
 __attribute__((noinline)) void descend(int depth, double seconds)
