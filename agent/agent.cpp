@@ -851,7 +851,11 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
   bool opened = g_writer.open(o.out, getpid());
   g_writer.unlock();
   if (!opened) {
-    std::fprintf(stderr, "ember-agent: cannot create %s: %s\n", o.out, std::strerror(errno));
+    int e = errno;
+    std::fprintf(stderr, "ember-agent: cannot create %s: %s%s\n", o.out, std::strerror(e),
+                 e == EEXIST || e == ELOOP ? " (the agent writes only a new file, never through a link: remove it or "
+                                             "give out= another path)"
+                                           : "");
     return JNI_ERR;
   }
   if (o.lease && !start_lease(o.out)) {
