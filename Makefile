@@ -41,11 +41,14 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
 
 FLAMEGRAPH_SRC := $(wildcard flamegraph/*.cpp)
 SYMBOLIZER_SRC := $(wildcard symbolizer/*.cpp)
+UNWIND_SRC := $(wildcard unwind/*.cpp)
 USER_SRC := $(filter-out user/main.cpp,$(wildcard user/*.cpp))
-LIB_SRC := $(FLAMEGRAPH_SRC) $(SYMBOLIZER_SRC) $(USER_SRC)
+LIB_SRC := $(FLAMEGRAPH_SRC) $(SYMBOLIZER_SRC) $(UNWIND_SRC) $(USER_SRC)
 PAGE_OBJ := $(BUILD)/obj/flamegraph/html_template.o $(BUILD)/obj/user/serve_page.o
 LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o) $(PAGE_OBJ)
-BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(wildcard bpf/*.bpf.c))
+# One BPF object: the event programs and the unwinder they call, linked.
+BPF_SKELS := $(BUILD)/profile.skel.h
+BPF_PARTS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c))
 
 # Unit tests and the libraries they cover, under AddressSanitizer + UBSan.
 # -Wno-maybe-uninitialized: GCC 12 warns falsely inside <regex> under ASan.
@@ -78,12 +81,16 @@ deps-bench:
 deps-fuzz:
 	$(Q)scripts/deps.sh fuzz
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/%.h vmlinux/$(ARCH)/vmlinux.h
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+$(BUILD)/profile.o: $(BPF_PARTS)
+	$(call msg,BPFLINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+$(BUILD)/%.skel.h: $(BUILD)/%.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 

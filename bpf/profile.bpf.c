@@ -16,6 +16,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "profile.h"
+#include "unwind.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -104,14 +105,86 @@ static __always_inline bool in_scope(__u32 pid, __u32 tid)
 	return true;
 }
 
-/* The current task's user stack into `ips`, then (if `kernel`) its kernel
- * stack right after it; their lengths in frames. `ips` holds at least two
- * stacks of EMBER_MAX_STACK_DEPTH. */
-static __always_inline void walk_stacks(void *ctx, __u64 *ips, __u16 *ulen, __u16 *klen, bool kernel)
-{
-	long u, k = 0;
+/* Where a walk starts: the user registers when the program has them
+ * (`given`: a uprobe's, or those of user code a perf event interrupted;
+ * read by the program itself, as the verifier rewrites context accesses),
+ * else those the task entered the kernel with. At an allocator's entry
+ * (`at_entry`) the walk starts from its caller, whose return address is
+ * on top of the stack, not yet in a frame. */
+struct stack_start {
+	struct ember_user_regs regs;
+	bool given;
+	bool at_entry;
+};
 
-	u = frames(bpf_get_stack(ctx, ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK));
+static __always_inline struct stack_start start_at(__u64 ip, __u64 sp, __u64 bp, bool at_entry)
+{
+	struct stack_start start = {.regs = {.ip = ip, .sp = sp, .bp = bp}, .given = true, .at_entry = at_entry};
+
+	return start;
+}
+
+/* The current task's user registers in `start`; false for a kernel
+ * thread, which has none. */
+static __always_inline bool user_regs(struct stack_start *start)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+
+	if (!task->mm)
+		return false;
+	if (start->given)
+		return true;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	start->regs.ip = regs->ip;
+	start->regs.sp = regs->sp;
+	start->regs.bp = regs->bp;
+	return true;
+}
+
+/* The current task's user stack into `ips` (by unwind_mode), then (if
+ * `kernel`) its kernel stack right after it; their lengths in frames and
+ * why the user stack ends. `ips` holds at least two stacks of
+ * EMBER_MAX_STACK_DEPTH. */
+static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u32 pid, __u64 *ips, __u16 *ulen,
+					__u16 *klen, __u8 *stop, bool kernel)
+{
+	struct ember_user_regs regs;
+	long u = -1, k = 0;
+
+	*stop = EMBER_STOP_NOT_LOADED;
+	if (!user_regs(&start)) {
+		u = 0;
+		*stop = EMBER_STOP_NO_USER;
+	} else if (unwind_mode != EMBER_UNWIND_FP) {
+		int r;
+
+		regs = start.regs;
+		regs.return_address = 0;
+		if (start.at_entry) {
+			if (bpf_probe_read_user(&regs.ip, sizeof(regs.ip), (void *)regs.sp))
+				regs.ip = 0;
+			regs.sp += 8;
+			regs.return_address = 1;
+		}
+		r = ember_unwind_user(&regs, pid, (struct ember_user_frames *)ips);
+		if (EMBER_UNWIND_STOP(r) != EMBER_STOP_NOT_LOADED) {
+			u = EMBER_UNWIND_FRAMES(r);
+			*stop = EMBER_UNWIND_STOP(r);
+		}
+	}
+	if (u < 0) {
+		/* The kernel's frame-pointer walk: --unwind fp, or a process
+		 * whose tables are not loaded yet. */
+		u = frames(bpf_get_stack(ctx, ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK));
+		if (unwind_mode == EMBER_UNWIND_FP)
+			*stop = u ? EMBER_STOP_FP_END : EMBER_STOP_NO_USER;
+		/* The return address on top of the stack at an allocator's
+		 * entry replaces its own pc: the walk would skip the caller. */
+		if (start.at_entry && u > 0 &&
+		    bpf_probe_read_user(&regs.ip, sizeof(regs.ip), (void *)start.regs.sp) == 0)
+			ips[0] = regs.ip;
+	}
 	if (u > EMBER_MAX_STACK_DEPTH)
 		u = EMBER_MAX_STACK_DEPTH;
 	if (kernel) {
@@ -126,7 +199,8 @@ static __always_inline void walk_stacks(void *ctx, __u64 *ips, __u16 *ulen, __u1
 /* Fills the header and the stacks of the current task (comm and stacks
  * are the current task's: the interrupted one, or the one switching out);
  * the kernel stack only if `kernel`. */
-static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32 pid, __u32 tid, bool kernel)
+static __always_inline void take_stacks(void *ctx, struct stack_start start, struct ember_sample *s, __u32 pid,
+					__u32 tid, bool kernel)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 
@@ -137,7 +211,7 @@ static __always_inline void take_stacks(void *ctx, struct ember_sample *s, __u32
 	s->pad = 0;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	BPF_CORE_READ_STR_INTO(&s->process_comm, task, group_leader, comm);
-	walk_stacks(ctx, s->ips, &s->ustack_len, &s->kstack_len, kernel);
+	walk_stacks(ctx, start, pid, s->ips, &s->ustack_len, &s->kstack_len, &s->ustack_stop, kernel);
 }
 
 /* Whether process `pid` named `comm` is new to the collector (or execed):
@@ -182,6 +256,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
+	struct stack_start start = {};
 	struct ember_sample *s;
 	__u32 zero = 0;
 
@@ -197,7 +272,11 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return 0;
-	take_stacks(ctx, s, pid, tid, true);
+	/* Interrupted in user code, the event has its registers; in the
+	 * kernel, the unwinder takes those it entered with. */
+	if (!(ctx->regs.ip >> 63))
+		start = start_at(ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, false);
+	take_stacks(ctx, start, s, pid, tid, true);
 	s->weight = 1;
 	s->kind = EMBER_KIND_CPU;
 	s->waker = EMBER_WAKER_NONE;
@@ -293,7 +372,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 				 * waker writes only the waker_* fields). */
 				s->waker = offcpu_waker && !runnable ? EMBER_WAKER_UNSEEN : EMBER_WAKER_NONE;
 				barrier();
-				take_stacks(ctx, s, pid, tid, true);
+				take_stacks(ctx, (struct stack_start){}, s, pid, tid, true);
 				s->weight = 0;
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
 			} else {
@@ -349,7 +428,8 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 	s->waker_tid = (__u32)id;
 	bpf_get_current_comm(s->waker_comm, sizeof(s->waker_comm));
 	BPF_CORE_READ_STR_INTO(&s->waker_process_comm, task, group_leader, comm);
-	walk_stacks(ctx, w->ips, &s->waker_ustack_len, &s->waker_kstack_len, true);
+	walk_stacks(ctx, (struct stack_start){}, s->waker_pid, w->ips, &s->waker_ustack_len, &s->waker_kstack_len,
+		    &s->waker_ustack_stop, true);
 	barrier();
 	s->waker = EMBER_WAKER_SEEN;
 	return 0;
@@ -427,22 +507,19 @@ static __always_inline __u64 malloc_weight(__u64 size)
 	return weight;
 }
 
-/* The user stack of an allocation, from its call site up. At the
- * allocator's entry (`entry`) the call site's return address is on top of
- * the stack, not yet in a frame (a frame-pointer walk would skip the
- * caller): it replaces the allocator's own pc. On return, the pc is it. */
+/* The user stack of an allocation, from its call site up: at the
+ * allocator's entry (`entry`), the walk starts from the caller (see
+ * walk_stacks); on return, the pc is in it. */
 static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid, __u64 weight, __u32 id, bool entry)
 {
+	struct stack_start start = start_at(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), entry);
 	struct ember_sample *s;
 	__u32 zero = 0;
-	__u64 ret = 0;
 
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return;
-	take_stacks(ctx, s, pid, tid, false);
-	if (entry && s->ustack_len > 0 && bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)) == 0)
-		s->ips[0] = ret;
+	take_stacks(ctx, start, s, pid, tid, false);
 	s->weight = weight;
 	s->kind = EMBER_KIND_MALLOC;
 	s->pad = id;

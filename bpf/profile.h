@@ -36,7 +36,9 @@ struct ember_sample {
 	__u32 cpu;
 	__u16 ustack_len;
 	__u16 kstack_len;
-	__u32 kind;      /* EMBER_KIND_* */
+	__u16 kind;      /* EMBER_KIND_* */
+	__u8 ustack_stop;        /* why the user stack ends: EMBER_STOP_* (bpf/unwind.h) */
+	__u8 waker_ustack_stop;  /* the same for the waker's user stack */
 	__u32 pad;
 	char comm[EMBER_COMM_LEN];         /* thread name */
 	char process_comm[EMBER_COMM_LEN]; /* thread group leader's name */

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <string_view>
+
+#include <sys/auxv.h>
 
 namespace ember::symbolizer {
 namespace {
@@ -86,6 +89,14 @@ const PerfMapEntry* PerfMap::find(uint64_t address) const {
   if (it == entries.begin()) return nullptr;
   --it;
   return address < it->start + it->size ? &*it : nullptr;
+}
+
+std::string_view own_vdso_image() {
+  auto base = static_cast<uint64_t>(getauxval(AT_SYSINFO_EHDR));
+  std::ifstream in("/proc/self/maps");
+  for (const Mapping& m : parse_proc_maps(in))
+    if (base && m.start == base) return {reinterpret_cast<const char*>(base), m.end - m.start};
+  return {};
 }
 
 }  // namespace ember::symbolizer

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <istream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::symbolizer {
@@ -19,6 +20,10 @@ struct Mapping {
 
 // Lines that do not parse are skipped.
 std::vector<Mapping> parse_proc_maps(std::istream& in);
+
+// The vDSO this process maps: every process of this kernel maps the same
+// image (the same for 64-bit processes). Empty if it cannot be found.
+std::string_view own_vdso_image();
 
 struct PerfMapEntry {
   uint64_t start = 0, size = 0;

@@ -3,7 +3,6 @@
 #include "symbolizer/dwarf_index.h"
 
 #include <fcntl.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,6 +131,14 @@ bool Symbolizer::maps(uint32_t pid, uint64_t address) const {
   return it != processes_.end() && find_mapping(it->second.mappings, address) != nullptr;
 }
 
+std::vector<Symbolizer::MappedFile> Symbolizer::mapped_files(uint32_t pid) {
+  std::vector<MappedFile> files;
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return files;
+  for (const Mapping& m : it->second.mappings) files.push_back({&m, m.inode ? file_for(pid, m).fd : -1});
+  return files;
+}
+
 Symbolizer::OpenFile& Symbolizer::file_for(uint32_t pid, const Mapping& m) {
   auto [it, inserted] = files_.try_emplace({m.dev, m.inode});
   OpenFile& f = it->second;
@@ -184,13 +191,9 @@ Symbolizer::Module* Symbolizer::module_of(OpenFile& file, const std::string& pat
 Symbolizer::Module* Symbolizer::vdso() {
   if (vdso_) return vdso_->get();
   vdso_.emplace();
-  // Every process of this kernel maps the same vDSO image: read ours.
-  auto base = reinterpret_cast<const char*>(getauxval(AT_SYSINFO_EHDR));
-  std::ifstream in("/proc/self/maps");
-  std::vector<Mapping> mine = parse_proc_maps(in);
-  auto m = std::find_if(mine.begin(), mine.end(), [&](const Mapping& m) { return m.start == uint64_t(uintptr_t(base)); });
-  if (!base || m == mine.end()) return nullptr;
-  auto elf = ElfSymbols::read_memory(std::string(base, m->end - m->start), "[vdso]");
+  std::string_view image = own_vdso_image();
+  if (image.empty()) return nullptr;
+  auto elf = ElfSymbols::read_memory(std::string(image), "[vdso]");
   if (!elf) return nullptr;
   auto module = std::make_unique<Module>();
   module->path = "[vdso]";

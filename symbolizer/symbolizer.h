@@ -68,6 +68,15 @@ class Symbolizer {
   // mapped code since, e.g. a dlopen'ed libjvm.so: snapshot it again).
   bool maps(uint32_t pid, uint64_t address) const;
 
+  // The executable mappings of `pid` as of its last snapshot, each with
+  // the file it maps opened (fd -1: anonymous code, the vDSO, or a file
+  // that cannot be opened); the fds stay the symbolizer's.
+  struct MappedFile {
+    const Mapping* mapping;
+    int fd;
+  };
+  std::vector<MappedFile> mapped_files(uint32_t pid);
+
   // `addresses` are instruction addresses; pass return addresses minus one.
   std::vector<Symbol> symbolize_user(uint32_t pid, std::span<const uint64_t> addresses);
   std::vector<Symbol> symbolize_kernel(std::span<const uint64_t> addresses);

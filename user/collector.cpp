@@ -220,7 +220,7 @@ void Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64
                     std::any_of(ustack.begin(), ustack.end(),
                                 [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(pid, ip); });
     if (renamed || unmapped) {
-      symbolizer_.snapshot_process(pid);
+      if (symbolizer_.snapshot_process(pid) && on_snapshot_) on_snapshot_(pid);
       last = time_ns;
     }
   }
@@ -236,9 +236,11 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
     return;
   }
   bool woken = has_waker_stacks(s);
-  if (s.ustack_len >= options_.max_depth || s.kstack_len >= options_.max_depth ||
-      (woken && (s.waker_ustack_len >= options_.max_depth || s.waker_kstack_len >= options_.max_depth)))
+  if (user_truncated(s.ustack_len, s.ustack_stop) || s.kstack_len >= options_.max_depth ||
+      (woken && (user_truncated(s.waker_ustack_len, s.waker_ustack_stop) || s.waker_kstack_len >= options_.max_depth)))
     ++stats_.truncated;
+  count_unwind(s.pid, process, s.ustack_stop);
+  if (woken) count_unwind(s.waker_pid, name_id(s.waker_process_comm), s.waker_ustack_stop);
 
   uint64_t kstack[EMBER_MAX_STACK_DEPTH];
   std::memcpy(kstack, s.ips + s.ustack_len, s.kstack_len * sizeof(uint64_t));
@@ -275,6 +277,33 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
     ++w.records;
   }
   note_process(s.pid, process, ustack, s.time_ns);
+}
+
+bool Collector::user_truncated(uint32_t frames, uint8_t stop) const {
+  // The kernel's frame-pointer walk stops at kernel.perf_event_max_stack
+  // without saying so; ember's own walk says why it stopped.
+  if (stop == EMBER_STOP_FP_END || stop == EMBER_STOP_NOT_LOADED) return frames >= options_.max_depth;
+  return stop == EMBER_STOP_DEPTH;
+}
+
+void Collector::count_unwind(uint32_t pid, uint32_t name, uint8_t stop) {
+  if (stop >= EMBER_STOP_KINDS || stop == EMBER_STOP_NO_USER) return;
+  Tally& t = unwind_tallies_[pid];
+  t.name = name;
+  ++t.stops[stop];
+}
+
+std::vector<Collector::UnwindTally> Collector::unwind_tallies() const {
+  std::vector<UnwindTally> out;
+  for (const auto& [pid, t] : unwind_tallies_) {
+    UnwindTally u{pid, names_[t.name]};
+    for (int i = 0; i < EMBER_STOP_KINDS; ++i) u.stacks += u.stops[i] = t.stops[i];
+    out.push_back(std::move(u));
+  }
+  std::sort(out.begin(), out.end(), [](const UnwindTally& a, const UnwindTally& b) {
+    return a.stacks != b.stacks ? a.stacks > b.stacks : a.pid < b.pid;
+  });
+  return out;
 }
 
 std::vector<uint32_t> Collector::jvm_pids() const {

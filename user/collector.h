@@ -19,6 +19,7 @@
 #include <linux/types.h>  // __u32 and friends for profile.h
 extern "C" {
 #include "profile.h"
+#include "unwind.h"
 }
 #include "flamegraph/profile.h"
 #include "symbolizer/java_events.h"
@@ -80,6 +81,8 @@ class Collector {
   void add(const ember_sample& sample);
   // Re-reads the mappings of live processes (code loaded since their first sample).
   void refresh_processes();
+  // Called with each process whose mappings were just read (snapshotted).
+  void on_snapshot(std::function<void(uint32_t pid)> listener) { on_snapshot_ = std::move(listener); }
   // Takes in a mapping that a sampled process had as it exited.
   void add_exit_mapping(const ember_mapping& mapping);
 
@@ -97,6 +100,15 @@ class Collector {
   // The graph of options.views[view].
   flamegraph::Profile build(size_t view = 0);
   const CollectorStats& stats() const { return stats_; }
+  // How the user stacks of a process ended (EMBER_STOP_*), over every record.
+  struct UnwindTally {
+    uint32_t pid = 0;
+    std::string name;
+    uint64_t stacks = 0;  // user stacks (kernel threads have none)
+    uint64_t stops[EMBER_STOP_KINDS] = {};
+  };
+  // Processes with user stacks, most stacks first.
+  std::vector<UnwindTally> unwind_tallies() const;
   // The JVMs whose code maps are read (attached, or started by the command).
   std::vector<uint32_t> jvm_pids() const;
   // What each JVM's agent reported besides code (allocations, contention),
@@ -191,6 +203,9 @@ class Collector {
   uint32_t jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at);
   // Snapshots the mappings of process `pid` (named `name`) as needed to name `ustack`.
   void note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns);
+  // Whether a user stack of `frames` that ended for `stop` was cut at the depth limit.
+  bool user_truncated(uint32_t frames, uint8_t stop) const;
+  void count_unwind(uint32_t pid, uint32_t name, uint8_t stop);
 
   CollectorOptions options_;
   std::unordered_map<uint32_t, Jvm> jvms_;
@@ -219,6 +234,12 @@ class Collector {
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen
   std::unordered_map<uint32_t, uint64_t> last_snapshot_;  // pid -> when (ns), to rate-limit
   std::unordered_set<uint32_t> exited_;  // pids whose exit-time mappings came in
+  std::function<void(uint32_t)> on_snapshot_;
+  struct Tally {
+    uint32_t name = 0;
+    uint64_t stops[EMBER_STOP_KINDS] = {};
+  };
+  std::unordered_map<uint32_t, Tally> unwind_tallies_;  // by pid
   CollectorStats stats_;
 };
 

@@ -68,6 +68,18 @@ int main(int argc, char** argv) {
   record->add_option("--symbol-memory", rec.symbol_memory_mib,
                      "MiB of DWARF the symbolizer may hold; past it the largest binaries lose inlined frames")
       ->capture_default_str();
+  record->add_option("--unwind", rec.unwind,
+                     "How user stacks are unwound, in the kernel: cfi (from each binary's .eh_frame call frame "
+                     "information: whole stacks without frame pointers), fp (frame pointers only: cheapest, but "
+                     "code built without them loses callers), auto (cfi, and frame pointers for code without CFI, "
+                     "such as JIT code)")
+      ->check(CLI::IsMember({"auto", "cfi", "fp"}))
+      ->capture_default_str();
+  record->add_option("--unwind-memory", rec.unwind_memory_mib,
+                     "MiB of kernel memory for unwind tables (8 bytes per CFI row: libc takes 0.2 MiB, libjvm 1 "
+                     "MiB); binaries past it are walked by frame pointers, and the summary names them")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   record->add_flag("-v,--verbose", rec.verbose, "Show libbpf's messages (verifier log on load failures)");
   record->add_option("--progress-fd", rec.progress_fd,
                      "Write a line 'SECONDS SAMPLES LOST' to this open file descriptor 4 times a second")

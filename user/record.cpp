@@ -26,6 +26,7 @@
 #include "user/java_profiles.h"
 #include "user/jvm.h"
 #include "user/sampler.h"
+#include "user/unwinder.h"
 
 namespace ember {
 namespace {
@@ -331,6 +332,59 @@ class ProgressLines {
   double last_ = -1;
 };
 
+// Why user stacks stopped short of their thread's root, in words.
+const char* stop_words(int stop) {
+  switch (stop) {
+    case EMBER_STOP_FP_END: return "frame-pointer chain ended";
+    case EMBER_STOP_NO_TABLE: return "code without CFI";
+    case EMBER_STOP_UNMAPPED: return "code mapped since the process's tables were made";
+    case EMBER_STOP_UNSUPPORTED: return "CFI the unwinder cannot apply";
+    case EMBER_STOP_BAD_READ: return "stack memory unreadable";
+    case EMBER_STOP_DEPTH: return "depth limit";
+    case EMBER_STOP_BAD_FRAME: return "bad frame";
+    case EMBER_STOP_NOT_LOADED: return "before its tables were loaded (frame pointers)";
+    default: return "other";
+  }
+}
+
+// The unwinding report: the tables, then for the processes with the most
+// user stacks, the share that reached the thread's root and why the others stopped.
+void print_unwinding(const std::string& mode, const UnwinderStats& u, const std::vector<Collector::UnwindTally>& tallies,
+                     uint64_t unsupported_frames) {
+  auto mib = [](uint64_t rows) { return rows * sizeof(ember_unwind_row) / 1048576.0; };
+  std::fprintf(stderr, "  unwinding   %s: tables of %llu binaries, %.1f of %.0f MiB (--unwind-memory), built in %.0f ms\n",
+               mode.c_str(), static_cast<unsigned long long>(u.tables), mib(u.rows), mib(u.rows_capacity), u.build_ms);
+  auto list = [](const std::vector<std::string>& paths, const char* why) {
+    if (paths.empty()) return;
+    std::string text;
+    for (size_t i = 0; i < paths.size() && i < 5; ++i) text += (i ? ", " : "") + paths[i];
+    if (paths.size() > 5) text += ", and " + std::to_string(paths.size() - 5) + " more";
+    std::fprintf(stderr, "              frame pointers only (%s): %s\n", why, text.c_str());
+  };
+  list(u.over_cap, "their tables are past --unwind-memory: raise it");
+  list(u.without_cfi, "no CFI");
+  list(u.unreadable, "unreadable");
+  if (u.processes_left_out || u.mappings_left_out || unsupported_frames)
+    std::fprintf(stderr,
+                 "              %llu processes left to frame pointers (table full), %llu mappings past %d per "
+                 "process, %llu frames with CFI the unwinder cannot apply\n",
+                 static_cast<unsigned long long>(u.processes_left_out),
+                 static_cast<unsigned long long>(u.mappings_left_out), EMBER_UNWIND_MAPPINGS,
+                 static_cast<unsigned long long>(unsupported_frames));
+  size_t shown = 0;
+  for (const Collector::UnwindTally& t : tallies) {
+    if (t.stacks == 0 || shown == 10) break;
+    if (shown++ == 0) std::fprintf(stderr, "  stacks      reaching their thread's root, by process (most stacks first):\n");
+    std::string who = t.name + " (" + std::to_string(t.pid) + ")";
+    std::string why;
+    for (int stop = 0; stop < EMBER_STOP_KINDS; ++stop)
+      if (stop != EMBER_STOP_ROOT && t.stops[stop])
+        why += (why.empty() ? "; stopped: " : ", ") + std::to_string(t.stops[stop]) + " " + stop_words(stop);
+    std::fprintf(stderr, "    %-24s %5.1f%% of %llu%s\n", who.c_str(), 100.0 * t.stops[EMBER_STOP_ROOT] / t.stacks,
+                 static_cast<unsigned long long>(t.stacks), why.c_str());
+  }
+}
+
 }  // namespace
 
 std::optional<uint64_t> parse_duration_ns(const std::string& text) {
@@ -474,6 +528,8 @@ int run_record(const RecordOptions& o) {
     config.malloc_live = o.live;
   }
   config.frequency = o.frequency;
+  config.unwind = o.unwind == "fp" ? UnwindMode::Fp : o.unwind == "cfi" ? UnwindMode::Cfi : UnwindMode::Auto;
+  config.unwind_memory_bytes = uint64_t(o.unwind_memory_mib) << 20;
   config.include_idle = o.idle;
   config.verbose = o.verbose;
   config.tids = o.tids;
@@ -508,6 +564,20 @@ int run_record(const RecordOptions& o) {
   if (!sampler) {
     abandon_child();
     return fail(sampler.error());
+  }
+  // Each process's tables go to the kernel as its mappings are read (at its
+  // first sample); the named targets' before the recording starts.
+  std::unique_ptr<Unwinder> unwinder;
+  if (config.unwind != UnwindMode::Fp) {
+    auto u = Unwinder::open((*sampler)->unwind_maps());
+    if (!u) {
+      abandon_child();
+      return fail(u.error());
+    }
+    unwinder = std::move(*u);
+    collector.on_snapshot([&](uint32_t pid) { unwinder->add_process(pid, symbolizer.mapped_files(pid)); });
+    for (uint32_t pid : o.pids)
+      if (symbolizer.snapshot_process(pid)) unwinder->add_process(pid, symbolizer.mapped_files(pid));
   }
   // Agents only once the kernel took every probe: an agent cannot be
   // unloaded, so none goes into a JVM for a recording that fails to start.
@@ -752,6 +822,7 @@ int run_record(const RecordOptions& o) {
   if (!o.idle && plan->cpu)
     std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n",
                  static_cast<unsigned long long>(counters.idle));
+  if (unwinder) print_unwinding(o.unwind, unwinder->stats(), collector.unwind_tallies(), counters.unwind_unsupported);
 
   for (size_t v = 0; v < graphs.size(); ++v) {
     if (!graphs[v].written) {

@@ -47,6 +47,8 @@ struct RecordOptions {
   bool lines = false;                // file:line in frame names
   bool inlines = true;               // inlined calls as frames
   uint32_t symbol_memory_mib = 256;  // DWARF the symbolizer may hold
+  std::string unwind = "auto";       // user stacks: auto, fp or cfi (--unwind)
+  uint32_t unwind_memory_mib = 16;   // the kernel's unwind tables at most
   std::vector<std::string> command;  // run and profile this, with its children
   bool java = true;                  // attach the agent to JVMs in scope
   std::vector<uint32_t> java_attach; // attach only to these JVMs

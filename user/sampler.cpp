@@ -60,6 +60,10 @@ uint32_t ring_bytes(uint32_t frequency, int cpus) {
   return static_cast<uint32_t>(size);
 }
 
+// Processes the unwinder holds tables for at once (entries of 6 KiB,
+// allocated as processes are sampled; exited ones are removed).
+constexpr uint32_t kUnwindProcesses = 16384;
+
 // Whether the kernel can send a process's mappings as it exits: the
 // open-coded VMA iterator (6.7+) and bpf_loop (5.17+).
 bool kernel_has_exit_mappings() {
@@ -175,6 +179,12 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   skel->rodata->malloc_live = config.malloc_live;
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
   bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
+  bool unwind = config.unwind != UnwindMode::Fp;
+  skel->rodata->unwind_mode = static_cast<uint32_t>(config.unwind);
+  bpf_map__set_max_entries(skel->maps.unwind_rows,
+                           unwind ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
+  bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? kUnwindProcesses : 1);
+  bpf_program__set_autoload(skel->progs.ember_unwind_exit, unwind);
   bool exit_mappings = kernel_has_exit_mappings();
   bpf_program__set_autoload(skel->progs.ember_exit_mappings, exit_mappings);
 
@@ -196,6 +206,11 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       if (!link) return std::unexpected("cannot follow child processes: " + errno_text(errno));
       st.links.push_back(link);
     }
+  }
+  if (unwind) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_unwind_exit);
+    if (!link) return std::unexpected("cannot attach to sched_process_exit: " + errno_text(errno));
+    st.links.push_back(link);
   }
   if (exit_mappings) {
     bpf_link* link = bpf_program__attach(skel->progs.ember_exit_mappings);
@@ -317,8 +332,15 @@ void Sampler::stop() {
 
 SamplerCounters Sampler::counters() const {
   const auto* bss = state_->skel->bss;
-  return {bss->samples_seen, bss->samples_lost,      bss->samples_idle,      bss->targets_full,
-          bss->mappings_lost, bss->offcpu_untracked, bss->malloc_live_full, bss->waker_untracked};
+  return {bss->samples_seen,     bss->samples_lost,     bss->samples_idle,    bss->targets_full,
+          bss->mappings_lost,    bss->offcpu_untracked, bss->malloc_live_full, bss->waker_untracked,
+          bss->unwind_unsupported};
+}
+
+UnwindMaps Sampler::unwind_maps() const {
+  profile_bpf* skel = state_->skel.get();
+  return {bpf_map__fd(skel->maps.unwind_rows), bpf_map__max_entries(skel->maps.unwind_rows),
+          bpf_map__fd(skel->maps.unwind_processes)};
 }
 
 std::vector<uint32_t> Sampler::live_allocations() const {

@@ -12,11 +12,20 @@
 #include <linux/types.h>  // __u32 and friends for profile.h
 extern "C" {
 #include "profile.h"
+#include "unwind.h"
 }
+#include "user/unwinder.h"
 
 namespace ember {
 
 enum class SampleEvent { CpuClock, Cycles };
+
+// How user stacks are unwound (--unwind).
+enum class UnwindMode {
+  Fp = EMBER_UNWIND_FP,      // the kernel's frame-pointer walk
+  Cfi = EMBER_UNWIND_CFI,    // CFI tables only
+  Auto = EMBER_UNWIND_AUTO,  // CFI tables, frame pointers where a binary has none
+};
 
 struct SamplerConfig {
   bool cpu = true;                   // sample on `event`
@@ -37,6 +46,8 @@ struct SamplerConfig {
   bool follow_forks = false;         // children of `pids` become targets
   std::vector<uint32_t> tids;        // non-empty: only these threads
   bool include_idle = false;
+  UnwindMode unwind = UnwindMode::Fp;
+  uint64_t unwind_memory_bytes = 0;  // the kernel's unwind tables at most (not Fp)
   bool verbose = false;              // libbpf's own messages on stderr
 };
 
@@ -49,6 +60,7 @@ struct SamplerCounters {
   uint64_t offcpu_untracked = 0;  // switches out not recorded: the off-CPU table was full
   uint64_t malloc_untracked = 0;  // --live: sampled allocations not tracked, table full
   uint64_t waker_untracked = 0;   // --waker: wakeups whose waker's stacks could not be stored
+  uint64_t unwind_unsupported = 0;  // frames with CFI the unwinder cannot apply
 };
 
 using SampleHandler = std::function<void(const ember_sample& sample)>;
@@ -72,6 +84,8 @@ class Sampler {
   // --live: ids of the sampled allocations not freed (yet).
   std::vector<uint32_t> live_allocations() const;
   int cpus() const { return cpus_; }  // CPUs sampled
+  // Where the unwind tables go (not with UnwindMode::Fp).
+  UnwindMaps unwind_maps() const;
   // What start() left out but recorded anyway (a probe the kernel lacks).
   const std::vector<std::string>& warnings() const { return warnings_; }
 

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* User-stack unwinding from CFI tables, for every event program (linked
+ * into the profile object; entry point in unwind.bpf.h).
+ *
+ * Why in the kernel: perf --call-graph dwarf copies 8 KB of stack per
+ * sample and unwinds later (deep stacks cut at 8 KB, megabytes per second
+ * written); a frame-pointer walk is cheap but loses the caller of every
+ * function in code built without frame pointers (Debian's libc, -O2
+ * builds), and wrongly so in a prologue. Tables give exact frames at the
+ * cost of two binary searches per frame.
+ *
+ * The tables (bpf/unwind.h) come from userspace: one sorted row array per
+ * binary, built from its .eh_frame, all in one mmapable array map; per
+ * process, its executable mappings and where each binary's rows lie. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "unwind.bpf.h"
+
+/* Set by the collector before load: EMBER_UNWIND_*. */
+const volatile __u32 unwind_mode = EMBER_UNWIND_FP;
+
+/* Frames whose CFI the tables cannot express, walked by frame pointers
+ * (auto) or ended at (cfi). */
+__u64 unwind_unsupported = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* sized by the collector: the table memory cap */
+	__type(key, __u32);
+	__type(value, struct ember_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the collector */
+	__type(key, __u32);     /* tgid */
+	__type(value, struct ember_unwind_process);
+} unwind_processes SEC(".maps");
+
+/* Offsets in the kernel's signal frame (struct rt_sigframe, less its
+ * return address, which the handler's return popped): the ucontext, then
+ * in its mcontext the saved rbp, rsp, rip (arch/x86/include/uapi/asm/sigcontext.h). */
+#define UC_MCONTEXT 40
+#define SIGFRAME_RBP (UC_MCONTEXT + 10 * 8)
+#define SIGFRAME_RSP (UC_MCONTEXT + 15 * 8)
+#define SIGFRAME_RIP (UC_MCONTEXT + 16 * 8)
+
+/* Rows searched per binary at most: 2^24. */
+#define ROW_SEARCH_STEPS 24
+#define MAPPING_SEARCH_STEPS 9 /* log2(EMBER_UNWIND_MAPPINGS) + 1 */
+
+struct walk {
+	__u64 ip, sp, bp;
+	bool exact;  /* ip is where the thread was (the leaf, or the interrupted code of a
+	                signal frame), not a return address */
+	__u32 frames;
+	__u32 stop;
+	__u32 pid;
+	struct ember_user_frames *out;
+};
+
+/* The mapping of process `p` holding `pc`. */
+static __always_inline struct ember_unwind_mapping *find_mapping(struct ember_unwind_process *p, __u64 pc)
+{
+	__u32 lo = 0, hi = p->count, i;
+	struct ember_unwind_mapping *m;
+
+	if (hi > EMBER_UNWIND_MAPPINGS)
+		hi = EMBER_UNWIND_MAPPINGS;
+	for (i = 0; i < MAPPING_SEARCH_STEPS && lo < hi; i++) {
+		__u32 mid = (lo + hi) / 2;
+
+		if (p->mappings[mid & (EMBER_UNWIND_MAPPINGS - 1)].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return 0;
+	m = &p->mappings[(lo - 1) & (EMBER_UNWIND_MAPPINGS - 1)];
+	return pc < m->end ? m : 0;
+}
+
+struct row_search {
+	__u32 lo, hi;  /* the answer is in [lo, hi) of the rows map: the last row with pc <= key */
+	__u32 key;
+};
+
+static long row_step(__u32 i, struct row_search *s)
+{
+	__u32 mid;
+	struct ember_unwind_row *row;
+
+	if (s->hi - s->lo <= 1)
+		return 1;
+	mid = s->lo + (s->hi - s->lo) / 2;
+	row = bpf_map_lookup_elem(&unwind_rows, &mid);
+	if (!row)
+		return 1;
+	if (row->pc <= s->key)
+		s->lo = mid;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* The row of mapping `m` that covers `pc`, or none before its first. */
+static __always_inline struct ember_unwind_row *find_row(struct ember_unwind_mapping *m, __u64 pc)
+{
+	struct row_search s = {.lo = m->first, .hi = m->first + m->rows, .key = (__u32)(pc - m->base)};
+	struct ember_unwind_row *row;
+
+	if (pc < m->base || pc - m->base > 0xffffffffull)
+		return 0;
+	bpf_loop(ROW_SEARCH_STEPS, row_step, &s, 0);
+	row = bpf_map_lookup_elem(&unwind_rows, &s.lo);
+	return row && row->pc <= s.key ? row : 0;
+}
+
+static __always_inline long read_user(__u64 *to, __u64 address)
+{
+	return bpf_probe_read_user(to, sizeof(*to), (void *)address);
+}
+
+/* One frame up by the frame-pointer chain: code without CFI. */
+static __always_inline long frame_pointer_step(struct walk *w)
+{
+	__u64 ra, bp;
+
+	if (!w->bp) {
+		w->stop = EMBER_STOP_FP_END;
+		return 1;
+	}
+	if (w->bp < w->sp) {
+		w->stop = EMBER_STOP_BAD_FRAME;
+		return 1;
+	}
+	if (read_user(&ra, w->bp + 8) || read_user(&bp, w->bp)) {
+		w->stop = EMBER_STOP_BAD_READ;
+		return 1;
+	}
+	if (!ra) {
+		w->stop = EMBER_STOP_FP_END;
+		return 1;
+	}
+	w->sp = w->bp + 16;
+	w->bp = bp;
+	w->ip = ra;
+	w->exact = false;
+	return 0;
+}
+
+/* Code the tables do not cover: frame pointers (auto), or the end (cfi). */
+static __always_inline long without_table(struct walk *w, __u32 stop)
+{
+	if (unwind_mode == EMBER_UNWIND_AUTO)
+		return frame_pointer_step(w);
+	w->stop = stop;
+	return 1;
+}
+
+/* The caller's registers from a signal frame: the interrupted code's. */
+static __always_inline long signal_step(struct walk *w)
+{
+	__u64 ip, sp, bp;
+
+	if (read_user(&ip, w->sp + SIGFRAME_RIP) || read_user(&sp, w->sp + SIGFRAME_RSP) ||
+	    read_user(&bp, w->sp + SIGFRAME_RBP)) {
+		w->stop = EMBER_STOP_BAD_READ;
+		return 1;
+	}
+	w->ip = ip;
+	w->sp = sp;
+	w->bp = bp;
+	w->exact = true;
+	return 0;
+}
+
+/* Records the current frame, then steps to its caller; 1 ends the walk. */
+static long unwind_step(__u32 i, struct walk *w)
+{
+	struct ember_unwind_process *p;
+	struct ember_unwind_mapping *m;
+	struct ember_unwind_row *row;
+	__u64 pc, cfa, ra, bp;
+
+	if (w->frames >= EMBER_MAX_STACK_DEPTH) {
+		w->stop = EMBER_STOP_DEPTH;
+		return 1;
+	}
+	if (!w->out)
+		return 1;
+	w->out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->ip;
+	w->frames++;
+
+	/* A return address points after its call: look up the call. */
+	pc = w->exact ? w->ip : w->ip - 1;
+	p = bpf_map_lookup_elem(&unwind_processes, &w->pid);
+	if (!p) {
+		w->stop = EMBER_STOP_NOT_LOADED;
+		return 1;
+	}
+	m = find_mapping(p, pc);
+	if (!m)
+		return without_table(w, EMBER_STOP_UNMAPPED);
+	if (!m->rows)
+		return without_table(w, EMBER_STOP_NO_TABLE);
+	row = find_row(m, pc);
+	if (!row)
+		return without_table(w, EMBER_STOP_NO_TABLE);
+	switch (row->type) {
+	case EMBER_ROW_CFA_RSP:
+		cfa = w->sp + row->cfa;
+		break;
+	case EMBER_ROW_CFA_RBP:
+		cfa = w->bp + row->cfa;
+		break;
+	case EMBER_ROW_PLT:
+		cfa = w->sp + 8 + ((w->ip & 15) >= row->cfa ? 8 : 0);
+		break;
+	case EMBER_ROW_SIGNAL:
+		return signal_step(w);
+	case EMBER_ROW_ROOT:
+		w->stop = EMBER_STOP_ROOT;
+		return 1;
+	case EMBER_ROW_NONE:
+		return without_table(w, EMBER_STOP_NO_TABLE);
+	default:
+		__sync_fetch_and_add(&unwind_unsupported, 1);
+		return without_table(w, EMBER_STOP_UNSUPPORTED);
+	}
+	if (read_user(&ra, cfa - 8)) {
+		w->stop = EMBER_STOP_BAD_READ;
+		return 1;
+	}
+	if (row->rbp) {
+		if (read_user(&bp, cfa + (__s64)row->rbp * 8)) {
+			w->stop = EMBER_STOP_BAD_READ;
+			return 1;
+		}
+		w->bp = bp;
+	}
+	/* The caller's frame lies above: a CFA at or below rsp is a bad row
+	 * or a corrupt stack, and would loop. */
+	if (!ra || cfa <= w->sp) {
+		w->stop = EMBER_STOP_BAD_FRAME;
+		return 1;
+	}
+	w->sp = cfa;
+	w->ip = ra;
+	w->exact = false;
+	return 0;
+}
+
+__noinline int ember_unwind_user(struct ember_user_regs *regs, __u32 pid, struct ember_user_frames *out)
+{
+	struct walk w = {};
+
+	if (!regs || !out)
+		return EMBER_STOP_BAD_FRAME << 16;
+	w.ip = regs->ip;
+	w.sp = regs->sp;
+	w.bp = regs->bp;
+	w.exact = !regs->return_address;
+	w.pid = pid;
+	w.out = out;
+	w.stop = EMBER_STOP_DEPTH;
+	bpf_loop(EMBER_MAX_STACK_DEPTH + 1, unwind_step, &w, 0);
+	return w.frames | w.stop << 16;
+}
+
+/* A process's entry goes with its last thread: the table of processes
+ * holds live ones only. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ember_unwind_exit, struct task_struct *task)
+{
+	__u32 pid = task->tgid;
+
+	if (task->signal->live.counter == 0)
+		bpf_map_delete_elem(&unwind_processes, &pid);
+	return 0;
+}

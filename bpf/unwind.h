@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The unwind tables bpf/unwind.bpf.c walks user stacks with, as userspace
+ * (unwind/cfi_table.cpp, user/unwinder.cpp) fills them. x86_64: the rules
+ * are for rsp, rbp and a return address at CFA - 8. Fixed-width fields, no
+ * pointers: compiled both by clang -target bpf and by the C++ side. */
+#ifndef EMBER_BPF_UNWIND_H
+#define EMBER_BPF_UNWIND_H
+
+/* What a row says about the code from its pc up to the next row's. */
+#define EMBER_ROW_CFA_RSP 0     /* CFA = rsp + cfa */
+#define EMBER_ROW_CFA_RBP 1     /* CFA = rbp + cfa */
+#define EMBER_ROW_PLT 2         /* a PLT entry: CFA = rsp + 8, + 8 more from byte `cfa` of each 16 on */
+#define EMBER_ROW_SIGNAL 3      /* the kernel's signal return trampoline: the interrupted registers
+                                   are in the ucontext at rsp */
+#define EMBER_ROW_ROOT 4        /* outermost frame (return address undefined): the stack ends here */
+#define EMBER_ROW_NONE 5        /* no CFI covers this code */
+#define EMBER_ROW_UNSUPPORTED 6 /* CFI the table cannot express (a DWARF expression, another register) */
+
+/* One row: 8 bytes, sorted by pc within a binary's table. */
+struct ember_unwind_row {
+	__u32 pc;      /* offset from the table's base address */
+	__u16 cfa;     /* CFA offset, or the PLT threshold */
+	__u8 type;     /* EMBER_ROW_* */
+	__s8 rbp;      /* caller's rbp saved at CFA + 8 * rbp; 0: rbp unchanged */
+};
+
+/* Executable mappings of one process, sorted by start, for the unwinder:
+ * where the table of each lies in the rows map. A pc outside all of them
+ * makes the walk stop with EMBER_STOP_UNMAPPED (the collector then reads
+ * the process's mappings again). */
+#define EMBER_UNWIND_MAPPINGS 256
+
+struct ember_unwind_mapping {
+	__u64 start, end;  /* [start, end) */
+	__u64 base;        /* address of the table's pc 0 in this mapping */
+	__u32 first;       /* index of its first row in the rows map */
+	__u32 rows;        /* 0: no table (JIT code, a binary without CFI, or
+	                      its table did not fit): frame pointers there */
+};
+
+struct ember_unwind_process {
+	__u32 count;       /* mappings used */
+	__u32 pad;
+	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAPPINGS];
+};
+
+/* How user stack unwinding is done (the rodata `unwind_mode`). */
+#define EMBER_UNWIND_FP 0    /* the kernel's frame-pointer walk only */
+#define EMBER_UNWIND_CFI 1   /* tables only: a frame without one ends the stack */
+#define EMBER_UNWIND_AUTO 2  /* tables, frame pointers where a binary has none */
+
+/* Why a user stack ended (ember_sample's ustack_stop). */
+#define EMBER_STOP_ROOT 0        /* at the thread's outermost frame, as its CFI says */
+#define EMBER_STOP_FP_END 1      /* the frame-pointer chain ended (no CFI to tell if it is the root) */
+#define EMBER_STOP_NO_TABLE 2    /* code without a table (--unwind cfi), or a binary whose table did not fit */
+#define EMBER_STOP_UNMAPPED 3    /* a pc in no known mapping (the process's tables are not loaded yet, or
+                                    code mapped since) */
+#define EMBER_STOP_UNSUPPORTED 4 /* a CFI rule the tables cannot express */
+#define EMBER_STOP_BAD_READ 5    /* user memory could not be read (paged out, or a bad frame) */
+#define EMBER_STOP_DEPTH 6       /* the frame limit */
+#define EMBER_STOP_BAD_FRAME 7   /* a return address of 0, or a stack that did not move up */
+#define EMBER_STOP_NO_USER 8     /* no user stack: a kernel thread */
+#define EMBER_STOP_NOT_LOADED 9  /* the process's tables were not loaded yet (its first moments):
+                                    the frame-pointer walk took the stack */
+#define EMBER_STOP_KINDS 10
+
+#endif

@@ -1,0 +1,140 @@
+#include "user/unwinder.h"
+
+#include <elfutils/libdwelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace ember {
+namespace {
+
+std::string hex(const void* bytes, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t b = static_cast<const uint8_t*>(bytes)[i];
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<Unwinder>, std::string> Unwinder::open(UnwindMaps maps) {
+  std::unique_ptr<Unwinder> u(new Unwinder(maps));
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  u->mapped_bytes_ = (size_t(maps.rows_capacity) * sizeof(ember_unwind_row) + page - 1) / page * page;
+  void* rows = mmap(nullptr, u->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, maps.rows_fd, 0);
+  if (rows == MAP_FAILED) return std::unexpected(std::string("cannot map the unwind tables: ") + std::strerror(errno));
+  u->rows_ = static_cast<ember_unwind_row*>(rows);
+  u->stats_.rows_capacity = maps.rows_capacity;
+  return u;
+}
+
+Unwinder::~Unwinder() {
+  if (rows_) munmap(rows_, mapped_bytes_);
+}
+
+Unwinder::Table Unwinder::place(unwind::CfiTable table, const std::string& name) {
+  Table t;
+  t.base = table.base;
+  t.segments = std::move(table.segments);
+  if (table.rows.size() > stats_.rows_capacity - stats_.rows) {
+    stats_.over_cap.push_back(name);
+    return t;
+  }
+  t.first = static_cast<uint32_t>(stats_.rows);
+  t.rows = static_cast<uint32_t>(table.rows.size());
+  // The kernel reads these rows only once a process entry points at them.
+  std::memcpy(rows_ + t.first, table.rows.data(), table.rows.size() * sizeof(ember_unwind_row));
+  stats_.rows += t.rows;
+  ++stats_.tables;
+  return t;
+}
+
+const Unwinder::Table& Unwinder::table_for(const symbolizer::Mapping& m, int fd) {
+  static const Table kNone;
+  using Clock = std::chrono::steady_clock;
+  auto timed = [&](auto build) {
+    auto started = Clock::now();
+    auto table = build();
+    stats_.build_ms += std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    return table;
+  };
+  auto failed = [&](const unwind::TableError& e) {
+    (e.reason == unwind::NoTable::Unreadable ? stats_.unreadable : stats_.without_cfi).push_back(m.path);
+  };
+  if (m.path == "[vdso]") {
+    if (!vdso_) {
+      vdso_ = std::make_unique<Table>();
+      std::string_view image = symbolizer::own_vdso_image();
+      auto table = timed([&] { return unwind::build_cfi_table(image); });
+      if (table)
+        *vdso_ = place(std::move(*table), m.path);
+      else
+        failed(table.error());
+    }
+    return *vdso_;
+  }
+  if (m.inode == 0) return kNone;  // anonymous code: a JIT's
+  auto [known, inserted] = by_file_.try_emplace({m.dev, m.inode}, nullptr);
+  if (!inserted) return known->second ? *known->second : kNone;
+  if (fd < 0) {
+    stats_.unreadable.push_back(m.path);
+    return kNone;
+  }
+  elf_version(EV_CURRENT);
+  std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr), elf_end);
+  // One table per build: a container's copy of a library is the same file.
+  const void* id = nullptr;
+  ssize_t id_size = elf ? dwelf_elf_gnu_build_id(elf.get(), &id) : -1;
+  std::string key = id_size > 0 ? hex(id, static_cast<size_t>(id_size))
+                                : "file " + std::to_string(m.dev) + ":" + std::to_string(m.inode);
+  auto [it, fresh] = by_build_.try_emplace(key);
+  known->second = &it->second;
+  if (fresh) {
+    auto table = timed([&] { return unwind::build_cfi_table(elf.get()); });
+    if (table)
+      it->second = place(std::move(*table), m.path);
+    else
+      failed(table.error());
+  }
+  return it->second;
+}
+
+void Unwinder::add_process(uint32_t pid, std::span<const symbolizer::Symbolizer::MappedFile> files) {
+  auto entry = std::make_unique<ember_unwind_process>();
+  std::memset(entry.get(), 0, sizeof *entry);
+  for (const auto& [m, fd] : files) {
+    if (!m->executable) continue;
+    if (entry->count == EMBER_UNWIND_MAPPINGS) {
+      ++stats_.mappings_left_out;
+      continue;
+    }
+    const Table& t = table_for(*m, fd);
+    ember_unwind_mapping& e = entry->mappings[entry->count++];
+    e.start = m->start;
+    e.end = m->end;
+    // Where the file's addresses land in this mapping: by the loadable
+    // segment its bytes come from (address - offset is constant in one).
+    uint64_t length = m->end - m->start;
+    for (const auto& s : t.segments)
+      if (t.rows && s.offset < m->offset + length && m->offset < s.offset + s.size) {
+        e.base = m->start - m->offset + s.offset - s.vaddr + t.base;
+        e.first = t.first;
+        e.rows = t.rows;
+        break;
+      }
+  }
+  if (bpf_map_update_elem(maps_.processes_fd, &pid, entry.get(), BPF_ANY) != 0)
+    ++stats_.processes_left_out;
+  else
+    ++stats_.processes;
+}
+
+}  // namespace ember

@@ -1,0 +1,74 @@
+// Feeds the in-kernel unwinder (bpf/unwind.bpf.c): builds the unwind
+// table of each binary a sampled process maps (once per build: a
+// container's libc and the host's share one), places it in the kernel's
+// rows map under a memory cap, and tells the kernel, per process, where
+// the table of each of its mappings lies.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "symbolizer/symbolizer.h"
+#include "unwind/cfi_table.h"
+
+namespace ember {
+
+// The kernel maps the tables go into (Sampler::unwind_maps()).
+struct UnwindMaps {
+  int rows_fd = -1;         // BPF_F_MMAPABLE array of ember_unwind_row
+  uint32_t rows_capacity = 0;
+  int processes_fd = -1;    // hash: tgid -> ember_unwind_process
+};
+
+struct UnwinderStats {
+  uint64_t tables = 0;        // binaries with a table in the kernel
+  uint64_t rows = 0;          // rows used, of rows_capacity
+  uint64_t rows_capacity = 0;
+  double build_ms = 0;        // time spent building tables
+  uint64_t processes = 0;     // processes given to the kernel
+  uint64_t processes_left_out = 0;  // the kernel's process table was full
+  uint64_t mappings_left_out = 0;   // a process with more executable mappings than the table holds
+  // Binaries walked by frame pointers, and why: no CFI, unreadable, or
+  // their table did not fit under the cap.
+  std::vector<std::string> without_cfi, unreadable, over_cap;
+};
+
+class Unwinder {
+ public:
+  static std::expected<std::unique_ptr<Unwinder>, std::string> open(UnwindMaps maps);
+  ~Unwinder();
+  Unwinder(const Unwinder&) = delete;
+  Unwinder& operator=(const Unwinder&) = delete;
+
+  // Gives the kernel the tables of what process `pid` maps (replacing what
+  // it had): called with each snapshot of its mappings.
+  void add_process(uint32_t pid, std::span<const symbolizer::Symbolizer::MappedFile> files);
+  const UnwinderStats& stats() const { return stats_; }
+
+ private:
+  explicit Unwinder(UnwindMaps maps) : maps_(maps) {}
+  // A binary's rows in the kernel (rows 0: none, frame pointers there).
+  struct Table {
+    uint32_t first = 0, rows = 0;
+    uint64_t base = 0;
+    std::vector<unwind::CfiTable::Segment> segments;
+  };
+  const Table& table_for(const symbolizer::Mapping& mapping, int fd);
+  Table place(unwind::CfiTable table, const std::string& name);
+
+  UnwindMaps maps_;
+  ember_unwind_row* rows_ = nullptr;  // the rows map, mapped here
+  size_t mapped_bytes_ = 0;
+  std::unordered_map<std::string, Table> by_build_;       // build-id (or file identity) -> table
+  std::map<std::pair<uint64_t, uint64_t>, Table*> by_file_;  // (dev, inode) -> table
+  std::unique_ptr<Table> vdso_;
+  UnwinderStats stats_;
+};
+
+}  // namespace ember
