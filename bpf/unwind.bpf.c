@@ -58,30 +58,46 @@ struct walk {
 	                signal frame), not a return address */
 	__u32 frames;
 	__u32 stop;
-	__u32 pid;
 	struct ember_user_frames *out;
+	struct ember_unwind_process *process;
+	struct ember_unwind_mapping *mapping;  /* the last frame's: the next is often in it too */
+	__u64 last_pc;
+	struct ember_unwind_row last_row;
 };
+
+/* Binary searches run as bpf_loop callbacks: the verifier checks a
+ * callback once, where it would follow every path of an unrolled search. */
+struct mapping_search {
+	struct ember_unwind_process *process;
+	__u64 pc;
+	__u32 lo, hi;  /* the answer is the last mapping in [lo, hi) starting at or below pc */
+};
+
+static long mapping_step(__u32 i, struct mapping_search *s)
+{
+	__u32 mid;
+
+	if (!s->process || s->hi - s->lo <= 1)
+		return 1;
+	mid = s->lo + (s->hi - s->lo) / 2;
+	if (s->process->mappings[mid & (EMBER_UNWIND_MAPPINGS - 1)].start <= s->pc)
+		s->lo = mid;
+	else
+		s->hi = mid;
+	return 0;
+}
 
 /* The mapping of process `p` holding `pc`. */
 static __always_inline struct ember_unwind_mapping *find_mapping(struct ember_unwind_process *p, __u64 pc)
 {
-	__u32 lo = 0, hi = p->count, i;
+	struct mapping_search s = {.process = p, .pc = pc, .lo = 0, .hi = p->count};
 	struct ember_unwind_mapping *m;
 
-	if (hi > EMBER_UNWIND_MAPPINGS)
-		hi = EMBER_UNWIND_MAPPINGS;
-	for (i = 0; i < MAPPING_SEARCH_STEPS && lo < hi; i++) {
-		__u32 mid = (lo + hi) / 2;
-
-		if (p->mappings[mid & (EMBER_UNWIND_MAPPINGS - 1)].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	if (s.hi == 0 || s.hi > EMBER_UNWIND_MAPPINGS)
 		return 0;
-	m = &p->mappings[(lo - 1) & (EMBER_UNWIND_MAPPINGS - 1)];
-	return pc < m->end ? m : 0;
+	bpf_loop(MAPPING_SEARCH_STEPS, mapping_step, &s, 0);
+	m = &p->mappings[s.lo & (EMBER_UNWIND_MAPPINGS - 1)];
+	return pc >= m->start && pc < m->end ? m : 0;
 }
 
 struct row_search {
@@ -182,7 +198,6 @@ static __always_inline long signal_step(struct walk *w)
 /* Records the current frame, then steps to its caller; 1 ends the walk. */
 static long unwind_step(__u32 i, struct walk *w)
 {
-	struct ember_unwind_process *p;
 	struct ember_unwind_mapping *m;
 	struct ember_unwind_row *row;
 	__u64 pc, cfa, ra, bp;
@@ -191,26 +206,31 @@ static long unwind_step(__u32 i, struct walk *w)
 		w->stop = EMBER_STOP_DEPTH;
 		return 1;
 	}
-	if (!w->out)
+	if (!w->out || !w->process)
 		return 1;
 	w->out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->ip;
 	w->frames++;
 
 	/* A return address points after its call: look up the call. */
 	pc = w->exact ? w->ip : w->ip - 1;
-	p = bpf_map_lookup_elem(&unwind_processes, &w->pid);
-	if (!p) {
-		w->stop = EMBER_STOP_NOT_LOADED;
-		return 1;
+	m = w->mapping;
+	if (!m || pc < m->start || pc >= m->end) {
+		m = find_mapping(w->process, pc);
+		if (!m)
+			return without_table(w, EMBER_STOP_UNMAPPED);
+		w->mapping = m;
 	}
-	m = find_mapping(p, pc);
-	if (!m)
-		return without_table(w, EMBER_STOP_UNMAPPED);
 	if (!m->rows)
 		return without_table(w, EMBER_STOP_NO_TABLE);
-	row = find_row(m, pc);
-	if (!row)
-		return without_table(w, EMBER_STOP_NO_TABLE);
+	if (pc == w->last_pc) {
+		row = &w->last_row;
+	} else {
+		row = find_row(m, pc);
+		if (!row)
+			return without_table(w, EMBER_STOP_NO_TABLE);
+		w->last_pc = pc;
+		w->last_row = *row;
+	}
 	switch (row->type) {
 	case EMBER_ROW_CFA_RSP:
 		cfa = w->sp + row->cfa;
@@ -232,11 +252,21 @@ static long unwind_step(__u32 i, struct walk *w)
 		__sync_fetch_and_add(&unwind_unsupported, 1);
 		return without_table(w, EMBER_STOP_UNSUPPORTED);
 	}
-	if (read_user(&ra, cfa - 8)) {
+	if (row->rbp == -2) {
+		/* rbp pushed right below the return address (a frame-pointer
+		 * prologue): one read for both. */
+		__u64 pair[2];
+
+		if (bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa - 16))) {
+			w->stop = EMBER_STOP_BAD_READ;
+			return 1;
+		}
+		w->bp = pair[0];
+		ra = pair[1];
+	} else if (read_user(&ra, cfa - 8)) {
 		w->stop = EMBER_STOP_BAD_READ;
 		return 1;
-	}
-	if (row->rbp) {
+	} else if (row->rbp) {
 		if (read_user(&bp, cfa + (__s64)row->rbp * 8)) {
 			w->stop = EMBER_STOP_BAD_READ;
 			return 1;
@@ -261,11 +291,13 @@ __noinline int ember_unwind_user(struct ember_user_regs *regs, __u32 pid, struct
 
 	if (!regs || !out)
 		return EMBER_STOP_BAD_FRAME << 16;
+	w.process = bpf_map_lookup_elem(&unwind_processes, &pid);
+	if (!w.process)
+		return EMBER_STOP_NOT_LOADED << 16;
 	w.ip = regs->ip;
 	w.sp = regs->sp;
 	w.bp = regs->bp;
 	w.exact = !regs->return_address;
-	w.pid = pid;
 	w.out = out;
 	w.stop = EMBER_STOP_DEPTH;
 	bpf_loop(EMBER_MAX_STACK_DEPTH + 1, unwind_step, &w, 0);
