@@ -142,6 +142,32 @@ static __always_inline bool user_regs(struct stack_start *start)
 	return true;
 }
 
+/* `regs` and as much of the user stack above regs->sp as can be read, up
+ * to a stack's room in a record (bpf/unwind.h); in words. The top of the
+ * stack is the end of its mapping: a read past it fails whole, so the
+ * sizes are tried from large to small. */
+static __always_inline long copy_stack(struct ember_user_regs *regs, __u64 *ips)
+{
+	const __u32 room = (EMBER_MAX_STACK_DEPTH - EMBER_COPY_HEADER) * sizeof(__u64);
+	void *sp = (void *)regs->sp;
+	__u64 *to = &ips[EMBER_COPY_HEADER];
+	long words = 0;
+
+	ips[EMBER_COPY_IP] = regs->ip;
+	ips[EMBER_COPY_SP] = regs->sp;
+	ips[EMBER_COPY_BP] = regs->bp;
+	ips[EMBER_COPY_RETURN_ADDRESS] = regs->return_address;
+	if (!bpf_probe_read_user(to, room, sp))
+		words = room / 8;
+	else if (!bpf_probe_read_user(to, 1024, sp))
+		words = 128;
+	else if (!bpf_probe_read_user(to, 256, sp))
+		words = 32;
+	else if (!bpf_probe_read_user(to, 64, sp))
+		words = 8;
+	return EMBER_COPY_HEADER + words;
+}
+
 /* The current task's user stack into `ips` (by unwind_mode), then (if
  * `kernel`) its kernel stack right after it; their lengths in frames and
  * why the user stack ends. `ips` holds at least two stacks of
@@ -168,14 +194,14 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 			regs.return_address = 1;
 		}
 		r = ember_unwind_user(&regs, pid, (struct ember_user_frames *)ips);
-		if (EMBER_UNWIND_STOP(r) != EMBER_STOP_NOT_LOADED) {
-			u = EMBER_UNWIND_FRAMES(r);
-			*stop = EMBER_UNWIND_STOP(r);
-		}
+		*stop = EMBER_UNWIND_STOP(r);
+		/* A process new to the collector: its registers and the top of
+		 * its stack, for the collector to unwind once it has its tables
+		 * (an off-CPU block recorded now may last the whole recording). */
+		u = *stop == EMBER_STOP_NOT_LOADED ? copy_stack(&regs, ips) : EMBER_UNWIND_FRAMES(r);
 	}
 	if (u < 0) {
-		/* The kernel's frame-pointer walk: --unwind fp, or a process
-		 * whose tables are not loaded yet. */
+		/* The kernel's frame-pointer walk: --unwind fp. */
 		u = frames(bpf_get_stack(ctx, ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK));
 		if (unwind_mode == EMBER_UNWIND_FP)
 			*stop = u ? EMBER_STOP_FP_END : EMBER_STOP_NO_USER;

@@ -60,8 +60,17 @@ struct ember_unwind_process {
 #define EMBER_STOP_DEPTH 6       /* the frame limit */
 #define EMBER_STOP_BAD_FRAME 7   /* a return address of 0, or a stack that did not move up */
 #define EMBER_STOP_NO_USER 8     /* no user stack: a kernel thread */
-#define EMBER_STOP_NOT_LOADED 9  /* the process's tables were not loaded yet (its first moments):
-                                    the frame-pointer walk took the stack */
+#define EMBER_STOP_NOT_LOADED 9  /* the process's tables were not loaded yet (its first moments): in
+                                    a record, its user stack is then a copy (see below) */
 #define EMBER_STOP_KINDS 10
+
+/* A user stack copied for userspace to unwind (a record whose ustack_stop
+ * is EMBER_STOP_NOT_LOADED and unwind_mode is not FP): these words, then
+ * the top of the stack from sp up, as much as could be read. */
+#define EMBER_COPY_IP 0
+#define EMBER_COPY_SP 1
+#define EMBER_COPY_BP 2
+#define EMBER_COPY_RETURN_ADDRESS 3  /* 1: ip is a return address (an allocator's entry) */
+#define EMBER_COPY_HEADER 4
 
 #endif

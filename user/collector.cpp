@@ -197,15 +197,32 @@ void Collector::add(const ember_sample& s) {
   add_now(s);
 }
 
+std::span<const __u64> Collector::user_ips(uint32_t pid, const char (&process_comm)[EMBER_COMM_LEN],
+                                            std::span<const __u64> ips, uint64_t time_ns, uint8_t& stop, __u64* out) {
+  if (stop != EMBER_STOP_NOT_LOADED || ips.empty()) return ips;
+  // The tables come with the process's first snapshot: take it now.
+  uint64_t ip = ips[EMBER_COPY_IP];
+  note_process(pid, name_id(process_comm), std::span(&ip, 1), time_ns);
+  size_t n = 1;
+  out[0] = ips[EMBER_COPY_IP];
+  if (copy_unwinder_) std::tie(n, stop) = copy_unwinder_(pid, ips, out);
+  return {out, n};
+}
+
 void Collector::add_now(const ember_sample& s) {
   uint64_t ustack[EMBER_MAX_STACK_DEPTH + 1], waker_ustack[EMBER_MAX_STACK_DEPTH + 1];
-  size_t n = user_stack(s.pid, std::span(s.ips, s.ustack_len), s.time_ns, ustack);
+  __u64 unwound[EMBER_MAX_STACK_DEPTH];
+  uint8_t ustop = s.ustack_stop, waker_ustop = s.waker_ustack_stop;
+  size_t n = user_stack(s.pid, user_ips(s.pid, s.process_comm, std::span(s.ips, s.ustack_len), s.time_ns, ustop, unwound),
+                        s.time_ns, ustack);
   size_t waker_n = 0;
   // The waker's stack is the waker's process's: its JIT code, its mappings.
-  if (has_waker_stacks(s))
-    waker_n = user_stack(s.waker_pid, std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len),
+  if (has_waker_stacks(s)) {
+    auto ips = std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len);
+    waker_n = user_stack(s.waker_pid, user_ips(s.waker_pid, s.waker_process_comm, ips, end_time(s), waker_ustop, unwound),
                          end_time(s), waker_ustack);
-  add_resolved(s, std::span(ustack, n), std::span(waker_ustack, waker_n));
+  }
+  add_resolved(s, std::span(ustack, n), ustop, std::span(waker_ustack, waker_n), waker_ustop);
 }
 
 void Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns) {
@@ -227,8 +244,8 @@ void Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64
   it->second = name;
 }
 
-void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack,
-                             std::span<const uint64_t> waker_ustack) {
+void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack, uint8_t ustop,
+                             std::span<const uint64_t> waker_ustack, uint8_t waker_ustop) {
   uint32_t process = name_id(s.process_comm), thread = name_id(s.comm);
   if (process == before_exec_id_) return;
   if (!comm_matches_[process] && !comm_matches_[thread]) {
@@ -236,11 +253,11 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
     return;
   }
   bool woken = has_waker_stacks(s);
-  if (user_truncated(s.ustack_len, s.ustack_stop) || s.kstack_len >= options_.max_depth ||
-      (woken && (user_truncated(s.waker_ustack_len, s.waker_ustack_stop) || s.waker_kstack_len >= options_.max_depth)))
+  if (user_truncated(ustack.size(), ustop) || s.kstack_len >= options_.max_depth ||
+      (woken && (user_truncated(waker_ustack.size(), waker_ustop) || s.waker_kstack_len >= options_.max_depth)))
     ++stats_.truncated;
-  count_unwind(s.pid, process, s.ustack_stop);
-  if (woken) count_unwind(s.waker_pid, name_id(s.waker_process_comm), s.waker_ustack_stop);
+  count_unwind(s.pid, process, ustop);
+  if (woken) count_unwind(s.waker_pid, name_id(s.waker_process_comm), waker_ustop);
 
   uint64_t kstack[EMBER_MAX_STACK_DEPTH];
   std::memcpy(kstack, s.ips + s.ustack_len, s.kstack_len * sizeof(uint64_t));
@@ -282,7 +299,7 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
 bool Collector::user_truncated(uint32_t frames, uint8_t stop) const {
   // The kernel's frame-pointer walk stops at kernel.perf_event_max_stack
   // without saying so; ember's own walk says why it stopped.
-  if (stop == EMBER_STOP_FP_END || stop == EMBER_STOP_NOT_LOADED) return frames >= options_.max_depth;
+  if (stop == EMBER_STOP_FP_END) return frames >= options_.max_depth;
   return stop == EMBER_STOP_DEPTH;
 }
 

@@ -83,6 +83,10 @@ class Collector {
   void refresh_processes();
   // Called with each process whose mappings were just read (snapshotted).
   void on_snapshot(std::function<void(uint32_t pid)> listener) { on_snapshot_ = std::move(listener); }
+  // Unwinds a user stack the kernel copied for lack of tables (a process's
+  // first moments): Unwinder::unwind_copy, called after on_snapshot.
+  using CopyUnwinder = std::function<std::pair<size_t, uint8_t>(uint32_t pid, std::span<const __u64> copy, __u64* out)>;
+  void on_copied_stack(CopyUnwinder unwinder) { copy_unwinder_ = std::move(unwinder); }
   // Takes in a mapping that a sampled process had as it exited.
   void add_exit_mapping(const ember_mapping& mapping);
 
@@ -194,9 +198,14 @@ class Collector {
   static Wakeup classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name);
   // Takes in a record whose JIT code, if any, is published by now.
   void add_now(const ember_sample& sample);
-  // `ustack`, `waker_ustack`: the user stacks, JIT addresses already replaced by tokens.
-  void add_resolved(const ember_sample& sample, std::span<const uint64_t> ustack,
-                    std::span<const uint64_t> waker_ustack);
+  // A user stack as the kernel sent it (`ips`, ending for `stop`), or as
+  // unwound here if it is a copy: into `out`; the stop updated.
+  std::span<const __u64> user_ips(uint32_t pid, const char (&process_comm)[EMBER_COMM_LEN], std::span<const __u64> ips,
+                                  uint64_t time_ns, uint8_t& stop, __u64* out);
+  // `ustack`, `waker_ustack`: the user stacks, JIT addresses already
+  // replaced by tokens; `ustop`, `waker_ustop`: why they end.
+  void add_resolved(const ember_sample& sample, std::span<const uint64_t> ustack, uint8_t ustop,
+                    std::span<const uint64_t> waker_ustack, uint8_t waker_ustop);
   // The user stack `ips` of process `pid` at `time_ns` into `out` (room for
   // one more frame than `ips`); returns its length.
   size_t user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t time_ns, uint64_t* out);
@@ -235,6 +244,7 @@ class Collector {
   std::unordered_map<uint32_t, uint64_t> last_snapshot_;  // pid -> when (ns), to rate-limit
   std::unordered_set<uint32_t> exited_;  // pids whose exit-time mappings came in
   std::function<void(uint32_t)> on_snapshot_;
+  CopyUnwinder copy_unwinder_;
   struct Tally {
     uint32_t name = 0;
     uint64_t stops[EMBER_STOP_KINDS] = {};

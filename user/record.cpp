@@ -342,7 +342,7 @@ const char* stop_words(int stop) {
     case EMBER_STOP_BAD_READ: return "stack memory unreadable";
     case EMBER_STOP_DEPTH: return "depth limit";
     case EMBER_STOP_BAD_FRAME: return "bad frame";
-    case EMBER_STOP_NOT_LOADED: return "before its tables were loaded (frame pointers)";
+    case EMBER_STOP_NOT_LOADED: return "before its tables were loaded";
     default: return "other";
   }
 }
@@ -569,13 +569,16 @@ int run_record(const RecordOptions& o) {
   // first sample); the named targets' before the recording starts.
   std::unique_ptr<Unwinder> unwinder;
   if (config.unwind != UnwindMode::Fp) {
-    auto u = Unwinder::open((*sampler)->unwind_maps());
+    auto u = Unwinder::open((*sampler)->unwind_maps(), static_cast<uint32_t>(config.unwind));
     if (!u) {
       abandon_child();
       return fail(u.error());
     }
     unwinder = std::move(*u);
     collector.on_snapshot([&](uint32_t pid) { unwinder->add_process(pid, symbolizer.mapped_files(pid)); });
+    collector.on_copied_stack([&](uint32_t pid, std::span<const __u64> copy, __u64* out) {
+      return unwinder->unwind_copy(pid, copy, out);
+    });
     for (uint32_t pid : o.pids)
       if (symbolizer.snapshot_process(pid)) unwinder->add_process(pid, symbolizer.mapped_files(pid));
   }

@@ -6,6 +6,7 @@
 
 #include <bpf/bpf.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -25,8 +26,8 @@ std::string hex(const void* bytes, size_t n) {
 
 }  // namespace
 
-std::expected<std::unique_ptr<Unwinder>, std::string> Unwinder::open(UnwindMaps maps) {
-  std::unique_ptr<Unwinder> u(new Unwinder(maps));
+std::expected<std::unique_ptr<Unwinder>, std::string> Unwinder::open(UnwindMaps maps, uint32_t mode) {
+  std::unique_ptr<Unwinder> u(new Unwinder(maps, mode));
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   u->mapped_bytes_ = (size_t(maps.rows_capacity) * sizeof(ember_unwind_row) + page - 1) / page * page;
   void* rows = mmap(nullptr, u->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, maps.rows_fd, 0);
@@ -133,8 +134,92 @@ void Unwinder::add_process(uint32_t pid, std::span<const symbolizer::Symbolizer:
   }
   if (bpf_map_update_elem(maps_.processes_fd, &pid, entry.get(), BPF_ANY) != 0)
     ++stats_.processes_left_out;
-  else
+  else if (!processes_.count(pid))
     ++stats_.processes;
+  processes_[pid] = std::move(entry);
+}
+
+// The kernel's walk (bpf/unwind.bpf.c's unwind_step), over a copy of the
+// stack: keep the two in step.
+std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const __u64> copy, __u64* out) const {
+  auto found = processes_.find(pid);
+  if (copy.size() < EMBER_COPY_HEADER) return {0, EMBER_STOP_BAD_READ};
+  uint64_t ip = copy[EMBER_COPY_IP], sp = copy[EMBER_COPY_SP], bp = copy[EMBER_COPY_BP];
+  bool exact = !copy[EMBER_COPY_RETURN_ADDRESS];
+  if (found == processes_.end()) {
+    out[0] = ip;
+    return {1, EMBER_STOP_NOT_LOADED};
+  }
+  const ember_unwind_process& process = *found->second;
+  const uint64_t stack = copy[EMBER_COPY_SP], words = copy.size() - EMBER_COPY_HEADER;
+  auto read = [&](uint64_t address, uint64_t& value) {
+    if (address < stack || address + 8 > stack + words * 8) return false;
+    std::memcpy(&value, reinterpret_cast<const uint8_t*>(copy.data() + EMBER_COPY_HEADER) + (address - stack), 8);
+    return true;
+  };
+  size_t n = 0;
+  while (n < EMBER_MAX_STACK_DEPTH) {
+    out[n++] = ip;
+    uint64_t pc = exact ? ip : ip - 1;
+    const ember_unwind_mapping* begin = process.mappings;
+    const ember_unwind_mapping* end = begin + std::min<uint32_t>(process.count, EMBER_UNWIND_MAPPINGS);
+    auto m = std::upper_bound(begin, end, pc, [](uint64_t pc, const ember_unwind_mapping& m) { return pc < m.start; });
+    const ember_unwind_row* row = nullptr;
+    uint8_t missing = EMBER_STOP_UNMAPPED;
+    if (m != begin && pc < (--m)->end) {
+      missing = EMBER_STOP_NO_TABLE;
+      if (m->rows && pc >= m->base && pc - m->base <= UINT32_MAX) {
+        const ember_unwind_row* rows = rows_ + m->first;
+        auto r = std::upper_bound(rows, rows + m->rows, pc - m->base,
+                                  [](uint64_t pc, const ember_unwind_row& r) { return pc < r.pc; });
+        if (r != rows) row = r - 1;
+      }
+    }
+    if (row && row->type == EMBER_ROW_NONE) row = nullptr;
+    if (row && row->type == EMBER_ROW_UNSUPPORTED) {
+      row = nullptr;
+      missing = EMBER_STOP_UNSUPPORTED;
+    }
+    if (!row) {
+      if (mode_ != EMBER_UNWIND_AUTO) return {n, missing};
+      uint64_t ra, next_bp;
+      if (!bp) return {n, EMBER_STOP_FP_END};
+      if (bp < sp) return {n, EMBER_STOP_BAD_FRAME};
+      if (!read(bp + 8, ra) || !read(bp, next_bp)) return {n, EMBER_STOP_BAD_READ};
+      if (!ra) return {n, EMBER_STOP_FP_END};
+      sp = bp + 16;
+      bp = next_bp;
+      ip = ra;
+      exact = false;
+      continue;
+    }
+    uint64_t cfa;
+    switch (row->type) {
+      case EMBER_ROW_CFA_RSP: cfa = sp + row->cfa; break;
+      case EMBER_ROW_CFA_RBP: cfa = bp + row->cfa; break;
+      case EMBER_ROW_PLT: cfa = sp + 8 + ((ip & 15) >= row->cfa ? 8 : 0); break;
+      case EMBER_ROW_SIGNAL: {
+        // The interrupted registers, in the ucontext on the stack (see unwind.bpf.c).
+        constexpr uint64_t kMcontext = 40;
+        if (!read(sp + kMcontext + 16 * 8, ip) || !read(sp + kMcontext + 15 * 8, cfa) ||
+            !read(sp + kMcontext + 10 * 8, bp))
+          return {n, EMBER_STOP_BAD_READ};
+        sp = cfa;
+        exact = true;
+        continue;
+      }
+      case EMBER_ROW_ROOT: return {n, EMBER_STOP_ROOT};
+      default: return {n, EMBER_STOP_UNSUPPORTED};
+    }
+    uint64_t ra;
+    if (!read(cfa - 8, ra)) return {n, EMBER_STOP_BAD_READ};
+    if (row->rbp && !read(cfa + int64_t(row->rbp) * 8, bp)) return {n, EMBER_STOP_BAD_READ};
+    if (!ra || cfa <= sp) return {n, EMBER_STOP_BAD_FRAME};
+    sp = cfa;
+    ip = ra;
+    exact = false;
+  }
+  return {n, EMBER_STOP_DEPTH};
 }
 
 }  // namespace ember

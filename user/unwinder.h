@@ -14,6 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include <linux/types.h>  // __u32 and friends for profile.h
+extern "C" {
+#include "profile.h"  // EMBER_MAX_STACK_DEPTH
+}
 #include "symbolizer/symbolizer.h"
 #include "unwind/cfi_table.h"
 
@@ -41,7 +45,8 @@ struct UnwinderStats {
 
 class Unwinder {
  public:
-  static std::expected<std::unique_ptr<Unwinder>, std::string> open(UnwindMaps maps);
+  // `mode`: EMBER_UNWIND_CFI or EMBER_UNWIND_AUTO, as the kernel's.
+  static std::expected<std::unique_ptr<Unwinder>, std::string> open(UnwindMaps maps, uint32_t mode);
   ~Unwinder();
   Unwinder(const Unwinder&) = delete;
   Unwinder& operator=(const Unwinder&) = delete;
@@ -49,10 +54,15 @@ class Unwinder {
   // Gives the kernel the tables of what process `pid` maps (replacing what
   // it had): called with each snapshot of its mappings.
   void add_process(uint32_t pid, std::span<const symbolizer::Symbolizer::MappedFile> files);
+  // Unwinds a user stack the kernel copied for lack of tables (a process's
+  // first moments; bpf/unwind.h's EMBER_COPY_*), with the tables since
+  // given for `pid`, as the kernel would: the frames into `out` (room for
+  // EMBER_MAX_STACK_DEPTH), leaf first; their count and EMBER_STOP_* reason.
+  std::pair<size_t, uint8_t> unwind_copy(uint32_t pid, std::span<const __u64> copy, __u64* out) const;
   const UnwinderStats& stats() const { return stats_; }
 
  private:
-  explicit Unwinder(UnwindMaps maps) : maps_(maps) {}
+  Unwinder(UnwindMaps maps, uint32_t mode) : maps_(maps), mode_(mode) {}
   // A binary's rows in the kernel (rows 0: none, frame pointers there).
   struct Table {
     uint32_t first = 0, rows = 0;
@@ -63,6 +73,8 @@ class Unwinder {
   Table place(unwind::CfiTable table, const std::string& name);
 
   UnwindMaps maps_;
+  uint32_t mode_;
+  std::unordered_map<uint32_t, std::unique_ptr<ember_unwind_process>> processes_;  // as given to the kernel
   ember_unwind_row* rows_ = nullptr;  // the rows map, mapped here
   size_t mapped_bytes_ = 0;
   std::unordered_map<std::string, Table> by_build_;       // build-id (or file identity) -> table

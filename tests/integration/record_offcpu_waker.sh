@@ -23,7 +23,9 @@ near() { awk -v v="$1" -v e="$2" -v p="$3" 'BEGIN { d = v - e; if (d < 0) d = -d
 # The wakee's stack, the wakeup in the kernel (a pipe write), then the
 # waker's stack from its system call down to its root.
 wakee=';main;wait_for_x;sys3;entry_SYSCALL_64_after_hwframe_\[k\];.*;__schedule_\[k\];--;try_to_wake_up_\[k\];'
-waker_of() { echo "${wakee}.*pipe_write_\[k\];.*;sys3;wake_from_$1;waker;main;__libc_start_call_main;\[waker: ywaker\] [0-9]+$"; }
+# (frame pointers stop in libc; CFI unwinding goes on to _start)
+root=';__libc_start_call_main;(__libc_start_main;_start;)?'
+waker_of() { echo "${wakee}.*pipe_write_\[k\];.*;sys3;wake_from_$1;waker;main${root}\[waker: ywaker\] [0-9]+$"; }
 y=$(weight "$off" "$(waker_of y)")
 z=$(weight "$off" "$(waker_of z)")
 truth_y=$(awk '/^blocked_y_ns/ { print $2 }' "$TMP/out")
@@ -57,8 +59,8 @@ for _ in $(seq 50); do ywaker=$(pgrep -P "$sleeper" ywaker) && break; sleep 0.1;
 [ -n "$ywaker" ] || fail "the workload did not start its waker"
 "$EMBER" record -e offcpu --waker --pid-frames --no-java -p "$sleeper" -d 2 -o "$TMP/p.folded" 2>"$TMP/err" ||
 	fail "ember exited $?: $(cat "$TMP/err")"
-y=$(weight "$TMP/p.folded" ";wake_from_y;waker;main;__libc_start_call_main;\\[waker: ywaker \\($ywaker\\)\\] [0-9]+$")
-z=$(weight "$TMP/p.folded" ";wake_from_z;waker;main;__libc_start_call_main;\\[waker: ywaker \\($ywaker\\)\\] [0-9]+$")
+y=$(weight "$TMP/p.folded" ";wake_from_y;waker;main${root}\\[waker: ywaker \\($ywaker\\)\\] [0-9]+$")
+z=$(weight "$TMP/p.folded" ";wake_from_z;waker;main${root}\\[waker: ywaker \\($ywaker\\)\\] [0-9]+$")
 echo "-p: woken from wake_from_y $(ms "$y") ms, from wake_from_z $(ms "$z") ms (about 3:1)"
 # The figures are checked above, against the workload's own; here, that
 # both wakers are found and named (their ratio moves with the load).
