@@ -61,7 +61,8 @@ struct ember_unwind_process {
 #define EMBER_STOP_BAD_FRAME 7   /* a return address of 0, or a stack that did not move up */
 #define EMBER_STOP_NO_USER 8     /* no user stack: a kernel thread */
 #define EMBER_STOP_NOT_LOADED 9  /* the process's tables were not loaded yet (its first moments): in
-                                    a record, its user stack is then a copy (see below) */
+                                    a record, its user stack is then a copy (see below); once
+                                    unwound, the stack went on past the copy */
 #define EMBER_STOP_KINDS 10
 
 /* A user stack copied for userspace to unwind (a record whose ustack_stop

@@ -342,7 +342,7 @@ const char* stop_words(int stop) {
     case EMBER_STOP_BAD_READ: return "stack memory unreadable";
     case EMBER_STOP_DEPTH: return "depth limit";
     case EMBER_STOP_BAD_FRAME: return "bad frame";
-    case EMBER_STOP_NOT_LOADED: return "before its tables were loaded";
+    case EMBER_STOP_NOT_LOADED: return "before its tables were loaded (past the stack's copy)";
     default: return "other";
   }
 }
@@ -568,8 +568,8 @@ int run_record(const RecordOptions& o) {
   // Each process's tables go to the kernel as its mappings are read (at its
   // first sample); the named targets' before the recording starts.
   std::unique_ptr<Unwinder> unwinder;
-  if (config.unwind != UnwindMode::Fp) {
-    auto u = Unwinder::open((*sampler)->unwind_maps(), static_cast<uint32_t>(config.unwind));
+  if ((*sampler)->unwind_mode() != UnwindMode::Fp) {
+    auto u = Unwinder::open((*sampler)->unwind_maps(), static_cast<uint32_t>((*sampler)->unwind_mode()));
     if (!u) {
       abandon_child();
       return fail(u.error());
@@ -782,8 +782,14 @@ int run_record(const RecordOptions& o) {
                    kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
   }
   std::fprintf(stderr, "  lost        %llu  (ring buffer full)\n", static_cast<unsigned long long>(counters.lost));
-  std::fprintf(stderr, "  truncated   %llu  (stacks at the %u-frame limit; raise kernel.perf_event_max_stack)\n",
-               static_cast<unsigned long long>(stats.truncated), copts.max_depth);
+  if (unwinder)
+    std::fprintf(stderr,
+                 "  truncated   %llu  (stacks at the depth limit: %u kernel frames, raise "
+                 "kernel.perf_event_max_stack; %d user frames)\n",
+                 static_cast<unsigned long long>(stats.truncated), copts.max_depth, EMBER_MAX_STACK_DEPTH);
+  else
+    std::fprintf(stderr, "  truncated   %llu  (stacks at the %u-frame limit; raise kernel.perf_event_max_stack)\n",
+                 static_cast<unsigned long long>(stats.truncated), copts.max_depth);
   if (graphs.size() == 1 && plan->views.front().unit == "samples")
     std::fprintf(stderr, "  unknown     %llu  addresses not symbolized (in %llu samples)%s\n",
                  static_cast<unsigned long long>(stats.unknown_addresses),

@@ -179,8 +179,21 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   skel->rodata->malloc_live = config.malloc_live;
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
   bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
-  bool unwind = config.unwind != UnwindMode::Fp;
-  skel->rodata->unwind_mode = static_cast<uint32_t>(config.unwind);
+  // The unwinder needs bpf_loop (Linux 5.17) and bpf_task_pt_regs (5.15).
+  sampler->unwind_ = config.unwind;
+  if (config.unwind != UnwindMode::Fp &&
+      (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, nullptr) <= 0 ||
+       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0)) {
+    if (config.unwind == UnwindMode::Cfi)
+      return std::unexpected("--unwind cfi: this kernel cannot run ember's unwinder (it needs Linux 5.17 or later); "
+                             "use --unwind fp");
+    sampler->warnings_.push_back(
+        "user stacks are walked by frame pointers only: this kernel cannot run ember's unwinder (it needs Linux "
+        "5.17 or later)");
+    sampler->unwind_ = UnwindMode::Fp;
+  }
+  bool unwind = sampler->unwind_ != UnwindMode::Fp;
+  skel->rodata->unwind_mode = static_cast<uint32_t>(sampler->unwind_);
   bpf_map__set_max_entries(skel->maps.unwind_rows,
                            unwind ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
   bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? kUnwindProcesses : 1);
@@ -191,6 +204,19 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   if (int err = profile_bpf::load(skel))
     return std::unexpected("cannot load the BPF program: " + errno_text(err) +
                            (config.verbose ? "" : " (run with -v for the verifier's log)"));
+
+  // -v: how hard the verifier worked on each program (its limit is a
+  // million instructions processed), for reports of load failures to come.
+  if (config.verbose) {
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, skel->obj) {
+      bpf_prog_info info{};
+      uint32_t size = sizeof info;
+      if (bpf_program__fd(prog) >= 0 && bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &size) == 0)
+        std::fprintf(stderr, "ember: BPF program %s: %u instructions verified\n", bpf_program__name(prog),
+                     info.verified_insns);
+    }
+  }
 
   uint8_t one = 1;
   for (uint32_t pid : config.pids)

@@ -84,6 +84,8 @@ class Sampler {
   // --live: ids of the sampled allocations not freed (yet).
   std::vector<uint32_t> live_allocations() const;
   int cpus() const { return cpus_; }  // CPUs sampled
+  // How user stacks are walked: as asked, or Fp on a kernel too old for the unwinder.
+  UnwindMode unwind_mode() const { return unwind_; }
   // Where the unwind tables go (not with UnwindMode::Fp).
   UnwindMaps unwind_maps() const;
   // What start() left out but recorded anyway (a probe the kernel lacks).
@@ -95,6 +97,7 @@ class Sampler {
   std::unique_ptr<State> state_;
   std::vector<int> perf_fds_;
   int cpus_ = 0;
+  UnwindMode unwind_ = UnwindMode::Fp;
   std::vector<std::string> warnings_;
 };
 

@@ -152,6 +152,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
   }
   const ember_unwind_process& process = *found->second;
   const uint64_t stack = copy[EMBER_COPY_SP], words = copy.size() - EMBER_COPY_HEADER;
+  // A read past the copy: the stack went on beyond what the kernel copied.
   auto read = [&](uint64_t address, uint64_t& value) {
     if (address < stack || address + 8 > stack + words * 8) return false;
     std::memcpy(&value, reinterpret_cast<const uint8_t*>(copy.data() + EMBER_COPY_HEADER) + (address - stack), 8);
@@ -185,7 +186,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       uint64_t ra, next_bp;
       if (!bp) return {n, EMBER_STOP_FP_END};
       if (bp < sp) return {n, EMBER_STOP_BAD_FRAME};
-      if (!read(bp + 8, ra) || !read(bp, next_bp)) return {n, EMBER_STOP_BAD_READ};
+      if (!read(bp + 8, ra) || !read(bp, next_bp)) return {n, EMBER_STOP_NOT_LOADED};
       if (!ra) return {n, EMBER_STOP_FP_END};
       sp = bp + 16;
       bp = next_bp;
@@ -203,7 +204,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
         constexpr uint64_t kMcontext = 40;
         if (!read(sp + kMcontext + 16 * 8, ip) || !read(sp + kMcontext + 15 * 8, cfa) ||
             !read(sp + kMcontext + 10 * 8, bp))
-          return {n, EMBER_STOP_BAD_READ};
+          return {n, EMBER_STOP_NOT_LOADED};
         sp = cfa;
         exact = true;
         continue;
@@ -212,8 +213,8 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       default: return {n, EMBER_STOP_UNSUPPORTED};
     }
     uint64_t ra;
-    if (!read(cfa - 8, ra)) return {n, EMBER_STOP_BAD_READ};
-    if (row->rbp && !read(cfa + int64_t(row->rbp) * 8, bp)) return {n, EMBER_STOP_BAD_READ};
+    if (!read(cfa - 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
+    if (row->rbp && !read(cfa + int64_t(row->rbp) * 8, bp)) return {n, EMBER_STOP_NOT_LOADED};
     if (!ra || cfa <= sp) return {n, EMBER_STOP_BAD_FRAME};
     sp = cfa;
     ip = ra;

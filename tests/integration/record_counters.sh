@@ -15,4 +15,7 @@ truncated=$(awk '$1 == "truncated" { print $2 }' "$TMP/err")
 (( truncated * 10 >= samples * 9 )) || fail "truncated $truncated of $samples samples, expected >= 90%"
 limit=$(cat /proc/sys/kernel/perf_event_max_stack)
 (( limit > 256 )) && limit=256 # ember carries at most 256 frames
-grep -q "$limit-frame limit" "$TMP/err" || fail "summary does not name the $limit-frame limit"
+grep -qE "$limit kernel frames.* 256 user frames" "$TMP/err" || fail "summary does not name the depth limits ($limit, 256)"
+# Frame pointers: the kernel's walk, at its limit.
+"$EMBER" record --unwind fp -o "$TMP/fp.folded" -- "$WORKLOADS/deep_stack" 300 1 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+grep -q "$limit-frame limit" "$TMP/err" || fail "--unwind fp: summary does not name the $limit-frame limit"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every BPF program ember loads passes the verifier well under its limit (a
+# million instructions processed per program): prints each program's
+# verified instruction count (ember -v), with every feature on (CPU,
+# off-CPU with wakers, allocations with --live, CFI unwinding).
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+"$EMBER" record -v -e cpu-clock,offcpu,malloc --waker --live --no-java -o "$TMP/out.folded" \
+	-- "$WORKLOADS/alloc_service" 1 >/dev/null 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+sed -nE 's/^ember: BPF program ([a-z_]+): ([0-9]+) instructions verified$/\1 \2/p' "$TMP/err" | sort >"$TMP/insns"
+cat "$TMP/insns"
+(( $(wc -l <"$TMP/insns") >= 10 )) || fail "$(wc -l <"$TMP/insns") programs reported, expected at least 10: $(cat "$TMP/err")"
+for prog in ember_sample ember_switch ember_waking ember_malloc ember_alloc_return ember_unwind_exit; do
+	grep -q "^$prog " "$TMP/insns" || fail "$prog is not reported"
+done
+# 0: a kernel before 5.16 does not count them.
+awk '$2 == 0 { exit 1 }' "$TMP/insns" || skip "this kernel does not report verified instructions (Linux 5.16+)"
+# A quarter of the limit: room for a later kernel's verifier to work harder.
+awk '$2 > 250000 { print "FAIL: " $1 " took " $2 " verified instructions (limit 1000000)"; bad = 1 } END { exit bad }' \
+	"$TMP/insns"
