@@ -188,6 +188,10 @@ static __always_inline long signal_step(struct walk *w)
 		w->stop = EMBER_STOP_BAD_READ;
 		return 1;
 	}
+	/* The trampoline's frame holds the handler's return address, the
+	 * trampoline's first instruction, not a call's: see unwind_step. */
+	if (w->out && w->frames > 0)
+		w->out->ip[(w->frames - 1) & (EMBER_MAX_STACK_DEPTH - 1)] += 1;
 	w->ip = ip;
 	w->sp = sp;
 	w->bp = bp;
@@ -208,7 +212,11 @@ static long unwind_step(__u32 i, struct walk *w)
 	}
 	if (!w->out || !w->process)
 		return 1;
-	w->out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->ip;
+	/* Frames above the leaf are read as return addresses: their names are
+	 * looked up one byte back, in the call. An exact pc above the leaf (the
+	 * code a signal interrupted) is sent one byte on, so that the lookup
+	 * lands on it and not in the function before. */
+	w->out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->exact && w->frames ? w->ip + 1 : w->ip;
 	w->frames++;
 
 	/* A return address points after its call: look up the call. */

@@ -160,7 +160,8 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
   };
   size_t n = 0;
   while (n < EMBER_MAX_STACK_DEPTH) {
-    out[n++] = ip;
+    out[n] = exact && n ? ip + 1 : ip;  // as the kernel records frames (see unwind_step)
+    ++n;
     uint64_t pc = exact ? ip : ip - 1;
     const ember_unwind_mapping* begin = process.mappings;
     const ember_unwind_mapping* end = begin + std::min<uint32_t>(process.count, EMBER_UNWIND_MAPPINGS);
@@ -205,6 +206,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
         if (!read(sp + kMcontext + 16 * 8, ip) || !read(sp + kMcontext + 15 * 8, cfa) ||
             !read(sp + kMcontext + 10 * 8, bp))
           return {n, EMBER_STOP_NOT_LOADED};
+        if (n > 0) out[n - 1] += 1;
         sp = cfa;
         exact = true;
         continue;
