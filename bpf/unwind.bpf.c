@@ -100,40 +100,31 @@ static __always_inline struct ember_unwind_mapping *find_mapping(struct ember_un
 	return pc >= m->start && pc < m->end ? m : 0;
 }
 
-struct row_search {
-	__u32 lo, hi;  /* the answer is in [lo, hi) of the rows map: the last row with pc <= key */
-	__u32 key;
-};
-
-static long row_step(__u32 i, struct row_search *s)
-{
-	__u32 mid;
-	struct ember_unwind_row *row;
-
-	if (s->hi - s->lo <= 1)
-		return 1;
-	mid = s->lo + (s->hi - s->lo) / 2;
-	row = bpf_map_lookup_elem(&unwind_rows, &mid);
-	if (!row)
-		return 1;
-	if (row->pc <= s->key)
-		s->lo = mid;
-	else
-		s->hi = mid;
-	return 0;
-}
-
-/* The row of mapping `m` that covers `pc`, or none before its first. */
+/* The row of mapping `m` that covers `pc`, or none before its first. A
+ * plain loop: its bounds are map keys, which the verifier need not track
+ * precisely, so it checks each step once (where the mapping search's,
+ * offsets into a map value, would multiply its paths). */
 static __always_inline struct ember_unwind_row *find_row(struct ember_unwind_mapping *m, __u64 pc)
 {
-	struct row_search s = {.lo = m->first, .hi = m->first + m->rows, .key = (__u32)(pc - m->base)};
+	__u32 lo = m->first, hi = m->first + m->rows, key = (__u32)(pc - m->base), i;
 	struct ember_unwind_row *row;
 
 	if (pc < m->base || pc - m->base > 0xffffffffull)
 		return 0;
-	bpf_loop(ROW_SEARCH_STEPS, row_step, &s, 0);
-	row = bpf_map_lookup_elem(&unwind_rows, &s.lo);
-	return row && row->pc <= s.key ? row : 0;
+	/* The answer is the last row in [lo, hi) with row->pc <= key. */
+	for (i = 0; i < ROW_SEARCH_STEPS && hi - lo > 1; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		row = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!row)
+			return 0;
+		if (row->pc <= key)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	row = bpf_map_lookup_elem(&unwind_rows, &lo);
+	return row && row->pc <= key ? row : 0;
 }
 
 static __always_inline long read_user(__u64 *to, __u64 address)
