@@ -8,8 +8,9 @@
  *   mix-qsort      qsort_thread;qsort_sort_records;qsort;<libc>;
  *                  qsort_compare_slow (a comparator that burns CPU)
  *   mix-signal     signal_thread;signal_victim_loop;signal_victim_work,
- *                  interrupted every 3 ms of its CPU time by a signal whose
- *                  handler burns ~1 ms: ...;signal_victim_work;__restore_rt;
+ *                  interrupted every few ms of its CPU time by a signal
+ *                  whose handler burns a third of the thread's time:
+ *                  ...;signal_victim_work;__restore_rt;
  *                  signal_handler_on_timer;signal_handler_burn
  *   mix-exception  exception_thread;exception_catch_loop;exception_level1;
  *                  exception_level2 (whose BurningGuard destructor burns
@@ -100,15 +101,20 @@ CHAIN unsigned long qsort_sort_records(Record *records, size_t n)
 /* --- mix-signal: a handler that burns CPU above the interrupted code. */
 CHAIN unsigned long signal_handler_burn(unsigned long steps) { return burn(steps); }
 
-/* Burns 0.5 to 1.5 ms (1 ms on average) of the thread's CPU time: with the
- * timer every 3 ms of it, a third of the thread's time is in the handler. */
+/* Thread CPU time when the handler last returned (one thread takes it). */
+static double handler_returned_at;
+
+/* Burns half as long as the code it interrupted ran since the last signal:
+ * a third of the thread's CPU time is in the handler, however coarsely the
+ * kernel fires the timer (CPU-time timers expire on scheduler ticks). */
 CHAIN void signal_handler_on_timer(int)
 {
-	static unsigned long state = 0x9e3779b97f4a7c15UL; /* one thread takes the signal */
-	double end = thread_cpu_seconds() + 0.0005 + (next_random(&state) % 1000) / 1e6;
+	double start = thread_cpu_seconds();
+	double end = start + (start - handler_returned_at) / 2;
 	do
-		sink = signal_handler_burn(20000);
+		sink = signal_handler_burn(100000);
 	while (thread_cpu_seconds() < end);
+	handler_returned_at = thread_cpu_seconds();
 }
 
 CHAIN unsigned long signal_victim_work(unsigned long steps) { return burn(steps); }
@@ -226,7 +232,8 @@ CHAIN void *signal_thread(void *)
 	action.sa_handler = signal_handler_on_timer;
 	action.sa_flags = SA_RESTART;
 	sigaction(SIGRTMIN, &action, nullptr);
-	timer_t timer = start_thread_cpu_timer(SIGRTMIN, 3000000);
+	handler_returned_at = thread_cpu_seconds();
+	timer_t timer = start_thread_cpu_timer(SIGRTMIN, 2000000);
 	signal_victim_loop(thread_cpu_seconds() + seconds_per_thread);
 	timer_delete(timer);
 	return nullptr;
