@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, only the packages ember is missing.
 #   scripts/deps.sh build   compile ember
-#   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core)
-#   scripts/deps.sh bench   test + the peer the benchmarks compare against (perf) and GNU time
+#   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3)
+#   scripts/deps.sh bench   test + GNU time (perf, the peer the benchmarks compare against, is a test package)
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
