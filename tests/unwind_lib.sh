@@ -13,11 +13,20 @@ need_perf() {
 # EMBER_UNWIND=MODE runs the tests with --unwind MODE (default: ember's default).
 UNWIND_OPTS=(${EMBER_UNWIND:+--unwind "$EMBER_UNWIND"})
 
+# PERF_RECORD: perf record's options for the reference. --no-bpf-event:
+# BPF programs loaded meanwhile (ember's, other tools') add ksymbol records
+# that perf script 6.1 failed to parse at times ("failed to process type:
+# 17"), dropping every sample after them. -m 16M: a ring buffer of 16 MiB
+# per CPU, as each sample copies KBs of stack and a busy machine drains it
+# late.
+PERF_RECORD=(perf record -q --no-bpf-event -m 16M -e cpu-clock -F 999)
+
 # perf_folded DATA: perf's samples as folded stacks of user frames, root
 # first, under a root frame of the process id: "PID;f1;..;leaf COUNT".
 # --no-inline: physical frames only (canonical drops ember's inlined ones).
+# perf script's complaints are in $TMP/perf-script.err.
 perf_folded() {
-	perf script --no-inline -i "$1" -F pid,ip,sym,dso 2>/dev/null | awk '
+	perf script --no-inline -i "$1" -F pid,ip,sym,dso 2>"$TMP/perf-script.err" | awk '
 		function flush(  s, i) {
 			if (pid != "") { s = pid; for (i = n; i >= 1; i--) s = s ";" f[i]; count[s]++ }
 			pid = ""; n = 0

@@ -58,7 +58,7 @@ BACKGROUND+=($ember)
 wait_sampling $ember
 # -D -1: perf starts with its events off and says "ack" once told to
 # enable them, so it samples from the start too.
-perf record -q -e cpu-clock -F 999 --call-graph dwarf -p $nofp -D -1 --control "fifo:$TMP/ctl,$TMP/ack" \
+"${PERF_RECORD[@]}" --call-graph dwarf -p $nofp -D -1 --control "fifo:$TMP/ctl,$TMP/ack" \
 	-o "$TMP/perf.data" >"$TMP/perf.out" 2>&1 &
 perf=$!
 BACKGROUND+=($perf)
@@ -75,6 +75,7 @@ wait $ember || fail "ember exited $?: $(cat "$TMP/ember.err")"
 grep -E "^[^;]* \($nofp\);" "$TMP/ember.folded" >"$TMP/nofp.folded"
 grep -E "^[^;]* \($fp\);" "$TMP/ember.folded" >"$TMP/fp.folded"
 perf_folded "$TMP/perf.data" >"$TMP/perf.folded"
+! grep -q 'failed to process' "$TMP/perf-script.err" || fail "perf script could not read perf's recording: $(head -3 "$TMP/perf-script.err")"
 for run in nofp fp perf; do canonical "$TMP/$run.folded" >"$TMP/$run.canon"; done
 
 # Stacks in the order of their weight, for messages.

@@ -31,7 +31,7 @@ wait_sampling $ember
 # 16 KB of stack per sample: with perf's default 8 KB, every stack stopped
 # in the shell's frames (its input buffers are on the stack), short of
 # __libc_start_main. perf's samples that still stop short are left out.
-perf record -q -e cpu-clock -F 999 --call-graph dwarf,16384 -p $db -D -1 --control "fifo:$TMP/ctl,$TMP/ack" \
+"${PERF_RECORD[@]}" --call-graph dwarf,16384 -p $db -D -1 --control "fifo:$TMP/ctl,$TMP/ack" \
 	-o "$TMP/perf.data" >"$TMP/perf.out" 2>&1 &
 perf=$!
 BACKGROUND+=($perf)
@@ -44,6 +44,7 @@ wait $perf
 wait $ember || fail "ember exited $?: $(cat "$TMP/ember.err")"
 [ "$(cat "$TMP/sqlite.out")" = 2000000000 ] || fail "sqlite3 answered: $(cat "$TMP/sqlite.out")"
 perf_folded "$TMP/perf.data" >"$TMP/perf.folded"
+! grep -q 'failed to process' "$TMP/perf-script.err" || fail "perf script could not read perf's recording: $(head -3 "$TMP/perf-script.err")"
 for run in ember perf; do canonical "$TMP/$run.folded" >"$TMP/$run.canon"; done
 
 # perf unwound a sample fully when it reached main's caller in libc.
