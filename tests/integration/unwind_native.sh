@@ -82,19 +82,21 @@ for run in nofp fp perf; do canonical "$TMP/$run.folded" >"$TMP/$run.canon"; don
 heaviest() { sort -t' ' -k2nr "$1" | head -"${2:-6}" | cut -c1-400; }
 
 # --- enough samples, and complete stacks
+declare -A reached samples
 for run in nofp fp perf; do
-	read -r reached n < <(root_reach "$TMP/$run.canon")
-	echo "$run: $n user stacks, $(pct "$reached" "$n")% from the thread's entry"
-	(( n >= 2000 )) || fail "$run: only $n samples, expected ~3500 (5 threads x $seconds_per_thread s of CPU at 999 Hz)"
-	eval "reached_$run=$reached n_$run=$n"
+	read -r "reached[$run]" "samples[$run]" < <(root_reach "$TMP/$run.canon")
+	echo "$run: ${samples[$run]} user stacks, $(pct "${reached[$run]}" "${samples[$run]}")% from the thread's entry"
+	(( samples[$run] >= 2000 )) ||
+		fail "$run: only ${samples[$run]} samples, expected ~3500 (5 threads x $seconds_per_thread s of CPU at 999 Hz)"
 done
+not_from_entry() { grep -vE "$ROOTS" "$TMP/$1.canon" | heaviest /dev/stdin 8; }
 # perf is the reference: if it cannot unwind these, nothing here can be judged.
-(( reached_perf * 100 >= n_perf * 97 )) ||
-	fail "perf, the reference, reached the thread's entry in only $(pct "$reached_perf" "$n_perf")%: $(grep -vE "$ROOTS" "$TMP/perf.canon" | heaviest /dev/stdin)"
+(( reached[perf] * 100 >= samples[perf] * 97 )) ||
+	fail "perf, the reference, reached the thread's entry in only $(pct "${reached[perf]}" "${samples[perf]}")%: $(not_from_entry perf)"
 for run in nofp fp; do
-	eval "reached=\$reached_$run n=\$n_$run"
-	(( reached * 100 >= n * 98 )) || fail "$run build: $(pct "$reached" "$n")% of $n stacks start at the thread's entry, not >= 98%; heaviest that do not:
-$(grep -vE "$ROOTS" "$TMP/$run.canon" | heaviest /dev/stdin 8)"
+	(( reached[$run] * 100 >= samples[$run] * 98 )) ||
+		fail "$run build: $(pct "${reached[$run]}" "${samples[$run]}")% of ${samples[$run]} stacks start at the thread's entry, not >= 98%; heaviest that do not:
+$(not_from_entry $run)"
 done
 
 # --- the same stacks
