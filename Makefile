@@ -140,6 +140,30 @@ $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) $< -o $@ -lpthread
 
+# Workloads of the unwinding tests (tests/workloads/unwind/): -O2 as
+# distributions build, so NOT the frame-pointer WORKLOAD_CFLAGS. unwind_mix is
+# built twice, with its library, for tests/integration/unwind_native.sh to
+# compare: NAME-nofp (-fomit-frame-pointer) and NAME-fp.
+UNWIND_CFLAGS := -O2 -g -Wall -Wextra
+UNWIND_FP_nofp := -fomit-frame-pointer
+UNWIND_FP_fp := -fno-omit-frame-pointer
+WORKLOADS += $(BUILD)/workloads/unwind_mix-nofp $(BUILD)/workloads/unwind_mix-fp $(BUILD)/workloads/offcpu_libc
+
+$(BUILD)/workloads/libunwind_mixlib-%.so: tests/workloads/unwind/mixlib.c tests/workloads/unwind/mixlib.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNWIND_CFLAGS) $(UNWIND_FP_$*) -fPIC -shared $< -o $@
+
+$(BUILD)/workloads/unwind_mix-%: tests/workloads/unwind/unwind_mix.cpp tests/workloads/unwind/mixlib.h \
+		$(BUILD)/workloads/libunwind_mixlib-%.so
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(UNWIND_CFLAGS) $(UNWIND_FP_$*) $< -o $@ -L$(@D) -l:libunwind_mixlib-$*.so -Wl,-rpath,'$$ORIGIN' -lpthread
+
+$(BUILD)/workloads/offcpu_libc: tests/workloads/unwind/offcpu_libc.c tests/workloads/elapsed.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer -Itests/workloads $< -o $@ -lpthread
+
 $(BUILD)/fixtures/libfixture.so: tests/fixtures/fixture.cpp
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, only the packages ember is missing.
 #   scripts/deps.sh build   compile ember
-#   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core)
-#   scripts/deps.sh bench   test + the peer the benchmarks compare against (perf) and GNU time
+#   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3)
+#   scripts/deps.sh bench   test + GNU time (perf, the peer the benchmarks compare against, is a test package)
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev liblzma-dev zlib1g-dev libcli11-dev libcpp-httplib-dev libssl-dev nlohmann-json3-dev openjdk-17-jdk-headless)
 # elfutils, libbpfcc-dev: oracles for the symbolizer; libc6-dbg, libstdc++6-12-dbg: real
 # distribution debug files (by build-id) to read. curl, jq, openssl, procps: the ember serve
-# tests' HTTP client, JSON reader, self-signed certificate and pgrep.
-test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps)
-bench=(linux-perf time)
+# tests' HTTP client, JSON reader, self-signed certificate and pgrep. linux-perf: the unwinding
+# tests' reference (perf --call-graph dwarf); sqlite3: a distribution binary without frame pointers.
+test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3)
+bench=(time)
 fuzz=(afl++)
 
 mode=${1:-build}
