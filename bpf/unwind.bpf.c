@@ -190,6 +190,26 @@ static __always_inline long signal_step(struct walk *w)
 	return 0;
 }
 
+/* The caller of an interpreted Java frame (see EMBER_ROW_INTERPRETER). */
+static __always_inline long interpreter_step(struct walk *w)
+{
+	__u64 frame[3]; /* at rbp - 8: the caller's sp, rbp, return address */
+
+	if (bpf_probe_read_user(frame, sizeof(frame), (void *)(w->bp - 8))) {
+		w->stop = EMBER_STOP_BAD_READ;
+		return 1;
+	}
+	if (!frame[2] || frame[0] <= w->sp) {
+		w->stop = EMBER_STOP_BAD_FRAME;
+		return 1;
+	}
+	w->sp = frame[0];
+	w->bp = frame[1];
+	w->ip = frame[2];
+	w->exact = false;
+	return 0;
+}
+
 /* Records the current frame, then steps to its caller; 1 ends the walk. */
 static long unwind_step(__u32 i, struct walk *w)
 {
@@ -242,6 +262,8 @@ static long unwind_step(__u32 i, struct walk *w)
 		break;
 	case EMBER_ROW_SIGNAL:
 		return signal_step(w);
+	case EMBER_ROW_INTERPRETER:
+		return interpreter_step(w);
 	case EMBER_ROW_ROOT:
 		w->stop = EMBER_STOP_ROOT;
 		return 1;

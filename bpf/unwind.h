@@ -15,6 +15,9 @@
 #define EMBER_ROW_ROOT 4        /* outermost frame (return address undefined): the stack ends here */
 #define EMBER_ROW_NONE 5        /* no CFI covers this code */
 #define EMBER_ROW_UNSUPPORTED 6 /* CFI the table cannot express (a DWARF expression, another register) */
+#define EMBER_ROW_INTERPRETER 7 /* HotSpot's interpreter: a frame at rbp (return address at rbp + 8, the
+                                   caller's rbp at rbp), the caller's sp saved at rbp - 8 (its
+                                   frame may have been extended for the callee's locals) */
 
 /* One row: 8 bytes, sorted by pc within a binary's table. */
 struct ember_unwind_row {

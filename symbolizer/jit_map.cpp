@@ -67,6 +67,26 @@ void JitMap::line(std::string_view s) {
       Blob& blob = live_[b];
       blob = Blob{b, c, a, UINT64_MAX, static_cast<uint32_t>(d), tag == 'S' ? std::string(rest_of(s)) : "", {}};
       last_loaded_ = tag == 'L' ? &blob : nullptr;
+      ++code_version_;
+      return;
+    }
+    case 'G': {
+      int64_t words = 0, complete = 0;
+      auto signed_number = [&](int64_t& out) {
+        s = rest_of(s);
+        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+        if (ec != std::errc() || p == s.data()) return false;
+        s.remove_prefix(p - s.data());
+        return true;
+      };
+      if (!number(s, a, 16) || !signed_number(words) || !signed_number(complete)) break;
+      auto it = live_.find(a);
+      if (it == live_.end() || words < -1 || words > INT32_MAX || complete < -1 ||
+          complete >= static_cast<int64_t>(it->second.size))
+        break;
+      it->second.frame_words = static_cast<int32_t>(words);
+      it->second.complete = static_cast<int32_t>(complete);
+      ++code_version_;
       return;
     }
     case 'I': {
@@ -92,6 +112,7 @@ void JitMap::line(std::string_view s) {
     case 'U': {
       if (!number(s, a, 10) || !number(s, b, 16)) break;
       if (auto it = live_.find(b); it != live_.end()) retire(it, a);
+      ++code_version_;
       return;
     }
     case 'K':
@@ -104,6 +125,22 @@ void JitMap::line(std::string_view s) {
       return;  // Java events: JavaEvents's (symbolizer/java_events.h)
   }
   ++bad_lines_;
+}
+
+std::vector<JitMap::Code> JitMap::live_code() const {
+  std::vector<Code> code;
+  code.reserve(live_.size());
+  for (const auto& [start, b] : live_) {
+    Code c{Code::Kind::Other, b.start, b.size, b.frame_words, b.complete};
+    if (b.method)
+      c.kind = Code::Kind::Compiled;
+    else if (b.stub == "Interpreter")
+      c.kind = Code::Kind::Interpreter;
+    else if (b.stub == "call_stub")
+      c.kind = Code::Kind::CallStub;
+    code.push_back(c);
+  }
+  return code;
 }
 
 std::string_view JitMap::name(uint32_t id) const {
@@ -133,7 +170,7 @@ JitMap::Location JitMap::locate(uint64_t address, uint64_t time_ns) const {
   if (const Blob* old = containing(retired_, address, time_ns, max_retired_size_))
     if (!blob || old->unload_ns <= blob->load_ns) blob = old;
   if (!blob) return {};
-  Location at{blob->start, blob->load_ns, UINT32_MAX, blob->method != 0};
+  Location at{blob->start, blob->load_ns, UINT32_MAX, blob->method != 0, blob->frame_words >= 2 && blob->complete >= 0};
   if (blob->method != 0) {
     // The inlining at the first debug-info pc at or after the address: call
     // sites record their return address, which is `address + 1` for a

@@ -8,6 +8,10 @@
 //   I <pc_off> <id>,<id>,...       after its L: the frames at start+pc_off, innermost first
 //   U <ns> <start>                 the compiled method at start was freed
 //   S <ns> <start> <size> <name>   generated code: interpreter, stubs, adapters
+//   G <start> <words> <complete>   after an L (or S) line: the frame of the code at start is
+//                                  <words> words, return address included, once
+//                                  the code is <complete> bytes past start (its
+//                                  prologue done); decimal; -1: unknown
 // Times are CLOCK_MONOTONIC nanoseconds, the clock of the BPF samples; an
 // L or S time of 0 is code that was there before the stream began (replayed
 // when the agent attaches to a running JVM, while the recording runs).
@@ -79,8 +83,9 @@ class JitMap {
     uint64_t start = 0, load_ns = 0;
     uint32_t pc = UINT32_MAX;  // index of the inlining record, if any
     bool compiled = false;     // a JIT-compiled method (else interpreter or stub)
+    bool framed = false;       // its frame size was published (a G line)
     explicit operator bool() const { return start != 0; }
-    bool operator==(const Location&) const = default;
+    bool operator==(const Location& o) const { return start == o.start && load_ns == o.load_ns && pc == o.pc; }
   };
   // The code that covered `address` at `time_ns`, if the JVM published any.
   Location locate(uint64_t address, uint64_t time_ns) const;
@@ -88,6 +93,16 @@ class JitMap {
   std::vector<flamegraph::Frame> frames(const Location& at) const;
   // Forgets freed code older than `time_ns` (no pending sample is older).
   void forget_before(uint64_t time_ns);
+
+  // Live code and its frames, for the unwinder (user/unwinder.h).
+  struct Code {
+    enum class Kind { Compiled, Interpreter, CallStub, Other } kind = Kind::Other;
+    uint64_t start = 0, size = 0;
+    int32_t frame_words = -1, complete = -1;  // from G lines; -1: not published
+  };
+  std::vector<Code> live_code() const;
+  // Changes with every load, unload or frame of code.
+  uint64_t code_version() const { return code_version_; }
 
   size_t methods() const { return names_.size(); }
   size_t live_blobs() const { return live_.size(); }
@@ -103,6 +118,7 @@ class JitMap {
     uint32_t method = 0;        // compiled method id; 0 for generated code
     std::string stub;           // generated code's name
     std::vector<InlinePc> pcs;  // sorted by offset
+    int32_t frame_words = -1, complete = -1;
   };
   void line(std::string_view s);
   void retire(std::map<uint64_t, Blob>::iterator it, uint64_t when);
@@ -119,6 +135,7 @@ class JitMap {
   uint64_t max_retired_size_ = 0;
   Blob* last_loaded_ = nullptr;  // where I lines go
   size_t bad_lines_ = 0;
+  uint64_t code_version_ = 0;
 };
 
 }  // namespace ember::symbolizer

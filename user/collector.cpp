@@ -142,6 +142,10 @@ void Collector::update_jvms(bool final) {
       jvm.map.feed(std::string_view(buf, static_cast<size_t>(n)));
       jvm.events.feed(std::string_view(buf, static_cast<size_t>(n)));
     }
+    if (on_jit_code_ && jvm.map.code_version() != jvm.code_version) {
+      jvm.code_version = jvm.map.code_version();
+      on_jit_code_(pid, jvm.map.live_code());
+    }
     while (!jvm.held.empty()) {
       const auto& s = *reinterpret_cast<const ember_sample*>(jvm.held.front().data());
       if (end_time(s) > settled) break;
@@ -175,7 +179,8 @@ size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t 
     ++stats_.jit_frames;
     // Compiled Java code uses the frame pointer as a general register
     // unless asked not to: whatever the walk found above it is garbage.
-    if (at.compiled && !jvm->frame_pointers) {
+    // (Not where ember's unwinder stepped through it by its frame size.)
+    if (at.compiled && !jvm->frame_pointers && !(at.framed && on_jit_code_)) {
       out[n++] = kJitToken | kBrokenChainToken;
       ++stats_.broken_java_stacks;
       break;

@@ -87,6 +87,11 @@ class Collector {
   // first moments): Unwinder::unwind_copy, called after on_snapshot.
   using CopyUnwinder = std::function<std::pair<size_t, uint8_t>(uint32_t pid, std::span<const __u64> copy, __u64* out)>;
   void on_copied_stack(CopyUnwinder unwinder) { copy_unwinder_ = std::move(unwinder); }
+  // Called with a JVM's live code whenever it changed (update_jvms), for
+  // the kernel's unwinder: then compiled frames whose size was published
+  // are taken as unwound, with or without frame pointers.
+  using JitListener = std::function<void(uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code)>;
+  void on_jit_code(JitListener listener) { on_jit_code_ = std::move(listener); }
   // Takes in a mapping that a sampled process had as it exited.
   void add_exit_mapping(const ember_mapping& mapping);
 
@@ -182,6 +187,7 @@ class Collector {
     bool frame_pointers = true;
     symbolizer::JitMap map;
     symbolizer::JavaEvents events;  // allocation samples, monitor contention (same stream)
+    uint64_t code_version = 0;      // of `map`, as last given to on_jit_code
     std::deque<std::vector<uint8_t>> held;  // raw ember_sample records
     std::unordered_map<symbolizer::JitMap::Location, uint32_t, LocationHash> tokens;
     Jvm() = default;
@@ -245,6 +251,7 @@ class Collector {
   std::unordered_set<uint32_t> exited_;  // pids whose exit-time mappings came in
   std::function<void(uint32_t)> on_snapshot_;
   CopyUnwinder copy_unwinder_;
+  JitListener on_jit_code_;
   struct Tally {
     uint32_t name = 0;
     uint64_t stops[EMBER_STOP_KINDS] = {};

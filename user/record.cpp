@@ -579,6 +579,9 @@ int run_record(const RecordOptions& o) {
     collector.on_copied_stack([&](uint32_t pid, std::span<const __u64> copy, __u64* out) {
       return unwinder->unwind_copy(pid, copy, out);
     });
+    collector.on_jit_code([&](uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code) {
+      unwinder->set_jit_code(pid, code);
+    });
     for (uint32_t pid : o.pids)
       if (symbolizer.snapshot_process(pid)) unwinder->add_process(pid, symbolizer.mapped_files(pid));
   }

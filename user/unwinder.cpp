@@ -109,24 +109,43 @@ const Unwinder::Table& Unwinder::table_for(const symbolizer::Mapping& m, int fd)
 }
 
 void Unwinder::add_process(uint32_t pid, std::span<const symbolizer::Symbolizer::MappedFile> files) {
+  std::vector<symbolizer::Mapping>& mappings = mappings_[pid];
+  mappings.clear();
+  for (const auto& [m, fd] : files)
+    if (m->executable) {
+      table_for(*m, fd);  // built now, while the file is open
+      mappings.push_back(*m);
+    }
+  publish(pid);
+}
+
+void Unwinder::publish(uint32_t pid) {
   auto entry = std::make_unique<ember_unwind_process>();
   std::memset(entry.get(), 0, sizeof *entry);
-  for (const auto& [m, fd] : files) {
-    if (!m->executable) continue;
+  auto jit = jit_.find(pid);
+  for (const symbolizer::Mapping& m : mappings_[pid]) {
     if (entry->count == EMBER_UNWIND_MAPPINGS) {
       ++stats_.mappings_left_out;
       continue;
     }
-    const Table& t = table_for(*m, fd);
     ember_unwind_mapping& e = entry->mappings[entry->count++];
-    e.start = m->start;
-    e.end = m->end;
+    e.start = m.start;
+    e.end = m.end;
+    // A JVM's code cache: the rows made from what its agent published.
+    if (m.inode == 0 && jit != jit_.end() && jit->second.rows && m.start < jit->second.end &&
+        jit->second.base < m.end) {
+      e.base = jit->second.base;
+      e.first = jit->second.region[jit->second.active];
+      e.rows = jit->second.rows;
+      continue;
+    }
+    const Table& t = table_for(m, -1);
     // Where the file's addresses land in this mapping: by the loadable
     // segment its bytes come from (address - offset is constant in one).
-    uint64_t length = m->end - m->start;
+    uint64_t length = m.end - m.start;
     for (const auto& s : t.segments)
-      if (t.rows && s.offset < m->offset + length && m->offset < s.offset + s.size) {
-        e.base = m->start - m->offset + s.offset - s.vaddr + t.base;
+      if (t.rows && s.offset < m.offset + length && m.offset < s.offset + s.size) {
+        e.base = m.start - m.offset + s.offset - s.vaddr + t.base;
         e.first = t.first;
         e.rows = t.rows;
         break;
@@ -137,6 +156,68 @@ void Unwinder::add_process(uint32_t pid, std::span<const symbolizer::Symbolizer:
   else if (!processes_.count(pid))
     ++stats_.processes;
   processes_[pid] = std::move(entry);
+}
+
+std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::JitMap::Code> code, uint64_t base) {
+  using Kind = symbolizer::JitMap::Code::Kind;
+  std::vector<ember_unwind_row> rows;
+  auto add = [&](uint64_t at, uint8_t type, uint16_t cfa, int8_t rbp) {
+    ember_unwind_row row{static_cast<uint32_t>(at - base), cfa, type, rbp};
+    if (!rows.empty() && rows.back().pc == row.pc) rows.pop_back();
+    if (!rows.empty() && rows.back().type == type && rows.back().cfa == cfa && rows.back().rbp == rbp) return;
+    rows.push_back(row);
+  };
+  uint64_t covered = base;
+  for (const auto& c : code) {
+    if (c.start < covered || c.start + c.size - base > UINT32_MAX) continue;  // overlapping or out of reach
+    if (c.start > covered) add(covered, EMBER_ROW_NONE, 0, 0);
+    if (c.kind == Kind::Interpreter) {
+      add(c.start, EMBER_ROW_INTERPRETER, 0, 0);
+    } else if (c.kind == Kind::CallStub) {
+      // A frame built with push rbp; mov rsp, rbp (HotSpot's enter()).
+      add(c.start, EMBER_ROW_CFA_RBP, 16, -2);
+    } else if (c.frame_words >= 2 && c.complete >= 0 && c.frame_words * 8 <= UINT16_MAX) {
+      // Until its prologue is done, the caller's return address is on top;
+      // then the frame is frame_words words, rbp saved below that address.
+      if (c.complete > 0) add(c.start, EMBER_ROW_CFA_RSP, 8, 0);
+      add(c.start + c.complete, EMBER_ROW_CFA_RSP, static_cast<uint16_t>(c.frame_words * 8), -2);
+    } else {
+      add(c.start, EMBER_ROW_NONE, 0, 0);  // frame pointers, if any
+    }
+    covered = c.start + c.size;
+  }
+  add(covered, EMBER_ROW_NONE, 0, 0);
+  return rows;
+}
+
+void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> code) {
+  std::erase_if(code, [](const auto& c) { return c.size == 0; });
+  if (code.empty()) return;
+  std::sort(code.begin(), code.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  JitCode& jit = jit_[pid];
+  uint64_t base = code.front().start;
+  std::vector<ember_unwind_row> rows = jit_rows(code, base);
+  if (rows.size() > jit.capacity) {
+    // Two halves: the kernel reads one while the other is rewritten.
+    uint64_t capacity = std::max<uint64_t>(kJitRowsMin, rows.size() * 2);
+    if (2 * capacity > stats_.rows_capacity - stats_.rows) {
+      if (!jit.over_cap) stats_.over_cap.push_back("JIT code of process " + std::to_string(pid));
+      jit.over_cap = true;
+      return;
+    }
+    jit.region[0] = static_cast<uint32_t>(stats_.rows);
+    jit.region[1] = static_cast<uint32_t>(stats_.rows + capacity);
+    jit.capacity = static_cast<uint32_t>(capacity);
+    stats_.rows += 2 * capacity;
+    jit.active = 1;
+  }
+  int next = 1 - jit.active;
+  std::memcpy(rows_ + jit.region[next], rows.data(), rows.size() * sizeof(ember_unwind_row));
+  jit.active = next;
+  jit.rows = static_cast<uint32_t>(rows.size());
+  jit.base = base;
+  jit.end = code.back().start + code.back().size;
+  if (mappings_.count(pid)) publish(pid);
 }
 
 // The kernel's walk (bpf/unwind.bpf.c's unwind_step), over a copy of the
@@ -209,6 +290,16 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
         if (n > 0) out[n - 1] += 1;
         sp = cfa;
         exact = true;
+        continue;
+      }
+      case EMBER_ROW_INTERPRETER: {
+        uint64_t caller_sp, caller_bp, ra;
+        if (!read(bp - 8, caller_sp) || !read(bp, caller_bp) || !read(bp + 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
+        if (!ra || caller_sp <= sp) return {n, EMBER_STOP_BAD_FRAME};
+        sp = caller_sp;
+        bp = caller_bp;
+        ip = ra;
+        exact = false;
         continue;
       }
       case EMBER_ROW_ROOT: return {n, EMBER_STOP_ROOT};

@@ -18,6 +18,7 @@
 extern "C" {
 #include "profile.h"  // EMBER_MAX_STACK_DEPTH
 }
+#include "symbolizer/jit_map.h"
 #include "symbolizer/symbolizer.h"
 #include "unwind/cfi_table.h"
 
@@ -54,6 +55,10 @@ class Unwinder {
   // Gives the kernel the tables of what process `pid` maps (replacing what
   // it had): called with each snapshot of its mappings.
   void add_process(uint32_t pid, std::span<const symbolizer::Symbolizer::MappedFile> files);
+  // A JVM's live code (from its agent), as rows for its code cache: compiled
+  // frames by the frame size the agent published, the interpreter's and
+  // call_stub's by rbp, other code by frame pointers. Called as it changes.
+  void set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> code);
   // Unwinds a user stack the kernel copied for lack of tables (a process's
   // first moments; bpf/unwind.h's EMBER_COPY_*), with the tables since
   // given for `pid`, as the kernel would: the frames into `out` (room for
@@ -71,10 +76,25 @@ class Unwinder {
   };
   const Table& table_for(const symbolizer::Mapping& mapping, int fd);
   Table place(unwind::CfiTable table, const std::string& name);
+  // Gives the kernel the tables of what `pid` maps, and its JIT code's.
+  void publish(uint32_t pid);
+  static std::vector<ember_unwind_row> jit_rows(std::span<const symbolizer::JitMap::Code> code, uint64_t base);
+
+  // Rows kept for a JVM's code at least (twice: see set_jit_code).
+  static constexpr uint64_t kJitRowsMin = 16384;
+  struct JitCode {
+    uint32_t region[2] = {}, capacity = 0;  // two halves of capacity rows in the rows map
+    int active = 0;                         // the half the kernel reads
+    uint32_t rows = 0;
+    uint64_t base = 0, end = 0;             // the code's range; rows are relative to base
+    bool over_cap = false;
+  };
 
   UnwindMaps maps_;
   uint32_t mode_;
   std::unordered_map<uint32_t, std::unique_ptr<ember_unwind_process>> processes_;  // as given to the kernel
+  std::unordered_map<uint32_t, std::vector<symbolizer::Mapping>> mappings_;  // executable ones, by pid
+  std::unordered_map<uint32_t, JitCode> jit_;                               // by pid
   ember_unwind_row* rows_ = nullptr;  // the rows map, mapped here
   size_t mapped_bytes_ = 0;
   std::unordered_map<std::string, Table> by_build_;       // build-id (or file identity) -> table
