@@ -190,6 +190,27 @@ static __always_inline long signal_step(struct walk *w)
 	return 0;
 }
 
+/* A compiled method caught in its epilogue (the frame popped: add rsp;
+ * pop rbp; [return poll]; ret) has its return address on top of the stack.
+ * Told by the code: at a ret, or right after pop rbp or leave; then the
+ * walk steps from [rsp]. 0: not in an epilogue. */
+static __always_inline long compiled_epilogue(struct walk *w)
+{
+	__u8 code[2]; /* the byte before pc, the byte at it */
+	__u64 ra;
+
+	if (bpf_probe_read_user(code, sizeof(code), (void *)(w->ip - 1)))
+		return 0;
+	if (code[1] != 0xc3 && code[0] != 0x5d && code[0] != 0xc9)
+		return 0;
+	if (read_user(&ra, w->sp) || !ra)
+		return 0;
+	w->sp += 8;
+	w->ip = ra;
+	w->exact = false;
+	return 1;
+}
+
 /* The caller of an interpreted Java frame (see EMBER_ROW_INTERPRETER). */
 static __always_inline long interpreter_step(struct walk *w)
 {
@@ -264,6 +285,11 @@ static long unwind_step(__u32 i, struct walk *w)
 		return signal_step(w);
 	case EMBER_ROW_INTERPRETER:
 		return interpreter_step(w);
+	case EMBER_ROW_COMPILED:
+		cfa = w->sp + row->cfa;
+		if (w->exact && compiled_epilogue(w))
+			return 0;
+		break;
 	case EMBER_ROW_ROOT:
 		w->stop = EMBER_STOP_ROOT;
 		return 1;

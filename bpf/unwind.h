@@ -18,6 +18,8 @@
 #define EMBER_ROW_INTERPRETER 7 /* HotSpot's interpreter: a frame at rbp (return address at rbp + 8, the
                                    caller's rbp at rbp), the caller's sp saved at rbp - 8 (its
                                    frame may have been extended for the callee's locals) */
+#define EMBER_ROW_COMPILED 8    /* a JIT-compiled method's body: CFA = rsp + cfa, rbp saved at CFA - 16;
+                                   as the leaf, checked against its epilogue (see unwind.bpf.c) */
 
 /* One row: 8 bytes, sorted by pc within a binary's table. */
 struct ember_unwind_row {

@@ -195,6 +195,11 @@ void Collector::add(const ember_sample& s) {
   auto jvm = jvms_.find(s.pid);
   if (jvm == jvms_.end() && has_waker_stacks(s)) jvm = jvms_.find(s.waker_pid);
   if (jvm != jvms_.end()) {
+    // Its tables go to the kernel now, not once the record is taken in.
+    if (s.ustack_stop == EMBER_STOP_NOT_LOADED && s.ustack_len > 0) {
+      uint64_t ip = s.ips[EMBER_COPY_IP];
+      note_process(s.pid, name_id(s.process_comm), std::span(&ip, 1), s.time_ns);
+    }
     auto bytes = reinterpret_cast<const uint8_t*>(&s);
     jvm->second.held.emplace_back(bytes, bytes + record_size(s));
     return;

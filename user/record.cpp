@@ -556,24 +556,12 @@ int run_record(const RecordOptions& o) {
   copts.max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH);
   copts.views = plan->views;
   Collector collector(copts, symbolizer);
-  auto sampler = Sampler::start(
-      config, [&](const ember_sample& s) { collector.add(s); },
-      [&](const ember_mapping& m) { collector.add_exit_mapping(m); });
-  // Kallsyms read after the programs load: it then names them too.
-  if (sampler && !o.user_only) symbolizer.prefetch_kernel();
-  if (!sampler) {
-    abandon_child();
-    return fail(sampler.error());
-  }
   // Each process's tables go to the kernel as its mappings are read (at its
-  // first sample); the named targets' before the recording starts.
+  // first sample); the named targets' before the first sample.
   std::unique_ptr<Unwinder> unwinder;
-  if ((*sampler)->unwind_mode() != UnwindMode::Fp) {
-    auto u = Unwinder::open((*sampler)->unwind_maps(), static_cast<uint32_t>((*sampler)->unwind_mode()));
-    if (!u) {
-      abandon_child();
-      return fail(u.error());
-    }
+  config.before_sampling = [&](UnwindMode mode, const UnwindMaps& maps) -> std::expected<void, std::string> {
+    auto u = Unwinder::open(maps, static_cast<uint32_t>(mode));
+    if (!u) return std::unexpected(u.error());
     unwinder = std::move(*u);
     collector.on_snapshot([&](uint32_t pid) { unwinder->add_process(pid, symbolizer.mapped_files(pid)); });
     collector.on_copied_stack([&](uint32_t pid, std::span<const __u64> copy, __u64* out) {
@@ -584,6 +572,16 @@ int run_record(const RecordOptions& o) {
     });
     for (uint32_t pid : o.pids)
       if (symbolizer.snapshot_process(pid)) unwinder->add_process(pid, symbolizer.mapped_files(pid));
+    return {};
+  };
+  auto sampler = Sampler::start(
+      config, [&](const ember_sample& s) { collector.add(s); },
+      [&](const ember_mapping& m) { collector.add_exit_mapping(m); });
+  // Kallsyms read after the programs load: it then names them too.
+  if (sampler && !o.user_only) symbolizer.prefetch_kernel();
+  if (!sampler) {
+    abandon_child();
+    return fail(sampler.error());
   }
   // Agents only once the kernel took every probe: an agent cannot be
   // unloaded, so none goes into a JVM for a recording that fails to start.

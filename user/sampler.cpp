@@ -205,6 +205,10 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
     return std::unexpected("cannot load the BPF program: " + errno_text(err) +
                            (config.verbose ? "" : " (run with -v for the verifier's log)"));
 
+  if (config.before_sampling && sampler->unwind_ != UnwindMode::Fp)
+    if (auto ready = config.before_sampling(sampler->unwind_, sampler->unwind_maps()); !ready)
+      return std::unexpected(ready.error());
+
   // -v: how hard the verifier worked on each program (its limit is a
   // million instructions processed), for reports of load failures to come.
   if (config.verbose) {

@@ -48,6 +48,10 @@ struct SamplerConfig {
   bool include_idle = false;
   UnwindMode unwind = UnwindMode::Fp;
   uint64_t unwind_memory_bytes = 0;  // the kernel's unwind tables at most (not Fp)
+  // Called once the programs are loaded, before any is attached (so before
+  // the first sample), with the maps the unwind tables go into (not Fp):
+  // the targets' tables are best made then. An error fails start().
+  std::function<std::expected<void, std::string>(UnwindMode mode, const UnwindMaps& maps)> before_sampling;
   bool verbose = false;              // libbpf's own messages on stderr
 };
 

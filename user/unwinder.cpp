@@ -180,7 +180,7 @@ std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::Jit
       // Until its prologue is done, the caller's return address is on top;
       // then the frame is frame_words words, rbp saved below that address.
       if (c.complete > 0) add(c.start, EMBER_ROW_CFA_RSP, 8, 0);
-      add(c.start + c.complete, EMBER_ROW_CFA_RSP, static_cast<uint16_t>(c.frame_words * 8), -2);
+      add(c.start + c.complete, EMBER_ROW_COMPILED, static_cast<uint16_t>(c.frame_words * 8), -2);
     } else {
       add(c.start, EMBER_ROW_NONE, 0, 0);  // frame pointers, if any
     }
@@ -279,6 +279,9 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
     uint64_t cfa;
     switch (row->type) {
       case EMBER_ROW_CFA_RSP: cfa = sp + row->cfa; break;
+      // (The kernel also checks a compiled leaf for its epilogue, in its code,
+      // which the copy does not hold: a stack copied there may stop short.)
+      case EMBER_ROW_COMPILED: cfa = sp + row->cfa; break;
       case EMBER_ROW_CFA_RBP: cfa = bp + row->cfa; break;
       case EMBER_ROW_PLT: cfa = sp + 8 + ((ip & 15) >= row->cfa ? 8 : 0); break;
       case EMBER_ROW_SIGNAL: {
