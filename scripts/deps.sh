@@ -2,7 +2,7 @@
 # Installs, with apt-get, only the packages ember is missing.
 #   scripts/deps.sh build   compile ember
 #   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core)
-#   scripts/deps.sh bench   test + the peer the benchmarks compare against (perf) and GNU time
+#   scripts/deps.sh bench   test + the peers the benchmarks compare against (perf, bpftrace) and GNU time
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 # distribution debug files (by build-id) to read. curl, jq, openssl, procps: the ember serve
 # tests' HTTP client, JSON reader, self-signed certificate and pgrep.
 test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps)
-bench=(linux-perf time)
+bench=(linux-perf bpftrace time)
 fuzz=(afl++)
 
 mode=${1:-build}
