@@ -317,6 +317,7 @@ bench: deps-bench
 	$(Q)bench/java_alloc.sh
 	$(Q)bench/viewer.sh
 	$(Q)bench/events.sh
+	$(Q)bench/unwind.sh
 	$(Q)bench/symbolize.sh
 
 clean:

@@ -14,3 +14,11 @@ measure() {
 	done
 	echo "$((sum_a / REPS)) $((sum_b / REPS))"
 }
+
+# spread: reads numbers, one a line; prints their median, min and max.
+spread() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (!NR) { print "0 0 0"; exit }
+		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		print m, v[1], v[NR] }'
+}

@@ -2,7 +2,7 @@
 # Installs, with apt-get, only the packages ember is missing.
 #   scripts/deps.sh build   compile ember
 #   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3)
-#   scripts/deps.sh bench   test + GNU time (perf, the peer the benchmarks compare against, is a test package)
+#   scripts/deps.sh bench   test + bpftrace and GNU time (perf, the other peer the benchmarks compare against, is a test package)
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 # tests' HTTP client, JSON reader, self-signed certificate and pgrep. linux-perf: the unwinding
 # tests' reference (perf --call-graph dwarf); sqlite3: a distribution binary without frame pointers.
 test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3)
-bench=(time)
+bench=(bpftrace time)
 fuzz=(afl++)
 
 mode=${1:-build}
