@@ -216,15 +216,25 @@ std::span<const __u64> Collector::user_ips(uint32_t pid, const char (&process_co
   size_t n = 1;
   out[0] = ips[EMBER_COPY_IP];
   if (copy_unwinder_) std::tie(n, stop) = copy_unwinder_(pid, ips, out);
-  return {out, n};
+  return {out, n};  // empty: no tables for the process
 }
 
-void Collector::add_now(const ember_sample& s) {
+void Collector::add_now(const ember_sample& s, bool final) {
   uint64_t ustack[EMBER_MAX_STACK_DEPTH + 1], waker_ustack[EMBER_MAX_STACK_DEPTH + 1];
   __u64 unwound[EMBER_MAX_STACK_DEPTH];
   uint8_t ustop = s.ustack_stop, waker_ustop = s.waker_ustack_stop;
-  size_t n = user_stack(s.pid, user_ips(s.pid, s.process_comm, std::span(s.ips, s.ustack_len), s.time_ns, ustop, unwound),
-                        s.time_ns, ustack);
+  auto ips = user_ips(s.pid, s.process_comm, std::span(s.ips, s.ustack_len), s.time_ns, ustop, unwound);
+  if (ips.empty() && s.ustack_len > 0) {
+    // A copy of a process already gone: wait for its exit-time mappings.
+    if (!final) {
+      auto bytes = reinterpret_cast<const uint8_t*>(&s);
+      copies_waiting_[s.pid].emplace_back(bytes, bytes + record_size(s));
+      return;
+    }
+    unwound[0] = s.ips[EMBER_COPY_IP];
+    ips = std::span(unwound, 1);
+  }
+  size_t n = user_stack(s.pid, ips, s.time_ns, ustack);
   size_t waker_n = 0;
   // The waker's stack is the waker's process's: its JIT code, its mappings.
   if (has_waker_stacks(s)) {
@@ -362,6 +372,20 @@ void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
 void Collector::refresh_processes() {
   for (const auto& [pid, name] : process_name_)
     if (symbolizer_.has_process(pid)) symbolizer_.snapshot_process(pid);
+}
+
+void Collector::take_in_copies(bool final) {
+  for (auto it = copies_waiting_.begin(); it != copies_waiting_.end();) {
+    uint32_t pid = it->first;
+    if (!final && !exited_.count(pid)) {
+      ++it;
+      continue;
+    }
+    if (on_snapshot_ && symbolizer_.has_process(pid)) on_snapshot_(pid);
+    std::vector<std::vector<uint8_t>> records = std::move(it->second);
+    it = copies_waiting_.erase(it);
+    for (const auto& r : records) add_now(*reinterpret_cast<const ember_sample*>(r.data()), true);
+  }
 }
 
 void Collector::add_exit_mapping(const ember_mapping& m) {

@@ -94,6 +94,10 @@ class Collector {
   void on_jit_code(JitListener listener) { on_jit_code_ = std::move(listener); }
   // Takes in a mapping that a sampled process had as it exited.
   void add_exit_mapping(const ember_mapping& mapping);
+  // Takes in the records whose user stack is a copy waiting for its
+  // process's mappings: those of processes that exited since (their
+  // mappings came as they exited), or all of them if final.
+  void take_in_copies(bool final);
 
   // Names the JIT code of JVM `pid` through the code map its agent writes,
   // read from `jitmap_fd` (the collector closes it). Without frame pointers
@@ -203,7 +207,8 @@ class Collector {
   };
   static Wakeup classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name);
   // Takes in a record whose JIT code, if any, is published by now.
-  void add_now(const ember_sample& sample);
+  // `final`: no later chance for a copied stack (see take_in_copies).
+  void add_now(const ember_sample& sample, bool final = false);
   // A user stack as the kernel sent it (`ips`, ending for `stop`), or as
   // unwound here if it is a copy: into `out`; the stop updated.
   std::span<const __u64> user_ips(uint32_t pid, const char (&process_comm)[EMBER_COMM_LEN], std::span<const __u64> ips,
@@ -250,6 +255,9 @@ class Collector {
   std::unordered_map<uint32_t, uint64_t> last_snapshot_;  // pid -> when (ns), to rate-limit
   std::unordered_set<uint32_t> exited_;  // pids whose exit-time mappings came in
   std::function<void(uint32_t)> on_snapshot_;
+  // Records whose user stack is a copy of a process ember has no mappings
+  // of (it exited before they were read), by pid: until its exit-time ones come.
+  std::unordered_map<uint32_t, std::vector<std::vector<uint8_t>>> copies_waiting_;
   CopyUnwinder copy_unwinder_;
   JitListener on_jit_code_;
   struct Tally {

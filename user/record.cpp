@@ -668,6 +668,7 @@ int run_record(const RecordOptions& o) {
     }
     if (java) java->find_started(collector);
     collector.update_jvms(false);
+    collector.take_in_copies(false);
     watch_jvms();
     SamplerCounters c = (*sampler)->counters();
     status.update(elapsed(), c.seen, c.lost);
@@ -692,6 +693,7 @@ int run_record(const RecordOptions& o) {
     java->detach();
   }
   collector.update_jvms(true);
+  collector.take_in_copies(true);
 
   collector.refresh_processes();
   char secs[32];

@@ -227,10 +227,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
   if (copy.size() < EMBER_COPY_HEADER) return {0, EMBER_STOP_BAD_READ};
   uint64_t ip = copy[EMBER_COPY_IP], sp = copy[EMBER_COPY_SP], bp = copy[EMBER_COPY_BP];
   bool exact = !copy[EMBER_COPY_RETURN_ADDRESS];
-  if (found == processes_.end()) {
-    out[0] = ip;
-    return {1, EMBER_STOP_NOT_LOADED};
-  }
+  if (found == processes_.end()) return {0, EMBER_STOP_NOT_LOADED};
   const ember_unwind_process& process = *found->second;
   const uint64_t stack = copy[EMBER_COPY_SP], words = copy.size() - EMBER_COPY_HEADER;
   // A read past the copy: the stack went on beyond what the kernel copied.

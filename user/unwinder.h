@@ -63,6 +63,7 @@ class Unwinder {
   // first moments; bpf/unwind.h's EMBER_COPY_*), with the tables since
   // given for `pid`, as the kernel would: the frames into `out` (room for
   // EMBER_MAX_STACK_DEPTH), leaf first; their count and EMBER_STOP_* reason.
+  // No frame: no tables were given for `pid`.
   std::pair<size_t, uint8_t> unwind_copy(uint32_t pid, std::span<const __u64> copy, __u64* out) const;
   const UnwinderStats& stats() const { return stats_; }
 
