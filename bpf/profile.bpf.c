@@ -142,13 +142,20 @@ static __always_inline bool user_regs(struct stack_start *start)
 	return true;
 }
 
+/* Room for a copied user stack (bpf/unwind.h), in words: a CPU sample's
+ * record has room for three stacks before its kernel one (6 KB of stack:
+ * deep C++ and Java stacks), an off-CPU block's for one (2 KB). */
+#define COPY_WORDS_LARGE (3 * EMBER_MAX_STACK_DEPTH)
+#define COPY_WORDS_SMALL EMBER_MAX_STACK_DEPTH
+
 /* `regs` and as much of the user stack above regs->sp as can be read, up
- * to a stack's room in a record (bpf/unwind.h); in words. The top of the
- * stack is the end of its mapping: a read past it fails whole, so the
- * sizes are tried from large to small. */
-static __always_inline long copy_stack(struct ember_user_regs *regs, __u64 *ips)
+ * to `large` or small room; in words. The top of the stack is the end of
+ * its mapping: a read past it fails whole, so the sizes are tried from
+ * large to small. */
+static __always_inline long copy_stack(struct ember_user_regs *regs, __u64 *ips, bool large)
 {
-	const __u32 room = (EMBER_MAX_STACK_DEPTH - EMBER_COPY_HEADER) * sizeof(__u64);
+	const __u32 large_room = (COPY_WORDS_LARGE - EMBER_COPY_HEADER) * sizeof(__u64);
+	const __u32 room = (COPY_WORDS_SMALL - EMBER_COPY_HEADER) * sizeof(__u64);
 	void *sp = (void *)regs->sp;
 	__u64 *to = &ips[EMBER_COPY_HEADER];
 	long words = 0;
@@ -157,7 +164,9 @@ static __always_inline long copy_stack(struct ember_user_regs *regs, __u64 *ips)
 	ips[EMBER_COPY_SP] = regs->sp;
 	ips[EMBER_COPY_BP] = regs->bp;
 	ips[EMBER_COPY_RETURN_ADDRESS] = regs->return_address;
-	if (!bpf_probe_read_user(to, room, sp))
+	if (large && !bpf_probe_read_user(to, large_room, sp))
+		words = large_room / 8;
+	else if (!bpf_probe_read_user(to, room, sp))
 		words = room / 8;
 	else if (!bpf_probe_read_user(to, 1024, sp))
 		words = 128;
@@ -171,9 +180,9 @@ static __always_inline long copy_stack(struct ember_user_regs *regs, __u64 *ips)
 /* The current task's user stack into `ips` (by unwind_mode), then (if
  * `kernel`) its kernel stack right after it; their lengths in frames and
  * why the user stack ends. `ips` holds at least two stacks of
- * EMBER_MAX_STACK_DEPTH. */
+ * EMBER_MAX_STACK_DEPTH, four if `large` (room for a larger copy). */
 static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u32 pid, __u64 *ips, __u16 *ulen,
-					__u16 *klen, __u8 *stop, bool kernel)
+					__u16 *klen, __u8 *stop, bool kernel, bool large)
 {
 	struct ember_user_regs regs;
 	long u = -1, k = 0;
@@ -198,7 +207,7 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 		/* A process new to the collector: its registers and the top of
 		 * its stack, for the collector to unwind once it has its tables
 		 * (an off-CPU block recorded now may last the whole recording). */
-		u = *stop == EMBER_STOP_NOT_LOADED ? copy_stack(&regs, ips) : EMBER_UNWIND_FRAMES(r);
+		u = *stop == EMBER_STOP_NOT_LOADED ? copy_stack(&regs, ips, large) : EMBER_UNWIND_FRAMES(r);
 	}
 	if (u < 0) {
 		/* The kernel's frame-pointer walk: --unwind fp. */
@@ -211,8 +220,8 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 		    bpf_probe_read_user(&regs.ip, sizeof(regs.ip), (void *)start.regs.sp) == 0)
 			ips[0] = regs.ip;
 	}
-	if (u > EMBER_MAX_STACK_DEPTH)
-		u = EMBER_MAX_STACK_DEPTH;
+	if (u > (large ? COPY_WORDS_LARGE : EMBER_MAX_STACK_DEPTH))
+		u = large ? COPY_WORDS_LARGE : EMBER_MAX_STACK_DEPTH;
 	if (kernel) {
 		k = frames(bpf_get_stack(ctx, &ips[u], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0));
 		if (k > EMBER_MAX_STACK_DEPTH)
@@ -226,7 +235,7 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
  * are the current task's: the interrupted one, or the one switching out);
  * the kernel stack only if `kernel`. */
 static __always_inline void take_stacks(void *ctx, struct stack_start start, struct ember_sample *s, __u32 pid,
-					__u32 tid, bool kernel)
+					__u32 tid, bool kernel, bool large)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 
@@ -237,7 +246,7 @@ static __always_inline void take_stacks(void *ctx, struct stack_start start, str
 	s->pad = 0;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	BPF_CORE_READ_STR_INTO(&s->process_comm, task, group_leader, comm);
-	walk_stacks(ctx, start, pid, s->ips, &s->ustack_len, &s->kstack_len, &s->ustack_stop, kernel);
+	walk_stacks(ctx, start, pid, s->ips, &s->ustack_len, &s->kstack_len, &s->ustack_stop, kernel, large);
 }
 
 /* Whether process `pid` named `comm` is new to the collector (or execed):
@@ -256,15 +265,17 @@ static __always_inline bool first_seen(__u32 pid, const char *comm)
 	return true;
 }
 
-/* Sends a record, with `waker_frames` of a waker's stacks after its own;
+/* Sends a record, with `waker_frames` of a waker's stacks after its own
+ * (`large`: a full ember_sample, which may hold a larger stack copy);
  * wakes the collector when the ring is a quarter full or the record is
  * the first of a process (or of its new image after exec). */
-static __always_inline void send(struct ember_sample *s, __u32 waker_frames)
+static __always_inline void send(struct ember_sample *s, __u32 waker_frames, bool large)
 {
 	__u64 wakeup = BPF_RB_NO_WAKEUP;
 	__u32 ulen = s->ustack_len, klen = s->kstack_len;
 
-	if (ulen > EMBER_MAX_STACK_DEPTH || klen > EMBER_MAX_STACK_DEPTH || waker_frames > 2 * EMBER_MAX_STACK_DEPTH)
+	if (ulen > (large ? COPY_WORDS_LARGE : EMBER_MAX_STACK_DEPTH) || klen > EMBER_MAX_STACK_DEPTH ||
+	    waker_frames > 2 * EMBER_MAX_STACK_DEPTH)
 		return;
 	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		wakeup = BPF_RB_FORCE_WAKEUP;
@@ -322,11 +333,11 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	user = in_user_mode(ctx);
 	if (user)
 		start = start_at(ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, false);
-	take_stacks(ctx, start, s, pid, tid, !user);
+	take_stacks(ctx, start, s, pid, tid, !user, true);
 	s->weight = 1;
 	s->kind = EMBER_KIND_CPU;
 	s->waker = EMBER_WAKER_NONE;
-	send(s, 0);
+	send(s, 0, true);
 	return 0;
 }
 
@@ -386,7 +397,7 @@ static __always_inline void send_woken(struct ember_sample *block, struct task_s
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!w || !s) {
 		block->waker = EMBER_WAKER_UNSEEN;
-		send(block, 0);
+		send(block, 0, false);
 		return;
 	}
 	n = block->ustack_len + block->kstack_len;
@@ -395,7 +406,7 @@ static __always_inline void send_woken(struct ember_sample *block, struct task_s
 		return;
 	bpf_probe_read_kernel(s, EMBER_SAMPLE_HEADER_SIZE + n * sizeof(__u64), block);
 	bpf_probe_read_kernel(&s->ips[n], m * sizeof(__u64), w->ips);
-	send(s, m);
+	send(s, m, false);
 }
 
 SEC("tp_btf/sched_switch")
@@ -418,7 +429,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 				 * waker writes only the waker_* fields). */
 				s->waker = offcpu_waker && !runnable ? EMBER_WAKER_UNSEEN : EMBER_WAKER_NONE;
 				barrier();
-				take_stacks(ctx, (struct stack_start){}, s, pid, tid, true);
+				take_stacks(ctx, (struct stack_start){}, s, pid, tid, true, false);
 				s->weight = 0;
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
 			} else {
@@ -436,7 +447,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 			if (offcpu_waker && s->waker == EMBER_WAKER_SEEN)
 				send_woken(s, next);
 			else
-				send(s, 0);
+				send(s, 0, false);
 		}
 		s->time_ns = 0;
 		s->waker = EMBER_WAKER_NONE;
@@ -475,7 +486,7 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 	bpf_get_current_comm(s->waker_comm, sizeof(s->waker_comm));
 	BPF_CORE_READ_STR_INTO(&s->waker_process_comm, task, group_leader, comm);
 	walk_stacks(ctx, (struct stack_start){}, s->waker_pid, w->ips, &s->waker_ustack_len, &s->waker_kstack_len,
-		    &s->waker_ustack_stop, true);
+		    &s->waker_ustack_stop, true, false);
 	barrier();
 	s->waker = EMBER_WAKER_SEEN;
 	return 0;
@@ -565,12 +576,12 @@ static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return;
-	take_stacks(ctx, start, s, pid, tid, false);
+	take_stacks(ctx, start, s, pid, tid, false, true);
 	s->weight = weight;
 	s->kind = EMBER_KIND_MALLOC;
 	s->pad = id;
 	s->waker = EMBER_WAKER_NONE;
-	send(s, 0);
+	send(s, 0, true);
 }
 
 static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size, void *pending)
