@@ -94,6 +94,8 @@ void JitMap::line(std::string_view s) {
       if (auto it = live_.find(b); it != live_.end()) retire(it, a);
       return;
     }
+    case 'G':
+      return;  // frame geometry: for unwinding, not naming
     case 'K':
     case 'T':
     case 'O':
