@@ -13,10 +13,18 @@
 //                                  frame's size in 8-byte words, return address
 //                                  and saved rbp included (HotSpot's
 //                                  CodeBlob::_frame_size: the caller's rsp is
-//                                  rsp + 8 * words once the frame is complete).
+//                                  rsp + 8 * words once the frame is complete;
+//                                  0: the code builds no frame, the return
+//                                  address stays at rsp: the method-handle
+//                                  intrinsics, which jump on to their target).
 //                                  <complete> (decimal): the offset in bytes
 //                                  from start where the frame is complete;
-//                                  before it the prologue is still building it;
+//                                  before it the prologue is still building it
+//                                  (HotSpot counts in what follows the sub of
+//                                  rsp in the prologue: nothing on JDK 17 with
+//                                  G1, the nmethod entry barrier on JDK 25);
+//                                  the epilogues that tear it down are not
+//                                  marked;
 //                                  -1 when HotSpot says it never is (or it
 //                                  lies before start). Every compiled method
 //                                  gets one unless the agent could not match
