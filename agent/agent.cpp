@@ -600,7 +600,7 @@ int32_t complete_from(uintptr_t start, const BlobFrame& f) {
 void publish_compiled_frame(uintptr_t start, uint64_t size) {
   if (!g_code_heap.ready()) return;
   BlobFrame f;
-  if (g_code_heap.blob_at(start, &f) && f.code_begin <= start && size <= f.code_end - start)
+  if (g_code_heap.blob_at(start, &f) && f.covers(start, size))
     g_writer.frame(start, f.frame_words, complete_from(start, f));
   else
     ++g_frames_unmatched;
@@ -613,7 +613,7 @@ void publish_compiled_frame(uintptr_t start, uint64_t size) {
 void publish_stub_frame(uintptr_t start, uint64_t size) {
   BlobFrame f;
   if (g_code_heap.ready() && g_code_heap.blob_at(start, &f) && f.code_begin == start && f.frame_words > 0 &&
-      size <= f.code_end - start)
+      f.covers(start, size))
     g_writer.frame(start, f.frame_words, complete_from(start, f));
 }
 

@@ -31,6 +31,11 @@ struct BlobFrame {
   uintptr_t code_begin = 0, code_end = 0;
   int32_t frame_words = 0;     // the whole frame, return address and saved rbp included
   int32_t frame_complete = -1;  // bytes from code_begin; -1: never complete (or unknown)
+
+  // Whether [start, start + size) lies within the blob's code.
+  bool covers(uintptr_t start, uint64_t size) const {
+    return code_begin <= start && start <= code_end && size <= code_end - start;
+  }
 };
 
 class CodeHeapReader {

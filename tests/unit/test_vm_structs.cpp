@@ -248,6 +248,16 @@ TEST_CASE("code heap: the blob of a pc and its frame, through the segment map") 
     CHECK(f.frame_words == 2);
     CHECK(f.frame_complete == -1);
 
+    // What JVMTI says a method's code is must lie within its blob's.
+    uintptr_t begin = reinterpret_cast<uintptr_t>(large + 64);
+    CHECK(f.covers(begin, 9000) == false);  // f is the stub's now
+    REQUIRE(reader.blob_at(begin, &f));
+    CHECK(f.covers(begin, 9000));
+    CHECK(f.covers(begin + 8, 8992));
+    CHECK_FALSE(f.covers(begin, 9001));
+    CHECK_FALSE(f.covers(begin - 1, 10));
+    CHECK_FALSE(f.covers(begin + 9001, 0));  // in the blob, past its code (its data)
+
     CHECK_FALSE(reader.blob_at(cache.at(0), &f));     // a free segment
     CHECK_FALSE(reader.blob_at(cache.at(650), &f));   // free, between blocks
     CHECK_FALSE(reader.blob_at(cache.at(1024), &f));  // past the heap
