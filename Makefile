@@ -54,7 +54,10 @@ BPF_PARTS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c))
 # -Wno-maybe-uninitialized: GCC 12 warns falsely inside <regex> under ASan.
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized
 UNIT_SRC := $(wildcard tests/unit/*.cpp)
-UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(PAGE_OBJ)
+# The agent's parts that need no JVM: its reader of HotSpot's VMStructs.
+AGENT_UNIT_SRC := agent/vm_structs.cpp agent/code_heap.cpp
+UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(AGENT_UNIT_SRC:%.cpp=$(BUILD)/san/%.o) \
+	$(PAGE_OBJ)
 
 # Workloads and fixtures: frame pointers on, so user stacks unwind.
 WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))

@@ -45,6 +45,7 @@
 #include <jvmti.h>
 #include <jvmticmlr.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -63,8 +64,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "agent/code_heap.h"
 #include "agent/jitmap_writer.h"
 #include "agent/live_objects.h"
+#include "agent/vm_structs.h"
 
 #define EMBER_EXPORT extern "C" __attribute__((visibility("default"))) JNIEXPORT
 
@@ -104,6 +107,13 @@ uint64_t g_last_sweep_ns = 0;           // guarded by g_writer's lock
 
 // Whether the JVM collects with G1 (see `live`), found while its threads run.
 std::atomic<bool> g_g1{false};
+
+// Frame geometry of compiled code (G lines), found once at load; when
+// VMStructs lacks an entry, what it lacks (an "O frames-unavailable" line
+// opens each stream) and no geometry.
+CodeHeapReader g_code_heap;
+char g_frames_missing[128] = "gHotSpotVMStructs";
+uint64_t g_frames_unmatched = 0;  // compiled methods without a G line; guarded by g_writer's lock
 
 // Per thread, trivially destructible (no TLS destructors in someone else's JVM).
 thread_local uint32_t t_tid = 0;
@@ -557,6 +567,56 @@ void JNICALL on_monitor_contended_entered(jvmtiEnv*, JNIEnv* jni, jthread thread
   t_busy = false;
 }
 
+const void* jvm_symbol(const char* name, void* jvm) { return dlsym(jvm, name); }
+
+// Once, at load: the code cache's layout from libjvm's VMStructs tables
+// (the library that holds JVMTI's functions: dlsym by its handle, as it
+// may have been loaded without RTLD_GLOBAL by an embedding launcher).
+void discover_code_heap() {
+  Dl_info info{};
+  void* jvm = nullptr;
+  if (dladdr(reinterpret_cast<void*>(g_jvmti->functions->GetStackTrace), &info) && info.dli_fname)
+    jvm = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!jvm) return;  // g_frames_missing names the tables
+  VmStructs vm;
+  const char* missing = nullptr;
+  if (vm.open(jvm_symbol, jvm, &missing))
+    g_code_heap.discover(vm, g_frames_missing, sizeof g_frames_missing);
+  else
+    std::snprintf(g_frames_missing, sizeof g_frames_missing, "%s", missing);
+  dlclose(jvm);  // only drops the reference dlopen took
+}
+
+// `complete` (from the blob's code begin) as an offset from `start`; -1
+// when the frame is never complete or that point lies before start.
+int32_t complete_from(uintptr_t start, const BlobFrame& f) {
+  if (f.frame_complete < 0) return -1;
+  uintptr_t at = f.code_begin + static_cast<uintptr_t>(f.frame_complete);
+  return at >= start ? static_cast<int32_t>(at - start) : -1;
+}
+
+// With the writer locked, after the L line of a compiled method (alive
+// while its load event runs): its G line, if its blob covers its code.
+void publish_compiled_frame(uintptr_t start, uint64_t size) {
+  if (!g_code_heap.ready()) return;
+  BlobFrame f;
+  if (g_code_heap.blob_at(start, &f) && f.covers(start, size))
+    g_writer.frame(start, f.frame_words, complete_from(start, f));
+  else
+    ++g_frames_unmatched;
+}
+
+// With the writer locked, after the S line of generated code: a G line for
+// a blob of its own with a frame (RuntimeStub, SafepointBlob, ...). Stubs
+// inside one BufferBlob (StubRoutines, the interpreter) have no frame
+// size: they get none.
+void publish_stub_frame(uintptr_t start, uint64_t size) {
+  BlobFrame f;
+  if (g_code_heap.ready() && g_code_heap.blob_at(start, &f) && f.code_begin == start && f.frame_words > 0 &&
+      f.covers(start, size))
+    g_writer.frame(start, f.frame_words, complete_from(start, f));
+}
+
 void JNICALL on_compiled_method_load(jvmtiEnv*, jmethodID method, jint code_size, const void* code_addr,
                                      jint, const jvmtiAddrLocationMap*, const void* compile_info) {
   g_writer.lock();
@@ -564,6 +624,7 @@ void JNICALL on_compiled_method_load(jvmtiEnv*, jmethodID method, jint code_size
     uint32_t id = intern_method(method);
     uint64_t start = reinterpret_cast<uintptr_t>(code_addr);
     g_writer.compiled_load(start, static_cast<uint64_t>(code_size), id, t_replaying);
+    publish_compiled_frame(start, static_cast<uint64_t>(code_size));
     for (auto* rec = static_cast<const jvmtiCompiledMethodLoadRecordHeader*>(compile_info); rec; rec = rec->next) {
       if (rec->kind != JVMTI_CMLR_INLINE_INFO) continue;
       auto* inl = reinterpret_cast<const jvmtiCompiledMethodLoadInlineRecord*>(rec);
@@ -591,6 +652,7 @@ void JNICALL on_compiled_method_unload(jvmtiEnv*, jmethodID, const void* code_ad
 void JNICALL on_dynamic_code_generated(jvmtiEnv*, const char* name, const void* address, jint length) {
   g_writer.lock();
   g_writer.stub(reinterpret_cast<uintptr_t>(address), static_cast<uint64_t>(length), name, t_replaying);
+  publish_stub_frame(reinterpret_cast<uintptr_t>(address), static_cast<uint64_t>(length));
   g_writer.commit();
   g_writer.unlock();
 }
@@ -679,6 +741,7 @@ void start_java_events(const Options& o) {
 
 void close_stream() {
   g_writer.lock();
+  if (g_frames_unmatched) g_writer.counter("frames-unmatched", g_frames_unmatched);
   g_writer.close();
   g_writer.unlock();
 }
@@ -742,6 +805,7 @@ jint init_jvmti(JavaVM* vm) {
   callbacks.VMInit = on_vm_init;
   g_jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
   find_jvm_libraries();
+  discover_code_heap();
   set_event(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH);
   jvmtiPhase phase = JVMTI_PHASE_ONLOAD;
   g_jvmti->GetPhase(&phase);
@@ -849,6 +913,11 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
   end_java_events(jni, false);
   g_writer.lock();
   bool opened = g_writer.open(o.out, getpid());
+  g_frames_unmatched = 0;
+  if (opened && !g_code_heap.ready()) {
+    g_writer.option("frames-unavailable", g_frames_missing);
+    g_writer.commit();
+  }
   g_writer.unlock();
   if (!opened) {
     int e = errno;

@@ -176,6 +176,10 @@ void JitMapWriter::inline_frames(uint64_t pc_offset, const uint32_t* methods, in
   append(line, static_cast<size_t>(n));
 }
 
+void JitMapWriter::frame(uint64_t start, int32_t frame_words, int32_t complete) {
+  appendf("G %llx %d %d\n", (unsigned long long)start, frame_words, complete);
+}
+
 void JitMapWriter::compiled_unload(uint64_t start) {
   appendf("U %llu %llx\n", (unsigned long long)monotonic_ns(), (unsigned long long)start);
 }

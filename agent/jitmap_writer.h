@@ -52,6 +52,9 @@ class JitMapWriter {
   // `replayed`: code that was there before the stream began (time 0).
   void compiled_load(uint64_t start, uint64_t size, uint32_t method, bool replayed);
   void inline_frames(uint64_t pc_offset, const uint32_t* methods, int count);  // innermost first
+  // After the L or S line of the code at `start`: its frame geometry.
+  // `complete`: bytes from start, -1 when never complete (or unknown).
+  void frame(uint64_t start, int32_t frame_words, int32_t complete);
   void compiled_unload(uint64_t start);
   void stub(uint64_t start, uint64_t size, const char* name, bool replayed);
   // Ends one event group (a method load with its inline records): flushes.

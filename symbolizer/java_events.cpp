@@ -154,6 +154,7 @@ void JavaEvents::line(std::string_view s) {
     case 'I':
     case 'U':
     case 'S':
+    case 'G':
       return;  // code: JitMap's
     case 'M':
     case 'K':

@@ -170,7 +170,8 @@ JitMap::Location JitMap::locate(uint64_t address, uint64_t time_ns) const {
   if (const Blob* old = containing(retired_, address, time_ns, max_retired_size_))
     if (!blob || old->unload_ns <= blob->load_ns) blob = old;
   if (!blob) return {};
-  Location at{blob->start, blob->load_ns, UINT32_MAX, blob->method != 0, blob->frame_words >= 2 && blob->complete >= 0};
+  Location at{blob->start, blob->load_ns, UINT32_MAX, blob->method != 0,
+              blob->frame_words == 0 || (blob->frame_words >= 2 && blob->complete >= 0)};
   if (blob->method != 0) {
     // The inlining at the first debug-info pc at or after the address: call
     // sites record their return address, which is `address + 1` for a

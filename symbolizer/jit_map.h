@@ -8,10 +8,34 @@
 //   I <pc_off> <id>,<id>,...       after its L: the frames at start+pc_off, innermost first
 //   U <ns> <start>                 the compiled method at start was freed
 //   S <ns> <start> <size> <name>   generated code: interpreter, stubs, adapters
-//   G <start> <words> <complete>   after an L (or S) line: the frame of the code at start is
-//                                  <words> words, return address included, once
-//                                  the code is <complete> bytes past start (its
-//                                  prologue done); decimal; -1: unknown
+//   G <start> <words> <complete>   right after the L or S line of the code at
+//                                  start: its frame. <words> (decimal): the
+//                                  frame's size in 8-byte words, return address
+//                                  and saved rbp included (HotSpot's
+//                                  CodeBlob::_frame_size: the caller's rsp is
+//                                  rsp + 8 * words once the frame is complete;
+//                                  0: the code builds no frame, the return
+//                                  address stays at rsp: the method-handle
+//                                  intrinsics, which jump on to their target).
+//                                  <complete> (decimal): the offset in bytes
+//                                  from start where the frame is complete;
+//                                  before it the prologue is still building it
+//                                  (HotSpot counts in what follows the sub of
+//                                  rsp in the prologue: nothing on JDK 17 with
+//                                  G1, the nmethod entry barrier on JDK 25);
+//                                  the epilogues that tear it down are not
+//                                  marked;
+//                                  -1 when HotSpot says it never is (or it
+//                                  lies before start). Every compiled method
+//                                  gets one unless the agent could not match
+//                                  its code to the code cache (counted: D
+//                                  frames-unmatched); generated code only when
+//                                  it is a blob of its own with a frame
+//                                  (RuntimeStub, SafepointBlob, ...), not the
+//                                  stubs that share one (StubRoutines, the
+//                                  interpreter). None at all after
+//                                  "O frames-unavailable <entry>": the JVM's
+//                                  VMStructs lack <entry>
 // Times are CLOCK_MONOTONIC nanoseconds, the clock of the BPF samples; an
 // L or S time of 0 is code that was there before the stream began (replayed
 // when the agent attaches to a running JVM, while the recording runs).
@@ -34,7 +58,8 @@
 //                                  (hex) before the first A line with a native
 //                                  frame in that file: it is mapped at
 //                                  [start, end), address - bias is the address
-//                                  in the file's symbol table
+//                                  in the file's symbol table;
+//                                  frames-unavailable <entry> (no G lines)
 //   K <id> <name>                  class id -> "java.lang.String", "byte[]"
 //   T <tid> <name>                 a thread's name, before its first event
 //   A <ns> <tid> <size> <class> <sample> <frames> [<native>]
@@ -54,7 +79,9 @@
 //                                  under lock-interval are sampled, one record
 //                                  per lock-interval ns of them
 //   D <ns> <counter> <value>       losses inside the agent over the stream
-//                                  (reentered, write-error-bytes)
+//                                  (reentered, write-error-bytes,
+//                                  frames-unmatched: compiled methods without
+//                                  a G line)
 // <tid> is the Linux thread id. <frames>: method ids (M lines), innermost
 // first, comma-separated; "-" for none; a last "+" when the agent cut the
 // stack at its depth limit (128). Unknown lines are counted and skipped.

@@ -48,7 +48,8 @@ wait_sampling() {
 # Waits until a JVM started with -XX:+PrintCompilation, its standard output
 # in LOG, has compiled each METHOD: Class::method by C2, or Class::method@
 # (its loop, on-stack replacement) at any tier. How long that takes after
-# start-up depends on how busy the machine is.
+# start-up depends on how busy the machine is. (JDK 25 prints no leading
+# spaces before the time stamp.)
 wait_compiled() {
 	local log=$1 m re missing
 	shift
@@ -56,8 +57,8 @@ wait_compiled() {
 		missing=""
 		for m in "$@"; do
 			case $m in
-			*@) re="^ +[0-9]+ +[0-9]+ +%[sbn! ]*[1-4] +${m%@} @" ;;
-			*) re="^ +[0-9]+ +[0-9]+ +[sbn! ]*4 +$m \\(" ;;
+			*@) re="^ *[0-9]+ +[0-9]+ +%[sbn! ]*[1-4] +${m%@} @" ;;
+			*) re="^ *[0-9]+ +[0-9]+ +[sbn! ]*4 +$m \\(" ;;
 			esac
 			grep -E "$re" "$log" 2>/dev/null | grep -vq 'made not entrant' || missing+=" $m"
 		done

@@ -30,7 +30,10 @@ constexpr const char* kStream =
     "M 2 App.make\n"
     "M 3 App.critical\n"
     "L 100 7f0000010000 400 1\n"
+    "G 7f0000010000 8 44\n"  // frame geometry, between the L line and its I lines
     "I 20 2,1\n"
+    "S 100 7f0000020000 60 throw_exception\n"
+    "G 7f0000020000 2 -1\n"
     "K 1 App$Big\n"
     "K 2 byte[]\n"
     "K 3 App$SharedLock\n"

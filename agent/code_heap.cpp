@@ -1,0 +1,172 @@
+#include "agent/code_heap.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace ember::agent {
+namespace {
+
+// HotSpot has at most 3 code heaps (non-nmethods, profiled, non-profiled),
+// a few more with some collectors' or Graal's own; more is not a heap list.
+constexpr int64_t kMaxHeaps = 16;
+// CodeCacheSegmentSize is a power of two from 1 to 1024 bytes (64 by default).
+constexpr int64_t kMaxLog2Segment = 10;
+
+uintptr_t load_pointer(const char* p) {
+  uintptr_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// An integer field of `size` bytes at p, sign-extended if its type is signed.
+int64_t load_int(const char* p, const VmField& f) {
+  switch (f.size) {
+    case 1: {
+      uint8_t v = static_cast<uint8_t>(*p);
+      return f.is_signed ? int64_t{static_cast<int8_t>(v)} : int64_t{v};
+    }
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, sizeof v);
+      return f.is_signed ? int64_t{static_cast<int16_t>(v)} : int64_t{v};
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return f.is_signed ? int64_t{static_cast<int32_t>(v)} : int64_t{v};
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, p, sizeof v);
+      return static_cast<int64_t>(v);
+    }
+  }
+}
+
+bool is_integer(const VmField& f) { return f.size == 1 || f.size == 2 || f.size == 4 || f.size == 8; }
+// Pointer types are in the types table only when HotSpot declared them.
+bool is_pointer(const VmField& f) { return f.size == 0 || f.size == sizeof(void*); }
+
+enum class Kind { Integer, Pointer, Static, Embedded };
+
+// Looks up Type::name and checks it is what this code reads it as.
+bool need(const VmStructs& vm, const char* type, const char* name, Kind kind, VmField* out, char* missing,
+          size_t size) {
+  VmField f;
+  bool ok = vm.field(type, name, &f);
+  if (ok) {
+    switch (kind) {
+      case Kind::Integer: ok = !f.address && is_integer(f); break;
+      case Kind::Pointer: ok = !f.address && is_pointer(f); break;
+      case Kind::Static: ok = f.address && is_pointer(f); break;
+      case Kind::Embedded: ok = !f.address; break;
+    }
+  }
+  if (!ok) {
+    std::snprintf(missing, size, "%s::%s", type, name);
+    return false;
+  }
+  *out = f;
+  return true;
+}
+
+}  // namespace
+
+// GrowableArrayBase since JDK 16, GenericGrowableArray before.
+bool CodeHeapReader::array_length(const VmStructs& vm, char* missing, size_t size) {
+  VmField old;
+  if (vm.field("GenericGrowableArray", "_len", &old) && !old.address && is_integer(old)) {
+    array_length_ = old;
+    return true;
+  }
+  return need(vm, "GrowableArrayBase", "_len", Kind::Integer, &array_length_, missing, size);
+}
+
+bool CodeHeapReader::discover(const VmStructs& vm, char* missing, size_t size) {
+  ready_ = false;
+  if (!need(vm, "CodeCache", "_heaps", Kind::Static, &heaps_, missing, size) ||
+      !array_length(vm, missing, size) ||
+      !need(vm, "GrowableArray<int>", "_data", Kind::Pointer, &array_data_, missing, size) ||
+      !need(vm, "CodeHeap", "_memory", Kind::Embedded, &heap_memory_, missing, size) ||
+      !need(vm, "CodeHeap", "_segmap", Kind::Embedded, &heap_segmap_, missing, size) ||
+      !need(vm, "CodeHeap", "_log2_segment_size", Kind::Integer, &heap_log2_segment_, missing, size) ||
+      !need(vm, "VirtualSpace", "_low", Kind::Pointer, &space_low_, missing, size) ||
+      !need(vm, "VirtualSpace", "_high", Kind::Pointer, &space_high_, missing, size) ||
+      !need(vm, "CodeBlob", "_frame_size", Kind::Integer, &frame_size_, missing, size) ||
+      !need(vm, "CodeBlob", "_frame_complete_offset", Kind::Integer, &frame_complete_, missing, size))
+    return false;
+  if (!vm.type_size("HeapBlock", &block_header_) || block_header_ == 0 || block_header_ > 256) {
+    std::snprintf(missing, size, "HeapBlock");
+    return false;
+  }
+  // JDK 17 to 22 keep the code's bounds as addresses, later JDKs as
+  // offsets from the blob (the code ends where the data begins).
+  VmField probe;
+  code_as_offsets_ = !vm.field("CodeBlob", "_code_begin", &probe);
+  if (code_as_offsets_ ? !need(vm, "CodeBlob", "_code_offset", Kind::Integer, &code_begin_, missing, size) ||
+                             !need(vm, "CodeBlob", "_data_offset", Kind::Integer, &code_end_, missing, size)
+                       : !need(vm, "CodeBlob", "_code_begin", Kind::Pointer, &code_begin_, missing, size) ||
+                             !need(vm, "CodeBlob", "_code_end", Kind::Pointer, &code_end_, missing, size))
+    return false;
+  blob_extent_ = 0;
+  for (const VmField* f : {&frame_size_, &frame_complete_, &code_begin_, &code_end_})
+    blob_extent_ = std::max<uint64_t>(blob_extent_, f->offset + (f->size ? f->size : sizeof(void*)));
+  ready_ = true;
+  return true;
+}
+
+bool CodeHeapReader::blob_at(uintptr_t pc, BlobFrame* out) const {
+  if (!ready_) return false;
+  const char* array = reinterpret_cast<const char*>(load_pointer(static_cast<const char*>(heaps_.address)));
+  if (!array) return false;  // before the code cache is set up
+  int64_t count = load_int(array + array_length_.offset, array_length_);
+  const char* data = reinterpret_cast<const char*>(load_pointer(array + array_data_.offset));
+  if (count <= 0 || count > kMaxHeaps || !data) return false;
+  for (int64_t i = 0; i < count; ++i) {
+    const char* heap = reinterpret_cast<const char*>(load_pointer(data + i * sizeof(void*)));
+    if (!heap) continue;
+    const char* memory = heap + heap_memory_.offset;
+    uintptr_t low = load_pointer(memory + space_low_.offset), high = load_pointer(memory + space_high_.offset);
+    if (pc >= low && pc < high) return blob_in_heap(heap, low, high, pc, out);
+  }
+  return false;
+}
+
+bool CodeHeapReader::blob_in_heap(const char* heap, uintptr_t low, uintptr_t high, uintptr_t pc,
+                                  BlobFrame* out) const {
+  int64_t log2 = load_int(heap + heap_log2_segment_.offset, heap_log2_segment_);
+  const char* segmap = heap + heap_segmap_.offset;
+  uintptr_t map_low = load_pointer(segmap + space_low_.offset), map_high = load_pointer(segmap + space_high_.offset);
+  if (log2 < 0 || log2 > kMaxLog2Segment || map_low == 0 || map_high <= map_low) return false;
+  const auto* map = reinterpret_cast<const uint8_t*>(map_low);
+  uintptr_t segment = (pc - low) >> log2;
+  if (segment >= map_high - map_low) return false;
+  // Back to the block's first segment; each step goes back at least one.
+  while (map[segment] != 0) {
+    if (map[segment] == 0xFF || map[segment] > segment) return false;  // free, or a broken map
+    segment -= map[segment];
+  }
+  uintptr_t blob = low + (segment << log2) + block_header_;
+  if (blob < low || blob >= high || blob_extent_ > high - blob) return false;
+  const char* b = reinterpret_cast<const char*>(blob);
+  uintptr_t begin, end;
+  if (code_as_offsets_) {
+    begin = blob + static_cast<uintptr_t>(load_int(b + code_begin_.offset, code_begin_));
+    end = blob + static_cast<uintptr_t>(load_int(b + code_end_.offset, code_end_));
+  } else {
+    begin = load_pointer(b + code_begin_.offset);
+    end = load_pointer(b + code_end_.offset);
+  }
+  if (begin < blob || begin > end || end > high) return false;
+  int64_t words = load_int(b + frame_size_.offset, frame_size_);
+  int64_t complete = load_int(b + frame_complete_.offset, frame_complete_);
+  if (words < 0 || words > INT32_MAX) return false;
+  out->code_begin = begin;
+  out->code_end = end;
+  out->frame_words = static_cast<int32_t>(words);
+  out->frame_complete = complete >= 0 && complete <= static_cast<int64_t>(end - begin) ? static_cast<int32_t>(complete) : -1;
+  return true;
+}
+
+}  // namespace ember::agent

@@ -1,0 +1,52 @@
+// HotSpot's self-description: the tables libjvm exports for debuggers
+// (gHotSpotVMStructs and gHotSpotVMTypes), read by name so that no offset
+// is hard-coded per JDK version. Each table is an array of entries ended by
+// one with a null name; the layout of an entry (its stride and the offset
+// of each member) is exported too (gHotSpotVMStructEntryArrayStride, ...),
+// so it is not assumed either.
+// No allocation, no JVMTI: unit-tested over a fake table (tests/unit).
+#pragma once
+
+#include <cstdint>
+
+namespace ember::agent {
+
+// An instance field (offset from the object) or a static one (address),
+// with the size and signedness of its type where the types table has it.
+struct VmField {
+  uint64_t offset = 0;
+  const void* address = nullptr;  // static fields only
+  uint32_t size = 0;              // 0: its type is not in the types table
+  bool is_signed = false;
+};
+
+class VmStructs {
+ public:
+  // The address of an exported data symbol of libjvm, or null.
+  using Lookup = const void* (*)(const char* name, void* context);
+
+  // Finds the tables through `lookup`. False when a symbol is missing:
+  // *missing names it (for the agent's "O frames-unavailable" line).
+  bool open(Lookup lookup, void* context, const char** missing);
+
+  bool field(const char* type, const char* name, VmField* out) const;
+  bool type_size(const char* type, uint64_t* out) const;
+
+ private:
+  // Where the members of an entry are, from the exported companions.
+  struct StructLayout {
+    const char* entries = nullptr;
+    uint64_t stride = 0, type_name = 0, field_name = 0, type_string = 0, is_static = 0, offset = 0, address = 0;
+  };
+  struct TypeLayout {
+    const char* entries = nullptr;
+    uint64_t stride = 0, type_name = 0, size = 0, is_unsigned = 0;
+  };
+  // The types-table entry named `type`, or null.
+  const char* type_entry(const char* type) const;
+
+  StructLayout structs_;
+  TypeLayout types_;
+};
+
+}  // namespace ember::agent

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Java without -XX:+PreserveFramePointer, attached while it runs (the
+# common production case): compiled frames are stepped by the frame size
+# the agent publishes, interpreted ones by their saved sender sp, so Java
+# stacks reach the thread's entry; the same top methods as a JVM with
+# frame pointers sampled in the same recording; under -Xint the stacks are
+# whole too.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
+javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+JAVA=(java -XX:CompileThresholdScaling=0.1 -XX:+PrintCompilation -cp "$TMP/classes")
+"${JAVA[@]}" Workload 60 >"$TMP/default.jit" &
+default=$!
+BACKGROUND+=($default)
+"${JAVA[@]}" -XX:+PreserveFramePointer Workload 60 >"$TMP/fp.jit" &
+fp=$!
+BACKGROUND+=($fp)
+java -Xint -cp "$TMP/classes" Workload 60 >/dev/null &
+xint=$!
+BACKGROUND+=($xint)
+wait_compiled "$TMP/default.jit" Workload::hotA Workload::hotB Workload::main@
+wait_compiled "$TMP/fp.jit" Workload::hotA Workload::hotB Workload::main@
+"$EMBER" record -p $default,$fp,$xint --pid-frames -F 499 -d 5 -o "$TMP/out.folded" 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+grep -E "^  (java|stacks)|^    java|PreserveFramePointer" "$TMP/err"
+grep -q "frames-unavailable" "$TMP/err" && skip "this JDK's VMStructs lack what the agent needs: $(grep frames-unavailable "$TMP/err")"
+grep -E "^java \($default\);" "$TMP/out.folded" >"$TMP/default.folded"
+grep -E "^java \($fp\);" "$TMP/out.folded" >"$TMP/fp.folded"
+grep -E "^java \($xint\);" "$TMP/out.folded" >"$TMP/xint.folded"
+
+# Stacks with a Java frame of the main thread (or any Java frame under -Xint:
+# Interpreter frames) that reach the thread's entry.
+reach() {
+	local java all
+	java=$(weight "$1" "$2")
+	all=$(weight "$1" "(JavaMain|thread_native_entry).*($2)")
+	echo "$all $java"
+}
+read -r whole java < <(reach "$TMP/default.folded" 'Workload\.[a-zA-Z]+_\[(j|i)\]')
+echo "default flags: $whole of $java stacks with a Java frame reach the thread's entry"
+(( java >= 300 )) || fail "only $java Java samples in the default-flags JVM"
+(( 100 * whole >= 98 * java )) || fail "default flags: $whole of $java Java stacks whole, not >= 98%: $(grep -v JavaMain "$TMP/default.folded" | grep Workload | sort -t' ' -k2 -nr | head -3 | cut -c1-500)"
+assert_absent "$TMP/default.folded" 'JIT frames without frame pointers' "stacks cut at JIT code"
+read -r whole java < <(reach "$TMP/xint.folded" 'Interpreter')
+echo "-Xint: $whole of $java stacks with an interpreted frame reach the thread's entry"
+(( java >= 300 )) || fail "only $java samples in the -Xint JVM"
+(( 100 * whole >= 98 * java )) || fail "-Xint: $whole of $java stacks whole, not >= 98%"
+
+# The top methods, by samples under them, agree with the frame-pointer JVM's.
+top() {
+	awk '{ n = split($1, f, ";"); delete seen
+		for (i = 1; i <= n; i++) if (f[i] ~ /^Workload\./ && !(f[i] in seen)) { seen[f[i]] = 1; t[f[i]] += $NF }
+	} END { for (m in t) print t[m], m }' "$1" | sort -nr | awk '{ print $2 }' | head -4 | sort
+}
+[ "$(top "$TMP/default.folded")" = "$(top "$TMP/fp.folded")" ] ||
+	fail "top methods differ: default flags: $(top "$TMP/default.folded" | tr '\n' ' '); with frame pointers: $(top "$TMP/fp.folded" | tr '\n' ' ')"
+echo "top methods (both): $(top "$TMP/fp.folded" | tr '\n' ' ')"
