@@ -35,6 +35,12 @@ const volatile bool offcpu_waker = false;
  * costs a context switch per sample (the collector also polls on a timer). */
 const volatile __u64 wakeup_bytes = 0;
 
+/* Set by the collector once it is ready for the first record (JVMs' agents
+ * attached, their code's frames known to the unwinder): until then the
+ * programs are attached, so every attach error shows before any agent is
+ * loaded, but record nothing. */
+bool armed = false;
+
 /* Read by the collector at the end; every lost sample is counted. */
 __u64 samples_seen = 0;   /* samples that passed the filters */
 __u64 samples_lost = 0;   /* ring buffer full */
@@ -315,6 +321,8 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0;
 	bool user;
 
+	if (!armed)
+		return 0;
 	if (tid == 0) {
 		__sync_fetch_and_add(&samples_idle, 1);
 		if (!include_idle)
@@ -416,7 +424,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 	struct ember_sample *s;
 
 	/* prev, the current task, goes off CPU: keep its stacks. */
-	if (tid != 0 && in_scope(pid, tid)) {
+	if (armed && tid != 0 && in_scope(pid, tid)) {
 		/* Preempted on its way to sleep (its state set, schedule() not
 		 * reached yet), a thread stays runnable: no wakeup will come. */
 		bool runnable = preempt || task_state(prev) == 0;
@@ -590,7 +598,7 @@ static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size, void *pendi
 	__u32 pid = id >> 32, tid = (__u32)id;
 	__u64 weight;
 
-	if (!in_scope(pid, tid))
+	if (!armed || !in_scope(pid, tid))
 		return 0;
 	weight = malloc_weight(size);
 	if (!weight)

@@ -115,9 +115,13 @@ void JitMap::line(std::string_view s) {
       ++code_version_;
       return;
     }
+    case 'O': {
+      std::string_view rest = rest_of(s);
+      if (rest.starts_with("frames-unavailable ")) frames_unavailable_ = rest_of(rest.substr(19));
+      return;  // the others: JavaEvents's
+    }
     case 'K':
     case 'T':
-    case 'O':
     case 'A':
     case 'F':
     case 'C':

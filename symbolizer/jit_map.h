@@ -131,6 +131,10 @@ class JitMap {
   // Changes with every load, unload or frame of code.
   uint64_t code_version() const { return code_version_; }
 
+  // What the JVM lacks for its frames to be published (an O frames-unavailable
+  // line: a VMStructs entry); empty if nothing.
+  const std::string& frames_unavailable() const { return frames_unavailable_; }
+
   size_t methods() const { return names_.size(); }
   size_t live_blobs() const { return live_.size(); }
   size_t bad_lines() const { return bad_lines_; }
@@ -163,6 +167,7 @@ class JitMap {
   Blob* last_loaded_ = nullptr;  // where I lines go
   size_t bad_lines_ = 0;
   uint64_t code_version_ = 0;
+  std::string frames_unavailable_;
 };
 
 }  // namespace ember::symbolizer

@@ -353,7 +353,8 @@ std::vector<Collector::JavaStream> Collector::java_streams() const {
   std::vector<JavaStream> out;
   for (const auto& [pid, jvm] : jvms_) {
     auto name = process_name_.find(pid);
-    out.push_back({pid, name == process_name_.end() ? "java" : names_[name->second], &jvm.events});
+    out.push_back({pid, name == process_name_.end() ? "java" : names_[name->second], &jvm.events,
+                   jvm.map.frames_unavailable()});
   }
   return out;
 }

@@ -130,6 +130,7 @@ class Collector {
     uint32_t pid;
     std::string name;
     const symbolizer::JavaEvents* events;
+    std::string frames_unavailable;  // see JitMap::frames_unavailable
   };
   std::vector<JavaStream> java_streams() const;
 

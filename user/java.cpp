@@ -36,8 +36,8 @@ std::string default_agent_path() {
   return (exe.parent_path() / "libember-agent.so").string();
 }
 
-JavaSession::JavaSession(std::string agent_path, std::string events)
-    : agent_path_(std::move(agent_path)), events_(std::move(events)) {
+JavaSession::JavaSession(std::string agent_path, std::string events, bool unwinds_jit)
+    : agent_path_(std::move(agent_path)), events_(std::move(events)), unwinds_jit_(unwinds_jit) {
   // What a killed ember left in this /tmp (a container's: see attach).
   sweep_agent_dirs("");
 }
@@ -79,7 +79,7 @@ void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& 
       continue;
     }
     bool fp = preserves_frame_pointer(pid);
-    if (!fp)
+    if (!fp && !unwinds_jit_)
       std::fprintf(stderr,
                    "ember: JVM %d runs without -XX:+PreserveFramePointer: stacks stop at the first JIT-compiled "
                    "frame; restart it with -XX:+PreserveFramePointer for whole Java stacks\n",

@@ -20,7 +20,9 @@ class JavaSession {
  public:
   // `agent_path`: libember-agent.so as ember sees it. `events`: what the
   // agent reports besides code, as agent options (",alloc=524288,live,lock").
-  JavaSession(std::string agent_path, std::string events);
+  // `unwinds_jit`: ember's unwinder steps through JIT frames by the frame
+  // sizes the agent publishes (else they need -XX:+PreserveFramePointer).
+  JavaSession(std::string agent_path, std::string events, bool unwinds_jit);
   ~JavaSession();
   JavaSession(const JavaSession&) = delete;
   JavaSession& operator=(const JavaSession&) = delete;
@@ -45,6 +47,7 @@ class JavaSession {
  private:
   std::string agent_path_;
   std::string events_;
+  bool unwinds_jit_;
   bool started_frame_pointers_ = true;
   struct Attached {
     pid_t pid;

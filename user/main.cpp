@@ -61,8 +61,9 @@ int main(int argc, char** argv) {
   record->add_flag("--no-java{false}", rec.java, "Do not attach ember's agent to JVMs (Java frames stay unnamed)");
   record->add_option("--java-attach", rec.java_attach, "Attach the agent only to these JVMs (comma-separated pids)")
       ->delimiter(',');
-  record->add_flag("--no-preserve-frame-pointer{false}", rec.java_frame_pointers,
-                   "Do not add -XX:+PreserveFramePointer to JVMs started by the command");
+  record->add_flag("--preserve-frame-pointer", rec.java_frame_pointers,
+                   "Add -XX:+PreserveFramePointer to JVMs started by the command (ember steps through their JIT "
+                   "frames without it, by the frame sizes its agent publishes; --unwind fp adds it)");
   record->add_flag("--lines", rec.lines, "Add file:line to frame names (from DWARF)");
   record->add_flag("--no-inlines{false}", rec.inlines, "Do not show inlined calls as frames of their own");
   record->add_option("--symbol-memory", rec.symbol_memory_mib,

@@ -458,7 +458,7 @@ int run_record(const RecordOptions& o) {
   if (o.java) {
     std::string agent = default_agent_path();
     if (access(agent.c_str(), R_OK) == 0)
-      java.emplace(agent, java_agent_events(*plan, o));
+      java.emplace(agent, java_agent_events(*plan, o), o.unwind != "fp");
     else
       std::fprintf(stderr,
                    "ember: warning: no Java agent at %s: Java frames will be unnamed; build it with `make` "
@@ -470,7 +470,7 @@ int run_record(const RecordOptions& o) {
     std::vector<std::string> env;
     if (java) {
       const char* existing = getenv("JAVA_TOOL_OPTIONS");
-      auto options = java->tool_options(existing ? existing : "", o.java_frame_pointers);
+      auto options = java->tool_options(existing ? existing : "", o.java_frame_pointers || o.unwind == "fp");
       if (!options) return fail("cannot prepare the Java agent for the command: " + options.error());
       env.push_back("JAVA_TOOL_OPTIONS=" + *options);
     }
@@ -610,6 +610,10 @@ int run_record(const RecordOptions& o) {
                        pid);
   }
   for (const std::string& w : (*sampler)->warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
+  // The code the agents replayed as they attached: its frames reach the
+  // unwinder before the first record.
+  collector.update_jvms(false);
+  (*sampler)->arm();
 
   std::optional<int> child_status;
   if (child) {
@@ -828,6 +832,13 @@ int run_record(const RecordOptions& o) {
   for (const auto& [pid, w] : jvm_watches)
     if (w.watch) std::fprintf(stderr, "  jvm %-7u %s\n", pid, w.watch->summary().c_str());
   for (const std::string& note : java_notes) std::fprintf(stderr, "  java        %s\n", note.c_str());
+  for (const Collector::JavaStream& j : collector.java_streams())
+    if (unwinder && !j.frames_unavailable.empty())
+      std::fprintf(stderr,
+                   "ember: warning: JVM %u: ember's agent cannot read this JVM's frame layout (its VMStructs lack "
+                   "%s): its stacks stop at the first JIT-compiled frame; restart it with "
+                   "-XX:+PreserveFramePointer\n",
+                   j.pid, j.frames_unavailable.c_str());
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));

@@ -52,7 +52,7 @@ struct RecordOptions {
   std::vector<std::string> command;  // run and profile this, with its children
   bool java = true;                  // attach the agent to JVMs in scope
   std::vector<uint32_t> java_attach; // attach only to these JVMs
-  bool java_frame_pointers = true;   // add -XX:+PreserveFramePointer to JVMs the command starts
+  bool java_frame_pointers = false;  // add -XX:+PreserveFramePointer to JVMs the command starts
   int progress_fd = -1;              // a line "SECONDS SAMPLES LOST" here 4 times a second (ember serve)
 };
 

@@ -343,6 +343,8 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
 
 Sampler::~Sampler() { stop(); }
 
+void Sampler::arm() { __atomic_store_n(&state_->skel->bss->armed, true, __ATOMIC_RELEASE); }
+
 void Sampler::poll(int timeout_ms) {
   // Samples arrive without wakeups until a quarter of the ring is full (or
   // a new process shows up), so the timeout is the usual way out of the

@@ -79,6 +79,9 @@ class Sampler {
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
+  // Starts recording: start() attaches every program, but they record
+  // nothing until then.
+  void arm();
   // Waits up to timeout_ms (less if the ring fills up), then delivers every
   // queued sample to the handler.
   void poll(int timeout_ms);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Java: combined kernel + native + Java stacks, at start-up (-- java) and by
 # attaching to a running JVM; the same top methods both ways; the
-# -XX:+PreserveFramePointer diagnosis; 20 attach/detach cycles under load;
+# -XX:+PreserveFramePointer diagnosis (--unwind fp); 20 attach/detach cycles under load;
 # JVMs that refuse or are not JVMs.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
@@ -75,12 +75,14 @@ for e in "${embers[@]}"; do
 	[ -z "$left" ] || fail "left behind after the cycles: $left"
 done
 
-# --- no -XX:+PreserveFramePointer: said once with the fix, no garbage frames
+# --- frame pointers only (--unwind fp) and no -XX:+PreserveFramePointer:
+# said once with the fix, no garbage frames (ember's own unwinding needs
+# no flag: java_unwind.sh)
 "${JAVA[@]}" -XX:+PrintCompilation Workload 30 >"$TMP/nofp.jit" &
 nofp=$!
 BACKGROUND+=($nofp)
 wait_compiled "$TMP/nofp.jit" Workload::hotA Workload::hotB
-"$EMBER" record -p "$nofp" -d 2 -o "$TMP/nofp.folded" 2>"$TMP/nofp.err" || fail "no-fp: ember exited $?"
+"$EMBER" record --unwind fp -p "$nofp" -d 2 -o "$TMP/nofp.folded" 2>"$TMP/nofp.err" || fail "no-fp: ember exited $?"
 [ "$(grep -c 'runs without -XX:+PreserveFramePointer' "$TMP/nofp.err")" = 1 ] || fail "no-fp: message not said once: $(cat "$TMP/nofp.err")"
 assert_contains "$TMP/nofp.folded" 'Workload\.hot[AB]_\[(j|i)\]' "no-fp: leaf Java frames missing"
 # JIT stacks hold a compiled frame (_[j]); _[i] alone is native code inlined (DWARF).

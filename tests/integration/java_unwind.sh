@@ -49,8 +49,8 @@ echo "-Xint: $whole of $java stacks with an interpreted frame reach the thread's
 
 # The top methods, by samples under them, agree with the frame-pointer JVM's.
 top() {
-	awk '{ n = split($1, f, ";"); delete seen
-		for (i = 1; i <= n; i++) if (f[i] ~ /^Workload\./ && !(f[i] in seen)) { seen[f[i]] = 1; t[f[i]] += $NF }
+	awk '{ c = $NF; line = $0; sub(/ [0-9]+$/, "", line); n = split(line, f, ";"); delete seen
+		for (i = 1; i <= n; i++) if (f[i] ~ /^Workload\./ && !(f[i] in seen)) { seen[f[i]] = 1; t[f[i]] += c }
 	} END { for (m in t) print t[m], m }' "$1" | sort -nr | awk '{ print $2 }' | head -4 | sort
 }
 [ "$(top "$TMP/default.folded")" = "$(top "$TMP/fp.folded")" ] ||
