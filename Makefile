@@ -238,11 +238,13 @@ $(BUILD)/oracle/bcc_symbolize: tests/oracle/bcc_symbolize.cpp
 # C++23 <expected>, so the classic afl-g++ instrumentation it is.
 FUZZ_TARGETS := folded pprof elf perfmap
 # What each harness links: the flamegraph readers, or the symbolizer's
-# parsers of ELF/DWARF (libelf, libdw) and of maps and perf maps.
+# parsers of ELF/DWARF (libelf, libdw) and of maps and perf maps, and the
+# unwind table builder.
 FLAMEGRAPH_FUZZ := folded pprof
 FLAMEGRAPH_LIB_SRC := $(FLAMEGRAPH_SRC)
 SYMBOLIZER_FUZZ := elf perfmap
-SYMBOLIZER_FUZZ_SRC := symbolizer/elf_symbols.cpp symbolizer/dwarf_index.cpp symbolizer/debug_info.cpp symbolizer/proc_maps.cpp
+SYMBOLIZER_FUZZ_SRC := symbolizer/elf_symbols.cpp symbolizer/dwarf_index.cpp symbolizer/debug_info.cpp symbolizer/proc_maps.cpp \
+	unwind/cfi_table.cpp
 SYMBOLIZER_FUZZ_LIBS := -ldw -ldebuginfod -lelf -llzma -lz
 $(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/replay-%): $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
 		$(FLAMEGRAPH_LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(BUILD)/obj/flamegraph/html_template.o
@@ -268,7 +270,7 @@ $(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%
 $(SYMBOLIZER_FUZZ:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp $(SYMBOLIZER_FUZZ_SRC)
 	$(call msg,AFL,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++ -std=c++2b -O1 -g -I. -fsanitize=address,undefined $< tests/fuzz/replay.cpp \
+	$(Q)AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++ -std=c++2b -O1 -g -I. -Ibpf -fsanitize=address,undefined $< tests/fuzz/replay.cpp \
 		$(SYMBOLIZER_FUZZ_SRC) $(SYMBOLIZER_FUZZ_LIBS) -o $@
 
 FUZZ_SECONDS ?= 60

@@ -2,7 +2,8 @@
 // the symbol tables and segments (ElfSymbols, from memory and from a file
 // descriptor, which take different paths through libelf), build-id,
 // .gnu_debuglink, MiniDebugInfo, and DWARF (DwarfIndex) looked up over a
-// spread of addresses, with and without lines.
+// spread of addresses, with and without lines; and the unwind table its
+// call frame information makes (unwind/cfi_table.h).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "symbolizer/debug_info.h"
 #include "symbolizer/dwarf_index.h"
 #include "symbolizer/elf_symbols.h"
+#include "unwind/cfi_table.h"
 
 namespace {
 
@@ -64,7 +66,17 @@ void run(const ElfSymbols& elf, const uint8_t* data, size_t size) {
 
 }  // namespace
 
+// The rows must come out sorted, whatever the CFI says.
+void unwind_table(const uint8_t* data, size_t size) {
+  auto table = ember::unwind::build_cfi_table(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (!table) return;
+  for (size_t i = 1; i < table->rows.size(); ++i)
+    if (table->rows[i - 1].pc >= table->rows[i].pc) __builtin_trap();
+  for (const auto& s : table->segments) (void)table->address_of_offset(s.offset);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  unwind_table(data, size);
   if (auto elf = ElfSymbols::read_memory(std::string(reinterpret_cast<const char*>(data), size), "fuzz"))
     run(**elf, data, size);
   // The path `ember symbolize` and the profiler take: libelf reading a file.
