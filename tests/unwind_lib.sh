@@ -12,9 +12,6 @@ need_perf() {
 
 # EMBER_UNWIND=MODE runs the tests with --unwind MODE (default: ember's default).
 UNWIND_OPTS=(${EMBER_UNWIND:+--unwind "$EMBER_UNWIND"})
-if [ -n "${EMBER_UNWIND:-}" ] && ! "$EMBER" record --help 2>&1 | grep -q -- '--unwind'; then
-	fail "EMBER_UNWIND=$EMBER_UNWIND, but this ember has no --unwind option"
-fi
 
 # PERF_RECORD: perf record's options for the reference. --no-bpf-event:
 # BPF programs loaded meanwhile (ember's, other tools') add ksymbol records
