@@ -194,10 +194,12 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 	long u = -1, k = 0;
 
 	*stop = EMBER_STOP_NOT_LOADED;
-	if (!user_regs(&start)) {
+	if (unwind_mode == EMBER_UNWIND_FP) {
+		/* The kernel's walk, below, finds the registers itself. */
+	} else if (!user_regs(&start)) {
 		u = 0;
 		*stop = EMBER_STOP_NO_USER;
-	} else if (unwind_mode != EMBER_UNWIND_FP) {
+	} else {
 		int r;
 
 		regs = start.regs;
@@ -216,10 +218,9 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 		u = *stop == EMBER_STOP_NOT_LOADED ? copy_stack(&regs, ips, large) : EMBER_UNWIND_FRAMES(r);
 	}
 	if (u < 0) {
-		/* The kernel's frame-pointer walk: --unwind fp. */
+		/* --unwind fp: the kernel's frame-pointer walk. */
 		u = frames(bpf_get_stack(ctx, ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK));
-		if (unwind_mode == EMBER_UNWIND_FP)
-			*stop = u ? EMBER_STOP_FP_END : EMBER_STOP_NO_USER;
+		*stop = u ? EMBER_STOP_FP_END : EMBER_STOP_NO_USER;
 		/* The return address on top of the stack at an allocator's
 		 * entry replaces its own pc: the walk would skip the caller. */
 		if (start.at_entry && u > 0 &&

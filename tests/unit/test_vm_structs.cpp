@@ -212,18 +212,27 @@ TEST_CASE("vm structs: a missing table or companion is named; an entry layout it
   CHECK(std::string(missing) == "gHotSpotVMStructEntryArrayStride");
 }
 
+// A fake code cache, described in fake tables and discovered by the reader.
+struct DiscoveredCache {
+  FakeCodeCache cache;
+  FakeJvm jvm;
+  VmStructs vm;
+  CodeHeapReader reader;
+  explicit DiscoveredCache(bool jdk17) : cache(jdk17) {
+    cache.describe(jvm);
+    const char* missing = nullptr;
+    REQUIRE(jvm.open(vm, &missing));
+    char why[128] = "";
+    REQUIRE(reader.discover(vm, why, sizeof why));
+  }
+};
+
 TEST_CASE("code heap: the blob of a pc and its frame, through the segment map") {
   for (bool jdk17 : {true, false}) {
     CAPTURE(jdk17);
-    FakeCodeCache cache(jdk17);
-    FakeJvm jvm;
-    cache.describe(jvm);
-    VmStructs vm;
-    const char* missing = nullptr;
-    REQUIRE(jvm.open(vm, &missing));
-    CodeHeapReader reader;
-    char why[128] = "";
-    REQUIRE(reader.discover(vm, why, sizeof why));
+    DiscoveredCache discovered(jdk17);
+    FakeCodeCache& cache = discovered.cache;
+    CodeHeapReader& reader = discovered.reader;
     // A small method at segment 3, a large one (600 segments: the map's
     // distances wrap past 0xFE) at 10, a stub never complete at 700.
     uint8_t* small = cache.block(3, 4, 48, 40, 6, 27);
@@ -266,15 +275,9 @@ TEST_CASE("code heap: the blob of a pc and its frame, through the segment map") 
 }
 
 TEST_CASE("code heap: broken maps and blobs give no answer, never a read outside the heap") {
-  FakeCodeCache cache(false);
-  FakeJvm jvm;
-  cache.describe(jvm);
-  VmStructs vm;
-  const char* missing = nullptr;
-  REQUIRE(jvm.open(vm, &missing));
-  CodeHeapReader reader;
-  char why[128] = "";
-  REQUIRE(reader.discover(vm, why, sizeof why));
+  DiscoveredCache discovered(false);
+  FakeCodeCache& cache = discovered.cache;
+  CodeHeapReader& reader = discovered.reader;
   BlobFrame f;
   // A distance back past the map's start.
   cache.segmap[2] = 5;
