@@ -303,6 +303,16 @@ TEST_CASE("code heap: broken maps and blobs give no answer, never a read outside
   CHECK(f.frame_complete == -1);
 }
 
+// What discovery over `jvm`'s tables says they lack (it must fail).
+std::string lacking(FakeJvm& jvm, CodeHeapReader& reader) {
+  VmStructs vm;
+  const char* missing = nullptr;
+  REQUIRE(jvm.open(vm, &missing));
+  char why[128] = "";
+  CHECK_FALSE(reader.discover(vm, why, sizeof why));
+  return why;
+}
+
 TEST_CASE("code heap: the first entry the tables lack is named") {
   for (const char* name : {"CodeBlob::_frame_size", "CodeBlob::_frame_complete_offset", "CodeHeap::_segmap",
                            "CodeCache::_heaps", "CodeBlob::_code_offset"}) {
@@ -313,13 +323,8 @@ TEST_CASE("code heap: the first entry the tables lack is named") {
     std::string type(name, std::strchr(name, ':')), field(std::strrchr(name, ':') + 1);
     for (auto& e : jvm.structs)
       if (type == e.type_name && field == e.field_name) e.field_name = "_renamed";
-    VmStructs vm;
-    const char* missing = nullptr;
-    REQUIRE(jvm.open(vm, &missing));
     CodeHeapReader reader;
-    char why[128] = "";
-    CHECK_FALSE(reader.discover(vm, why, sizeof why));
-    CHECK(std::string(why) == name);
+    CHECK(lacking(jvm, reader) == name);
     CHECK_FALSE(reader.ready());
     BlobFrame f;
     CHECK_FALSE(reader.blob_at(cache.at(0), &f));
@@ -330,11 +335,6 @@ TEST_CASE("code heap: the first entry the tables lack is named") {
   cache.describe(jvm);
   for (auto& e : jvm.structs)
     if (std::strcmp(e.field_name, "_frame_size") == 0) e.type_string = "SomethingNew";
-  VmStructs vm;
-  const char* missing = nullptr;
-  REQUIRE(jvm.open(vm, &missing));
   CodeHeapReader reader;
-  char why[128] = "";
-  CHECK_FALSE(reader.discover(vm, why, sizeof why));
-  CHECK(std::string(why) == "CodeBlob::_frame_size");
+  CHECK(lacking(jvm, reader) == "CodeBlob::_frame_size");
 }
