@@ -342,7 +342,7 @@ const char* stop_words(int stop) {
     case EMBER_STOP_BAD_READ: return "stack memory unreadable";
     case EMBER_STOP_DEPTH: return "depth limit";
     case EMBER_STOP_BAD_FRAME: return "bad frame";
-    case EMBER_STOP_NOT_LOADED: return "before its tables were loaded (past the stack's copy)";
+    case EMBER_STOP_NOT_LOADED: return "before its tables were loaded";
     default: return "other";
   }
 }
