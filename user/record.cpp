@@ -362,7 +362,7 @@ void print_unwinding(const std::string& mode, const UnwinderStats& u, const std:
     std::fprintf(stderr, "              frame pointers only (%s): %s\n", why, text.c_str());
   };
   list(u.over_cap, "their tables are past --unwind-memory: raise it");
-  list(u.without_cfi, "no CFI");
+  list(u.without_cfi, "no usable CFI");
   list(u.unreadable, "unreadable");
   if (u.processes_left_out || u.mappings_left_out || unsupported_frames)
     std::fprintf(stderr,

@@ -39,7 +39,7 @@ struct UnwinderStats {
   uint64_t processes = 0;     // processes given to the kernel
   uint64_t processes_left_out = 0;  // the kernel's process table was full
   uint64_t mappings_left_out = 0;   // a process with more executable mappings than the table holds
-  // Binaries walked by frame pointers, and why: no CFI, unreadable, or
+  // Binaries walked by frame pointers, and why: no (usable) CFI, unreadable, or
   // their table did not fit under the cap.
   std::vector<std::string> without_cfi, unreadable, over_cap;
 };
