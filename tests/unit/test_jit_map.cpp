@@ -103,3 +103,48 @@ TEST_CASE("jit map: code replayed at attach (time 0) names samples taken before 
   CHECK(names(map, 0x7f0000020010, 1'000'000'000).empty());
   CHECK(names(map, 0x7f0000020010, 9'000'000'000) == V{"Foo.fresh/jit"});
 }
+
+TEST_CASE("jit map: the frames of live code, for the unwinder") {
+  using Kind = JitMap::Code::Kind;
+  JitMap map;
+  map.feed(
+      "M 1 Foo.hot\n"
+      "M 2 MethodHandle.linkToStatic\n"
+      "S 0 7f0000001000 800 Interpreter\n"
+      "S 0 7f0000002000 40 call_stub\n"
+      "S 0 7f0000003000 100 I2C/C2I adapters\n"
+      "L 0 7f0000010000 400 1\n"
+      "G 7f0000010000 12 44\n"
+      "L 0 7f0000020000 80 2\n"
+      "G 7f0000020000 0 -1\n");
+  uint64_t version = map.code_version();
+  auto code = map.live_code();
+  REQUIRE(code.size() == 5);
+  CHECK(code[0].kind == Kind::Interpreter);
+  CHECK(code[1].kind == Kind::CallStub);
+  CHECK(code[2].kind == Kind::Other);
+  CHECK(code[2].frame_words == -1);  // no G line: not published
+  CHECK(code[3].kind == Kind::Compiled);
+  CHECK(code[3].frame_words == 12);
+  CHECK(code[3].complete == 44);
+  CHECK(code[4].frame_words == 0);  // frameless
+  CHECK(map.locate(0x7f0000010100, 1).framed);
+  CHECK(map.locate(0x7f0000020010, 1).framed);
+  CHECK_FALSE(map.locate(0x7f0000003010, 1).framed);
+  CHECK(map.frames_unavailable().empty());
+
+  // A G line for no live code, past the code's end, or malformed: bad lines.
+  map.feed("G 7f0000030000 4 0\nG 7f0000010000 4 4096\nG 7f0000010000 x 1\n");
+  CHECK(map.bad_lines() == 3);
+  CHECK(map.code_version() == version);
+  // Freed code leaves the live code; the version says it changed.
+  map.feed("U 5 7f0000010000\n");
+  CHECK(map.code_version() != version);
+  CHECK(map.live_code().size() == 4);
+
+  JitMap old_jdk;
+  old_jdk.feed("O frames-unavailable CodeBlob::_frame_size\nL 0 7f0000010000 400 1\n");
+  CHECK(old_jdk.frames_unavailable() == "CodeBlob::_frame_size");
+  CHECK_FALSE(old_jdk.locate(0x7f0000010100, 1).framed);
+  CHECK(old_jdk.bad_lines() == 0);
+}
