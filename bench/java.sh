@@ -4,7 +4,9 @@
 # async-profiler (-e cpu) at the same rates when ASYNC_PROFILER_DIR points at
 # a build of it (lib/libasyncProfiler.so); and the share of Java samples
 # whose stack reaches the thread root ("complete"), ember vs async-profiler.
-# Both profile from JVM start-up, with -XX:+PreserveFramePointer.
+# Both profile from JVM start-up, with the JVM's default flags (no
+# -XX:+PreserveFramePointer: ember steps through JIT frames by the sizes its
+# agent publishes, async-profiler by HotSpot's own structures).
 # Environment: BENCH_SECONDS (10), REPS (2), ASYNC_PROFILER_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,7 @@ AP=${ASYNC_PROFILER_DIR:-}
 T=$(mktemp -d /tmp/ember-jbench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 javac -d "$T/classes" bench/java/Throughput.java
-JAVA=(java -XX:+PreserveFramePointer -cp "$T/classes")
+JAVA=(java -cp "$T/classes")
 
 # run PROFILER FREQ -> "requests complete_permille"
 run() {
