@@ -144,7 +144,15 @@ void Collector::update_jvms(bool final) {
     }
     if (on_jit_code_ && jvm.map.code_version() != jvm.code_version) {
       jvm.code_version = jvm.map.code_version();
-      on_jit_code_(pid, jvm.map.live_code());
+      std::vector<symbolizer::JitMap::Code> code = jvm.map.live_code();
+      // Code where the process's last snapshot mapped nothing: its code
+      // cache grew, or it was not there yet (a JVM the command started had
+      // only the launcher mapped at its first sample). Its samples name no
+      // address outside the snapshot (JIT frames are tokens by then).
+      if (std::any_of(code.begin(), code.end(), [&](const auto& c) { return !symbolizer_.maps(pid, c.start); }) &&
+          symbolizer_.snapshot_process(pid) && on_snapshot_)
+        on_snapshot_(pid);
+      on_jit_code_(pid, code);
     }
     while (!jvm.held.empty()) {
       const auto& s = *reinterpret_cast<const ember_sample*>(jvm.held.front().data());
