@@ -655,7 +655,10 @@ int run_record(const RecordOptions& o) {
   ProgressLines progress(o.progress_fd);
   bool targets_gone = false;
   while (!g_stop_signal) {
-    (*sampler)->poll(100);
+    // With JVMs, their newly compiled code reaches the unwinder from here:
+    // every 20 ms (javac, compiling all the time: 96% of stacks whole, 89%
+    // at 100 ms, where new code ran on frame pointers until then).
+    (*sampler)->poll(collector.jvm_pids().empty() ? 100 : 20);
     if (o.duration > 0 && elapsed() >= o.duration) break;
     if (child) {
       int st = 0;
