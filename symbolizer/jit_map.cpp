@@ -142,6 +142,8 @@ std::vector<JitMap::Code> JitMap::live_code() const {
       c.kind = Code::Kind::Interpreter;
     else if (b.stub == "call_stub")
       c.kind = Code::Kind::CallStub;
+    else if (b.stub == "vtable stub" || b.stub == "itable stub")
+      c.kind = Code::Kind::DispatchStub;
     code.push_back(c);
   }
   return code;

@@ -123,7 +123,9 @@ class JitMap {
 
   // Live code and its frames, for the unwinder (user/unwinder.h).
   struct Code {
-    enum class Kind { Compiled, Interpreter, CallStub, Other } kind = Kind::Other;
+    // DispatchStub: HotSpot's vtable and itable stubs, which jump to their
+    // target without a frame (many share a blob, so no G line comes for them).
+    enum class Kind { Compiled, Interpreter, CallStub, DispatchStub, Other } kind = Kind::Other;
     uint64_t start = 0, size = 0;
     int32_t frame_words = -1, complete = -1;  // from G lines; -1: not published
   };

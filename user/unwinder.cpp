@@ -176,8 +176,8 @@ std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::Jit
     } else if (c.kind == Kind::CallStub) {
       // A frame built with push rbp; mov rsp, rbp (HotSpot's enter()).
       add(c.start, EMBER_ROW_CFA_RBP, 16, -2);
-    } else if (c.frame_words == 0) {
-      add(c.start, EMBER_ROW_CFA_RSP, 8, 0);  // frameless: the method-handle intrinsics
+    } else if (c.frame_words == 0 || c.kind == Kind::DispatchStub) {
+      add(c.start, EMBER_ROW_CFA_RSP, 8, 0);  // frameless: method-handle intrinsics, dispatch stubs
     } else if (c.frame_words >= 2 && c.complete >= 0 && c.frame_words * 8 <= UINT16_MAX) {
       // Until its prologue is done, the caller's return address is on top;
       // then the frame is frame_words words, rbp saved below that address.

@@ -113,21 +113,23 @@ TEST_CASE("jit map: the frames of live code, for the unwinder") {
       "S 0 7f0000001000 800 Interpreter\n"
       "S 0 7f0000002000 40 call_stub\n"
       "S 0 7f0000003000 100 I2C/C2I adapters\n"
+      "S 0 7f0000004000 20 vtable stub\n"
       "L 0 7f0000010000 400 1\n"
       "G 7f0000010000 12 44\n"
       "L 0 7f0000020000 80 2\n"
       "G 7f0000020000 0 -1\n");
   uint64_t version = map.code_version();
   auto code = map.live_code();
-  REQUIRE(code.size() == 5);
+  REQUIRE(code.size() == 6);
   CHECK(code[0].kind == Kind::Interpreter);
   CHECK(code[1].kind == Kind::CallStub);
   CHECK(code[2].kind == Kind::Other);
   CHECK(code[2].frame_words == -1);  // no G line: not published
-  CHECK(code[3].kind == Kind::Compiled);
-  CHECK(code[3].frame_words == 12);
-  CHECK(code[3].complete == 44);
-  CHECK(code[4].frame_words == 0);  // frameless
+  CHECK(code[3].kind == Kind::DispatchStub);
+  CHECK(code[4].kind == Kind::Compiled);
+  CHECK(code[4].frame_words == 12);
+  CHECK(code[4].complete == 44);
+  CHECK(code[5].frame_words == 0);  // frameless
   CHECK(map.locate(0x7f0000010100, 1).framed);
   CHECK(map.locate(0x7f0000020010, 1).framed);
   CHECK_FALSE(map.locate(0x7f0000003010, 1).framed);
@@ -140,7 +142,7 @@ TEST_CASE("jit map: the frames of live code, for the unwinder") {
   // Freed code leaves the live code; the version says it changed.
   map.feed("U 5 7f0000010000\n");
   CHECK(map.code_version() != version);
-  CHECK(map.live_code().size() == 4);
+  CHECK(map.live_code().size() == 5);
 
   JitMap old_jdk;
   old_jdk.feed("O frames-unavailable CodeBlob::_frame_size\nL 0 7f0000010000 400 1\n");
