@@ -1,6 +1,7 @@
 // libember-agent.so: a JVMTI agent that publishes what only the JVM knows —
-// where JIT-compiled methods live, what they inlined, and where the
-// interpreter and stubs are — as a stream the ember collector tails; and,
+// where JIT-compiled methods live, what they inlined, their frames, where
+// the interpreter and stubs are, which method each Method* an interpreted
+// frame holds is — as a stream the ember collector tails; and,
 // on request, Java allocation samples and monitor contention with their
 // Java stacks (format: symbolizer/jit_map.h).
 //
@@ -67,6 +68,7 @@
 #include "agent/code_heap.h"
 #include "agent/jitmap_writer.h"
 #include "agent/live_objects.h"
+#include "agent/method_pointers.h"
 #include "agent/vm_structs.h"
 
 #define EMBER_EXPORT extern "C" __attribute__((visibility("default"))) JNIEXPORT
@@ -114,6 +116,10 @@ std::atomic<bool> g_g1{false};
 CodeHeapReader g_code_heap;
 char g_frames_missing[128] = "gHotSpotVMStructs";
 uint64_t g_frames_unmatched = 0;  // compiled methods without a G line; guarded by g_writer's lock
+// Which Method* an interpreted frame holds (P lines), found once at load
+// the same way; when VMStructs lacks an entry, what it lacks.
+MethodPointers g_method_pointers;
+char g_methods_missing[128] = "gHotSpotVMStructs";
 
 // Per thread, trivially destructible (no TLS destructors in someone else's JVM).
 thread_local uint32_t t_tid = 0;
@@ -569,10 +575,11 @@ void JNICALL on_monitor_contended_entered(jvmtiEnv*, JNIEnv* jni, jthread thread
 
 const void* jvm_symbol(const char* name, void* jvm) { return dlsym(jvm, name); }
 
-// Once, at load: the code cache's layout from libjvm's VMStructs tables
-// (the library that holds JVMTI's functions: dlsym by its handle, as it
-// may have been loaded without RTLD_GLOBAL by an embedding launcher).
-void discover_code_heap() {
+// Once, at load: the code cache's and the interpreter's layout from
+// libjvm's VMStructs tables (the library that holds JVMTI's functions:
+// dlsym by its handle, as it may have been loaded without RTLD_GLOBAL by an
+// embedding launcher).
+void discover_vm_structs() {
   Dl_info info{};
   void* jvm = nullptr;
   if (dladdr(reinterpret_cast<void*>(g_jvmti->functions->GetStackTrace), &info) && info.dli_fname)
@@ -580,10 +587,13 @@ void discover_code_heap() {
   if (!jvm) return;  // g_frames_missing names the tables
   VmStructs vm;
   const char* missing = nullptr;
-  if (vm.open(jvm_symbol, jvm, &missing))
+  if (vm.open(jvm_symbol, jvm, &missing)) {
     g_code_heap.discover(vm, g_frames_missing, sizeof g_frames_missing);
-  else
+    g_method_pointers.discover(vm, g_methods_missing, sizeof g_methods_missing);
+  } else {
     std::snprintf(g_frames_missing, sizeof g_frames_missing, "%s", missing);
+    std::snprintf(g_methods_missing, sizeof g_methods_missing, "%s", missing);
+  }
   dlclose(jvm);  // only drops the reference dlopen took
 }
 
@@ -659,6 +669,55 @@ void JNICALL on_dynamic_code_generated(jvmtiEnv*, const char* name, const void* 
 
 bool set_event(jvmtiEventMode mode, jvmtiEvent event) {
   return g_jvmti->SetEventNotificationMode(mode, event, nullptr) == JVMTI_ERROR_NONE;
+}
+
+// The P lines of a prepared class's methods: which method each Method* is,
+// for the interpreted frames ember's unwinder finds. Every method of the
+// class, run yet or not: an interpreted frame names no method the collector
+// could ask about later (the JVM may be gone by then).
+void publish_method_pointers(jclass klass, uint64_t* resolved = nullptr, uint64_t* failed = nullptr) {
+  jint count = 0;
+  jmethodID* methods = nullptr;
+  if (g_jvmti->GetClassMethods(klass, &count, &methods) != JVMTI_ERROR_NONE) return;
+  g_writer.lock();
+  for (jint i = 0; i < count && g_writer.is_open(); ++i) {
+    if (!g_writer.claim_method_pointer(methods[i])) continue;
+    if (uintptr_t pointer = g_method_pointers.method_of(methods[i])) {
+      g_writer.method_pointer(pointer, intern_method(methods[i]));
+      if (resolved) ++*resolved;
+    } else if (failed) {
+      ++*failed;
+    }
+  }
+  g_writer.commit_lazy();
+  g_writer.unlock();
+  g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(methods));
+}
+
+void JNICALL on_class_prepare(jvmtiEnv*, JNIEnv*, jthread, jclass klass) { publish_method_pointers(klass); }
+
+// The P lines of every class loaded so far (later ones come with their
+// ClassPrepare event; a class seen by both is written once). When no
+// jmethodID led to its Method*, the stream says so: a JDK whose jmethodIDs
+// are not Method* slots any more (JDK-8268406).
+void publish_loaded_method_pointers(JNIEnv* jni) {
+  jint count = 0;
+  jclass* classes = nullptr;
+  if (!jni || g_jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return;
+  uint64_t resolved = 0, failed = 0;
+  for (jint i = 0; i < count; ++i) {
+    jint status = 0;
+    if (g_jvmti->GetClassStatus(classes[i], &status) == JVMTI_ERROR_NONE && (status & JVMTI_CLASS_STATUS_PREPARED) &&
+        !(status & (JVMTI_CLASS_STATUS_ARRAY | JVMTI_CLASS_STATUS_PRIMITIVE)))
+      publish_method_pointers(classes[i], &resolved, &failed);
+    jni->DeleteLocalRef(classes[i]);
+  }
+  g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
+  g_writer.lock();
+  if (resolved == 0 && failed > 0)
+    g_writer.option("interpreter-methods-unavailable", "its jmethodIDs do not lead to Method*s");
+  g_writer.commit();
+  g_writer.unlock();
 }
 
 // Turns off alloc and lock events and waits for callbacks under way to
@@ -771,7 +830,12 @@ bool collector_is_g1() {
   return found;
 }
 
-void JNICALL on_vm_init(jvmtiEnv*, JNIEnv*, jthread) { g_g1 = collector_is_g1(); }
+// A stream opened at load has missed the classes the VM loaded before its
+// ClassPrepare events began.
+void JNICALL on_vm_init(jvmtiEnv*, JNIEnv* jni, jthread) {
+  g_g1 = collector_is_g1();
+  if (g_method_pointers.ready() && g_writer.is_open()) publish_loaded_method_pointers(jni);
+}
 
 // The JVM is exiting (System.exit or the last thread): the last word of
 // the stream, while JVMTI and JNI still work. A final GC only with G1 (see
@@ -803,9 +867,10 @@ jint init_jvmti(JavaVM* vm) {
   callbacks.MonitorContendedEntered = on_monitor_contended_entered;
   callbacks.VMDeath = on_vm_death;
   callbacks.VMInit = on_vm_init;
+  callbacks.ClassPrepare = on_class_prepare;
   g_jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
   find_jvm_libraries();
-  discover_code_heap();
+  discover_vm_structs();
   set_event(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH);
   jvmtiPhase phase = JVMTI_PHASE_ONLOAD;
   g_jvmti->GetPhase(&phase);
@@ -827,6 +892,7 @@ pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER;
 void stop_publishing(JNIEnv* jni, bool final_gc) {
   end_java_events(jni, final_gc);
   for (jvmtiEvent e : kCodeEvents) set_event(JVMTI_DISABLE, e);
+  set_event(JVMTI_DISABLE, JVMTI_EVENT_CLASS_PREPARE);
   close_stream();
 }
 
@@ -914,10 +980,17 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
   g_writer.lock();
   bool opened = g_writer.open(o.out, getpid());
   g_frames_unmatched = 0;
-  if (opened && !g_code_heap.ready()) {
-    g_writer.option("frames-unavailable", g_frames_missing);
-    g_writer.commit();
+  if (opened && !g_code_heap.ready()) g_writer.option("frames-unavailable", g_frames_missing);
+  if (opened && g_method_pointers.ready()) {
+    char slot[16];
+    std::snprintf(slot, sizeof slot, "%d", g_method_pointers.frame_slot());
+    g_writer.option("interpreter-method-slot", slot);
+  } else if (opened) {
+    char reason[160];
+    std::snprintf(reason, sizeof reason, "its VMStructs lack %s", g_methods_missing);
+    g_writer.option("interpreter-methods-unavailable", reason);
   }
+  if (opened) g_writer.commit();
   g_writer.unlock();
   if (!opened) {
     int e = errno;
@@ -934,6 +1007,7 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
   }
   for (jvmtiEvent e : kCodeEvents)
     if (!set_event(JVMTI_ENABLE, e)) return JNI_ERR;
+  if (g_method_pointers.ready()) set_event(JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE);
   start_java_events(o);
   if (attached) {
     // Replay the code that exists already: events arrive on this thread.
@@ -941,6 +1015,7 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
     g_jvmti->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
     g_jvmti->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
     t_replaying = false;
+    if (g_method_pointers.ready()) publish_loaded_method_pointers(jni);
   }
   return JNI_OK;
 }

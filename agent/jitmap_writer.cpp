@@ -102,6 +102,7 @@ bool JitMapWriter::open(const char* path, int pid) {
   if (fd_ < 0) return false;
   // Ids restart with the file: the reader learns names from this file only.
   methods_.clear();
+  method_pointers_.clear();
   classes_.clear();
   write_errors_ = 0;
   generation_.fetch_add(1, std::memory_order_acq_rel);
@@ -182,6 +183,15 @@ void JitMapWriter::frame(uint64_t start, int32_t frame_words, int32_t complete) 
 
 void JitMapWriter::compiled_unload(uint64_t start) {
   appendf("U %llu %llx\n", (unsigned long long)monotonic_ns(), (unsigned long long)start);
+}
+
+bool JitMapWriter::claim_method_pointer(const void* method) {
+  bool is_new = false;
+  return method_pointers_.find_or_add(reinterpret_cast<uintptr_t>(method), &is_new) && is_new;
+}
+
+void JitMapWriter::method_pointer(uint64_t pointer, uint32_t method) {
+  appendf("P %llx %u\n", (unsigned long long)pointer, method);
 }
 
 void JitMapWriter::stub(uint64_t start, uint64_t size, const char* name, bool replayed) {

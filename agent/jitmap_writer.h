@@ -56,6 +56,11 @@ class JitMapWriter {
   // `complete`: bytes from start, -1 when never complete (or unknown).
   void frame(uint64_t start, int32_t frame_words, int32_t complete);
   void compiled_unload(uint64_t start);
+  // True the first time in a stream for `method` (a jmethodID): its P line
+  // is yet to be written.
+  bool claim_method_pointer(const void* method);
+  // A P line: interpreted frames holding the Method* `pointer` run `method` (an id).
+  void method_pointer(uint64_t pointer, uint32_t method);
   void stub(uint64_t start, uint64_t size, const char* name, bool replayed);
   // Ends one event group (a method load with its inline records): flushes.
   void commit();
@@ -111,6 +116,7 @@ class JitMapWriter {
   // 2M methods is far beyond any real JVM (a large service has ~100k); the
   // table stays under 64 MiB. Classes: a large service loads ~50k.
   IdTable methods_{size_t{1} << 21};
+  IdTable method_pointers_{size_t{1} << 21};  // the jmethodIDs given a P line
   IdTable classes_{size_t{1} << 20};
 };
 

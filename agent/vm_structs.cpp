@@ -77,7 +77,28 @@ bool VmStructs::open(Lookup lookup, void* context, const char** missing) {
   }
   structs_ = s;
   types_ = t;
+  // Constants are optional: the code cache needs none.
+  ConstantLayout c;
+  const char* absent = nullptr;
+  if (exported_array(lookup, context, "gHotSpotVMIntConstants", &c.entries, &absent) &&
+      exported_u64(lookup, context, "gHotSpotVMIntConstantEntryArrayStride", &c.stride, &absent) &&
+      exported_u64(lookup, context, "gHotSpotVMIntConstantEntryNameOffset", &c.name, &absent) &&
+      exported_u64(lookup, context, "gHotSpotVMIntConstantEntryValueOffset", &c.value, &absent) &&
+      fits(c.stride, {c.name}) && c.value + 4 <= c.stride)
+    int_constants_ = c;
   return true;
+}
+
+bool VmStructs::int_constant(const char* name, int64_t* out) const {
+  if (!int_constants_.entries) return false;
+  for (const char* e = int_constants_.entries;; e += int_constants_.stride) {
+    const char* entry_name = load<const char*>(e + int_constants_.name);
+    if (!entry_name) return false;
+    if (same(entry_name, name)) {
+      *out = load<int32_t>(e + int_constants_.value);  // VMIntConstantEntry::value is an int32_t
+      return true;
+    }
+  }
 }
 
 const char* VmStructs::type_entry(const char* type) const {

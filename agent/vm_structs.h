@@ -1,5 +1,5 @@
 // HotSpot's self-description: the tables libjvm exports for debuggers
-// (gHotSpotVMStructs and gHotSpotVMTypes), read by name so that no offset
+// (gHotSpotVMStructs, gHotSpotVMTypes and gHotSpotVMIntConstants), read by name so that no offset
 // is hard-coded per JDK version. Each table is an array of entries ended by
 // one with a null name; the layout of an entry (its stride and the offset
 // of each member) is exported too (gHotSpotVMStructEntryArrayStride, ...),
@@ -31,6 +31,9 @@ class VmStructs {
 
   bool field(const char* type, const char* name, VmField* out) const;
   bool type_size(const char* type, uint64_t* out) const;
+  // An integer constant ("frame::interpreter_frame_last_sp_offset"); false
+  // also when the JVM exports no constants table.
+  bool int_constant(const char* name, int64_t* out) const;
 
  private:
   // Where the members of an entry are, from the exported companions.
@@ -42,11 +45,16 @@ class VmStructs {
     const char* entries = nullptr;
     uint64_t stride = 0, type_name = 0, size = 0, is_unsigned = 0;
   };
+  struct ConstantLayout {
+    const char* entries = nullptr;
+    uint64_t stride = 0, name = 0, value = 0;
+  };
   // The types-table entry named `type`, or null.
   const char* type_entry(const char* type) const;
 
   StructLayout structs_;
   TypeLayout types_;
+  ConstantLayout int_constants_;
 };
 
 }  // namespace ember::agent

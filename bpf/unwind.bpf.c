@@ -211,10 +211,17 @@ static __always_inline long compiled_epilogue(struct walk *w)
 	return 1;
 }
 
-/* The caller of an interpreted Java frame (see EMBER_ROW_INTERPRETER). */
-static __always_inline long interpreter_step(struct walk *w)
+/* The caller of an interpreted Java frame (see EMBER_ROW_INTERPRETER);
+ * the frame itself is recorded as its method where the row says where
+ * the Method* is. */
+static __always_inline long interpreter_step(struct walk *w, __s8 method_slot)
 {
 	__u64 frame[3]; /* at rbp - 8: the caller's sp, rbp, return address */
+	__u64 method;
+
+	if (method_slot && w->out && w->frames > 0 && !read_user(&method, w->bp + (__s64)method_slot * 8) &&
+	    method && method <= EMBER_FRAME_METHOD_MASK)
+		w->out->ip[(w->frames - 1) & (EMBER_MAX_STACK_DEPTH - 1)] = EMBER_FRAME_METHOD | method;
 
 	if (bpf_probe_read_user(frame, sizeof(frame), (void *)(w->bp - 8))) {
 		w->stop = EMBER_STOP_BAD_READ;
@@ -284,7 +291,7 @@ static long unwind_step(__u32 i, struct walk *w)
 	case EMBER_ROW_SIGNAL:
 		return signal_step(w);
 	case EMBER_ROW_INTERPRETER:
-		return interpreter_step(w);
+		return interpreter_step(w, row->rbp);
 	case EMBER_ROW_COMPILED:
 		cfa = w->sp + row->cfa;
 		if (w->exact && compiled_epilogue(w))

@@ -17,7 +17,8 @@
 #define EMBER_ROW_UNSUPPORTED 6 /* CFI the table cannot express (a DWARF expression, another register) */
 #define EMBER_ROW_INTERPRETER 7 /* HotSpot's interpreter: a frame at rbp (return address at rbp + 8, the
                                    caller's rbp at rbp), the caller's sp saved at rbp - 8 (its
-                                   frame may have been extended for the callee's locals) */
+                                   frame may have been extended for the callee's locals); the
+                                   method's Method* at rbp + 8 * rbp (0: not known) */
 #define EMBER_ROW_COMPILED 8    /* a JIT-compiled method's body: CFA = rsp + cfa, rbp saved at CFA - 16;
                                    as the leaf, checked against its epilogue (see unwind.bpf.c) */
 
@@ -28,6 +29,13 @@ struct ember_unwind_row {
 	__u8 type;     /* EMBER_ROW_* */
 	__s8 rbp;      /* caller's rbp saved at CFA + 8 * rbp; 0: rbp unchanged */
 };
+
+/* A user frame of an interpreted Java method: EMBER_FRAME_METHOD | its
+ * Method* (what the interpreter frame holds), in place of a pc in the
+ * interpreter. Never a user pc: those are canonical addresses, whose top
+ * 17 bits are equal. The collector names it from the JVM's agent (P lines). */
+#define EMBER_FRAME_METHOD 0x7e4d000000000000ull
+#define EMBER_FRAME_METHOD_MASK 0x0000ffffffffffffull
 
 /* Executable mappings of one process, sorted by start, for the unwinder:
  * where the table of each lies in the rows map. A pc outside all of them

@@ -155,6 +155,7 @@ void JavaEvents::line(std::string_view s) {
     case 'U':
     case 'S':
     case 'G':
+    case 'P':
       return;  // code: JitMap's
     case 'M':
     case 'K':

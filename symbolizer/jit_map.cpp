@@ -115,9 +115,24 @@ void JitMap::line(std::string_view s) {
       ++code_version_;
       return;
     }
+    case 'P':
+      if (!number(s, a, 16) || !number(s, b, 10) || a == 0 || b == 0 || b >= (1u << 24)) break;
+      method_pointers_[a] = static_cast<uint32_t>(b);
+      return;
     case 'O': {
       std::string_view rest = rest_of(s);
-      if (rest.starts_with("frames-unavailable ")) frames_unavailable_ = rest_of(rest.substr(19));
+      if (rest.starts_with("frames-unavailable ")) {
+        frames_unavailable_ = rest_of(rest.substr(19));
+      } else if (rest.starts_with("interpreter-methods-unavailable ")) {
+        interpreter_methods_unavailable_ = rest_of(rest.substr(32));
+      } else if (rest.starts_with("interpreter-method-slot ")) {
+        std::string_view v = rest_of(rest.substr(24));
+        int32_t slot = 0;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), slot);
+        if (ec != std::errc() || p == v.data() || slot >= 0 || slot < -64) break;
+        method_slot_ = slot;
+        ++code_version_;
+      }
       return;  // the others: JavaEvents's
     }
     case 'K':
@@ -136,17 +151,24 @@ std::vector<JitMap::Code> JitMap::live_code() const {
   code.reserve(live_.size());
   for (const auto& [start, b] : live_) {
     Code c{Code::Kind::Other, b.start, b.size, b.frame_words, b.complete};
-    if (b.method)
+    if (b.method) {
       c.kind = Code::Kind::Compiled;
-    else if (b.stub == "Interpreter")
+    } else if (b.stub == "Interpreter") {
       c.kind = Code::Kind::Interpreter;
-    else if (b.stub == "call_stub")
+      c.method_slot = method_slot_;
+    } else if (b.stub == "call_stub") {
       c.kind = Code::Kind::CallStub;
-    else if (b.stub == "vtable stub" || b.stub == "itable stub")
+    } else if (b.stub == "vtable stub" || b.stub == "itable stub") {
       c.kind = Code::Kind::DispatchStub;
+    }
     code.push_back(c);
   }
   return code;
+}
+
+uint32_t JitMap::interpreted_method(uint64_t pointer) const {
+  auto it = method_pointers_.find(pointer);
+  return it == method_pointers_.end() ? 0 : it->second;
 }
 
 std::string_view JitMap::name(uint32_t id) const {

@@ -8,6 +8,10 @@
 //   I <pc_off> <id>,<id>,...       after its L: the frames at start+pc_off, innermost first
 //   U <ns> <start>                 the compiled method at start was freed
 //   S <ns> <start> <size> <name>   generated code: interpreter, stubs, adapters
+//   P <pointer> <id>               interpreted frames whose Method* slot holds
+//                                  <pointer> (hex) run method <id>; a later P
+//                                  line for the same pointer replaces it (its
+//                                  class was unloaded, the memory reused)
 //   G <start> <words> <complete>   right after the L or S line of the code at
 //                                  start: its frame. <words> (decimal): the
 //                                  frame's size in 8-byte words, return address
@@ -59,7 +63,12 @@
 //                                  frame in that file: it is mapped at
 //                                  [start, end), address - bias is the address
 //                                  in the file's symbol table;
-//                                  frames-unavailable <entry> (no G lines)
+//                                  frames-unavailable <entry> (no G lines);
+//                                  interpreter-method-slot <n> (decimal): an
+//                                  interpreted frame's Method* is at rbp + 8n;
+//                                  interpreter-methods-unavailable <reason>:
+//                                  no P lines (the JVM's VMStructs lack an
+//                                  entry, or its jmethodIDs are no Method* slots)
 //   K <id> <name>                  class id -> "java.lang.String", "byte[]"
 //   T <tid> <name>                 a thread's name, before its first event
 //   A <ns> <tid> <size> <class> <sample> <frames> [<native>]
@@ -91,6 +100,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "flamegraph/profile.h"
@@ -128,6 +138,7 @@ class JitMap {
     enum class Kind { Compiled, Interpreter, CallStub, DispatchStub, Other } kind = Kind::Other;
     uint64_t start = 0, size = 0;
     int32_t frame_words = -1, complete = -1;  // from G lines; -1: not published
+    int32_t method_slot = 0;  // Interpreter: its frames' Method* at rbp + 8 * this; 0: unknown
   };
   std::vector<Code> live_code() const;
   // Changes with every load, unload or frame of code.
@@ -136,6 +147,13 @@ class JitMap {
   // What the JVM lacks for its frames to be published (an O frames-unavailable
   // line: a VMStructs entry); empty if nothing.
   const std::string& frames_unavailable() const { return frames_unavailable_; }
+  // The same for interpreted frames' methods (O interpreter-methods-unavailable).
+  const std::string& interpreter_methods_unavailable() const { return interpreter_methods_unavailable_; }
+
+  // The method an interpreted frame holding Method* `pointer` runs (P
+  // lines): its id, 0 if unknown; and an id's name.
+  uint32_t interpreted_method(uint64_t pointer) const;
+  std::string_view name(uint32_t id) const;
 
   size_t methods() const { return names_.size(); }
   size_t live_blobs() const { return live_.size(); }
@@ -155,7 +173,6 @@ class JitMap {
   };
   void line(std::string_view s);
   void retire(std::map<uint64_t, Blob>::iterator it, uint64_t when);
-  std::string_view name(uint32_t id) const;
   const Blob* find_blob(uint64_t start, uint64_t load_ns) const;
   static const Blob* containing(const std::multimap<uint64_t, Blob>& blobs, uint64_t address, uint64_t time_ns,
                                 uint64_t max_size);
@@ -170,6 +187,9 @@ class JitMap {
   size_t bad_lines_ = 0;
   uint64_t code_version_ = 0;
   std::string frames_unavailable_;
+  std::unordered_map<uint64_t, uint32_t> method_pointers_;  // P lines
+  int32_t method_slot_ = 0;
+  std::string interpreter_methods_unavailable_;
 };
 
 }  // namespace ember::symbolizer

@@ -24,6 +24,8 @@ bool is_jit_token(uint64_t ip) { return ip & kJitToken; }
 
 // The token for the pseudo-frame that ends a stack cut at a JIT frame.
 constexpr uint32_t kBrokenChainToken = 0;
+constexpr uint32_t kUnnamedInterpretedToken = 1;  // a Method* the JVM's agent did not name
+bool is_interpreted_method(uint64_t ip) { return (ip & ~EMBER_FRAME_METHOD_MASK) == EMBER_FRAME_METHOD; }
 
 // JVM samples wait this long for the agent to publish their code.
 constexpr uint64_t kJitSettleNs = 300'000'000;
@@ -114,6 +116,7 @@ Collector::Collector(CollectorOptions options, symbolizer::Symbolizer& symbolize
     : options_(std::move(options)), symbolizer_(symbolizer) {
   jit_frames_.push_back({Frame{"[JIT frames without frame pointers: restart the JVM with -XX:+PreserveFramePointer]",
                                FrameKind::Unknown, {}}});
+  jit_frames_.push_back({Frame{"Interpreter", FrameKind::Interpreted, "[jvm generated code]"}});
   if (!options_.before_exec_name.empty()) before_exec_id_ = name_id(options_.before_exec_name);
 }
 
@@ -169,11 +172,27 @@ uint32_t Collector::jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at) 
   return it->second;
 }
 
+uint32_t Collector::interpreted_token(Jvm* jvm, uint64_t method_pointer) {
+  uint32_t method = jvm ? jvm->map.interpreted_method(method_pointer) : 0;
+  ++stats_.interpreted_frames;
+  if (!method) {
+    ++stats_.unnamed_interpreted_frames;
+    return kUnnamedInterpretedToken;
+  }
+  auto [it, inserted] = jvm->method_tokens.try_emplace(method, static_cast<uint32_t>(jit_frames_.size()));
+  if (inserted) jit_frames_.push_back({Frame{std::string(jvm->map.name(method)), FrameKind::Interpreted, {}}});
+  return it->second;
+}
+
 size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t time_ns, uint64_t* out) {
   auto found = jvms_.find(pid);
   Jvm* jvm = found == jvms_.end() ? nullptr : &found->second;
   size_t n = 0;
   for (size_t i = 0; i < ips.size(); ++i) {
+    if (is_interpreted_method(ips[i])) {
+      out[n++] = kJitToken | interpreted_token(jvm, ips[i] & EMBER_FRAME_METHOD_MASK);
+      continue;
+    }
     // A frame-pointer walk that strays into garbage can return a "user"
     // address in the kernel half; nothing past it is a frame (and the top
     // bit is the JIT-token bit).
@@ -362,7 +381,7 @@ std::vector<Collector::JavaStream> Collector::java_streams() const {
   for (const auto& [pid, jvm] : jvms_) {
     auto name = process_name_.find(pid);
     out.push_back({pid, name == process_name_.end() ? "java" : names_[name->second], &jvm.events,
-                   jvm.map.frames_unavailable()});
+                   jvm.map.frames_unavailable(), jvm.map.interpreter_methods_unavailable()});
   }
   return out;
 }

@@ -66,6 +66,7 @@ struct CollectorStats {
   uint64_t unknown_samples = 0;    // its records with at least one unnamed frame
   uint64_t jvms = 0;             // JVMs whose code maps were read
   uint64_t jit_frames = 0;       // user frames named through a JVM's code map
+  uint64_t interpreted_frames = 0, unnamed_interpreted_frames = 0;  // by Method* (EMBER_FRAME_METHOD)
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
   uint64_t bad_jit_map_lines = 0;   // code-map lines that did not parse (and were skipped)
   uint64_t exited_processes = 0;    // processes whose exit-time mappings were taken in
@@ -131,6 +132,7 @@ class Collector {
     std::string name;
     const symbolizer::JavaEvents* events;
     std::string frames_unavailable;  // see JitMap::frames_unavailable
+    std::string interpreter_methods_unavailable;  // see JitMap::interpreter_methods_unavailable
   };
   std::vector<JavaStream> java_streams() const;
 
@@ -195,6 +197,7 @@ class Collector {
     uint64_t code_version = 0;      // of `map`, as last given to on_jit_code
     std::deque<std::vector<uint8_t>> held;  // raw ember_sample records
     std::unordered_map<symbolizer::JitMap::Location, uint32_t, LocationHash> tokens;
+    std::unordered_map<uint32_t, uint32_t> method_tokens;  // interpreted frames: method id -> token
     Jvm() = default;
     Jvm(const Jvm&) = delete;
     ~Jvm();
@@ -222,6 +225,8 @@ class Collector {
   // one more frame than `ips`); returns its length.
   size_t user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t time_ns, uint64_t* out);
   uint32_t jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at);
+  // The frame of an interpreted method by its Method* (EMBER_FRAME_METHOD).
+  uint32_t interpreted_token(Jvm* jvm, uint64_t method_pointer);
   // Snapshots the mappings of process `pid` (named `name`) as needed to name `ustack`.
   void note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns);
   // Whether a user stack of `frames` that ended for `stop` was cut at the depth limit.

@@ -827,9 +827,11 @@ int run_record(const RecordOptions& o) {
                static_cast<unsigned long long>(counters.targets_full));
   if (stats.jvms)
     std::fprintf(stderr,
-                 "  java        %llu JVMs, %llu JIT frames named, %llu stacks cut at JIT code, "
-                 "%llu code-map lines unreadable\n",
+                 "  java        %llu JVMs, %llu JIT frames named, %llu of %llu interpreted frames named, "
+                 "%llu stacks cut at JIT code, %llu code-map lines unreadable\n",
                  static_cast<unsigned long long>(stats.jvms), static_cast<unsigned long long>(stats.jit_frames),
+                 static_cast<unsigned long long>(stats.interpreted_frames - stats.unnamed_interpreted_frames),
+                 static_cast<unsigned long long>(stats.interpreted_frames),
                  static_cast<unsigned long long>(stats.broken_java_stacks),
                  static_cast<unsigned long long>(stats.bad_jit_map_lines));
   for (const auto& [pid, w] : jvm_watches)
@@ -842,6 +844,11 @@ int run_record(const RecordOptions& o) {
                    "%s): its stacks stop at the first JIT-compiled frame; restart it with "
                    "-XX:+PreserveFramePointer\n",
                    j.pid, j.frames_unavailable.c_str());
+    else if (unwinder && !j.interpreter_methods_unavailable.empty())
+      std::fprintf(stderr,
+                   "ember: warning: JVM %u: ember's agent cannot tell which method an interpreted frame runs (%s): "
+                   "those frames are shown as Interpreter\n",
+                   j.pid, j.interpreter_methods_unavailable.c_str());
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));

@@ -172,7 +172,7 @@ std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::Jit
     if (c.start < covered || c.start + c.size - base > UINT32_MAX) continue;  // overlapping or out of reach
     if (c.start > covered) add(covered, EMBER_ROW_NONE, 0, 0);
     if (c.kind == Kind::Interpreter) {
-      add(c.start, EMBER_ROW_INTERPRETER, 0, 0);
+      add(c.start, EMBER_ROW_INTERPRETER, 0, static_cast<int8_t>(c.method_slot));
     } else if (c.kind == Kind::CallStub) {
       // A frame built with push rbp; mov rsp, rbp (HotSpot's enter()).
       add(c.start, EMBER_ROW_CFA_RBP, 16, -2);
@@ -295,7 +295,9 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
         continue;
       }
       case EMBER_ROW_INTERPRETER: {
-        uint64_t caller_sp, caller_bp, ra;
+        uint64_t caller_sp, caller_bp, ra, method;
+        if (row->rbp && read(bp + int64_t(row->rbp) * 8, method) && method && method <= EMBER_FRAME_METHOD_MASK)
+          out[n - 1] = EMBER_FRAME_METHOD | method;
         if (!read(bp - 8, caller_sp) || !read(bp, caller_bp) || !read(bp + 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
         if (!ra || caller_sp <= sp) return {n, EMBER_STOP_BAD_FRAME};
         sp = caller_sp;

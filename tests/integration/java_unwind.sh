@@ -6,7 +6,7 @@
 # the agent publishes, interpreted ones by their saved sender sp, so Java
 # stacks reach the thread's entry; the same top methods as a JVM with
 # frame pointers sampled in the same recording; under -Xint the stacks are
-# whole too.
+# whole too, and each interpreted frame is named by its method.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
@@ -44,10 +44,18 @@ echo "default flags: $whole of $java stacks with a Java frame reach the thread's
 (( java >= 300 )) || fail "only $java Java samples in the default-flags JVM"
 (( 100 * whole >= 98 * java )) || fail "default flags: $whole of $java Java stacks whole, not >= 98%: $(grep -v JavaMain "$TMP/default.folded" | grep Workload | sort -t' ' -k2 -nr | head -3 | cut -c1-500)"
 assert_absent "$TMP/default.folded" 'JIT frames without frame pointers' "stacks cut at JIT code"
-read -r whole java < <(reach "$TMP/xint.folded" 'Interpreter')
+read -r whole java < <(reach "$TMP/xint.folded" '_\[0\]')
 echo "-Xint: $whole of $java stacks with an interpreted frame reach the thread's entry"
 (( java >= 300 )) || fail "only $java samples in the -Xint JVM"
 (( 100 * whole >= 98 * java )) || fail "-Xint: $whole of $java stacks whole, not >= 98%"
+# Interpreted frames are named by their method (the Method* the unwinder
+# read, named by the agent), not "Interpreter".
+read -r named frames < <(awk '{ c = $NF; n = split($0, f, ";")
+	for (i = 1; i <= n; i++) if (f[i] ~ /_\[0\]( [0-9]+)?$/) { all += c; if (f[i] !~ /^Interpreter_/) named += c }
+} END { print named + 0, all + 0 }' "$TMP/xint.folded")
+echo "-Xint: $named of $frames interpreted frames named"
+(( frames >= 300 )) || fail "-Xint: only $frames interpreted frames"
+(( 100 * named >= 95 * frames )) || fail "-Xint: $named of $frames interpreted frames named, not >= 95%"
 
 # The top methods, by samples under them, agree with the frame-pointer JVM's.
 top() {

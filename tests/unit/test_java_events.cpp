@@ -34,6 +34,7 @@ constexpr const char* kStream =
     "I 20 2,1\n"
     "S 100 7f0000020000 60 throw_exception\n"
     "G 7f0000020000 2 -1\n"
+    "P 7f00a0001230 1\n"  // an interpreted frame's Method*
     "K 1 App$Big\n"
     "K 2 byte[]\n"
     "K 3 App$SharedLock\n"

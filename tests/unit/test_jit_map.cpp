@@ -150,3 +150,36 @@ TEST_CASE("jit map: the frames of live code, for the unwinder") {
   CHECK_FALSE(old_jdk.locate(0x7f0000010100, 1).framed);
   CHECK(old_jdk.bad_lines() == 0);
 }
+
+TEST_CASE("jit map: interpreted frames' methods by Method* (P lines)") {
+  using Kind = JitMap::Code::Kind;
+  JitMap map;
+  map.feed(
+      "O interpreter-method-slot -3\n"
+      "S 0 7f0000001000 800 Interpreter\n"
+      "M 1 Foo.run\n"
+      "M 2 Foo.helper\n"
+      "P 7f00a0001230 1\n"
+      "P 7f00a0004560 2\n");
+  auto code = map.live_code();
+  REQUIRE(code.size() == 1);
+  CHECK(code[0].kind == Kind::Interpreter);
+  CHECK(code[0].method_slot == -3);
+  CHECK(map.interpreted_method(0x7f00a0001230) == 1);
+  CHECK(map.name(map.interpreted_method(0x7f00a0004560)) == "Foo.helper");
+  CHECK(map.interpreted_method(0x7f00a0009990) == 0);
+  // Its class unloaded, a Method*'s memory goes to another method.
+  map.feed("M 3 Bar.other\nP 7f00a0001230 3\n");
+  CHECK(map.name(map.interpreted_method(0x7f00a0001230)) == "Bar.other");
+  // Malformed: no id, id 0, a slot at or above rbp.
+  map.feed("P 7f00a0001230\nP 7f00a0001230 0\nO interpreter-method-slot 2\n");
+  CHECK(map.bad_lines() == 3);
+  CHECK(map.live_code()[0].method_slot == -3);
+  CHECK(map.interpreter_methods_unavailable().empty());
+
+  JitMap new_jdk;
+  new_jdk.feed("O interpreter-methods-unavailable its jmethodIDs do not lead to Method*s\n"
+               "S 0 7f0000001000 800 Interpreter\n");
+  CHECK(new_jdk.interpreter_methods_unavailable() == "its jmethodIDs do not lead to Method*s");
+  CHECK(new_jdk.live_code()[0].method_slot == 0);
+}

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "agent/code_heap.h"
+#include "agent/method_pointers.h"
 #include "agent/vm_structs.h"
 
 using ember::agent::BlobFrame;
 using ember::agent::CodeHeapReader;
+using ember::agent::MethodPointers;
 using ember::agent::VmField;
 using ember::agent::VmStructs;
 
@@ -32,6 +34,10 @@ struct TypeEntry {
   int32_t is_oop_type, is_integer_type, is_unsigned;
   uint64_t size;
 };
+struct IntConstantEntry {
+  const char* name;
+  int32_t value;
+};
 
 // A libjvm's exported symbols: the tables, the companions that describe an
 // entry's layout, with any of them left out on request.
@@ -41,8 +47,10 @@ struct FakeJvm {
       {"int", nullptr, 0, 1, 0, 4},      {"int16_t", nullptr, 0, 1, 0, 2}, {"u2", nullptr, 0, 1, 1, 2},
       {"address", nullptr, 0, 1, 1, 8},  {"char*", nullptr, 0, 0, 0, 8},   {"VirtualSpace", nullptr, 0, 0, 0, 112},
       {"HeapBlock", nullptr, 0, 0, 0, 8}};
+  std::vector<IntConstantEntry> constants;
   const StructEntry* structs_pointer = nullptr;
   const TypeEntry* types_pointer = nullptr;
+  const IntConstantEntry* constants_pointer = nullptr;
   std::map<std::string, uint64_t> companions{
       {"gHotSpotVMStructEntryArrayStride", sizeof(StructEntry)},
       {"gHotSpotVMStructEntryTypeNameOffset", offsetof(StructEntry, type_name)},
@@ -54,7 +62,10 @@ struct FakeJvm {
       {"gHotSpotVMTypeEntryArrayStride", sizeof(TypeEntry)},
       {"gHotSpotVMTypeEntryTypeNameOffset", offsetof(TypeEntry, type_name)},
       {"gHotSpotVMTypeEntrySizeOffset", offsetof(TypeEntry, size)},
-      {"gHotSpotVMTypeEntryIsUnsignedOffset", offsetof(TypeEntry, is_unsigned)}};
+      {"gHotSpotVMTypeEntryIsUnsignedOffset", offsetof(TypeEntry, is_unsigned)},
+      {"gHotSpotVMIntConstantEntryArrayStride", sizeof(IntConstantEntry)},
+      {"gHotSpotVMIntConstantEntryNameOffset", offsetof(IntConstantEntry, name)},
+      {"gHotSpotVMIntConstantEntryValueOffset", offsetof(IntConstantEntry, value)}};
   std::set<std::string> absent;
 
   void field(const char* type, const char* name, const char* type_string, uint64_t offset) {
@@ -67,8 +78,10 @@ struct FakeJvm {
   bool open(VmStructs& vm, const char** missing) {
     structs.push_back({});
     types.push_back({});
+    constants.push_back({});
     structs_pointer = structs.data();
     types_pointer = types.data();
+    constants_pointer = constants.data();
     return vm.open(lookup, this, missing);
   }
   static const void* lookup(const char* name, void* context) {
@@ -76,6 +89,7 @@ struct FakeJvm {
     if (self->absent.count(name)) return nullptr;
     if (std::strcmp(name, "gHotSpotVMStructs") == 0) return &self->structs_pointer;
     if (std::strcmp(name, "gHotSpotVMTypes") == 0) return &self->types_pointer;
+    if (std::strcmp(name, "gHotSpotVMIntConstants") == 0) return &self->constants_pointer;
     auto it = self->companions.find(name);
     return it == self->companions.end() ? nullptr : &it->second;
   }
@@ -337,4 +351,88 @@ TEST_CASE("code heap: the first entry the tables lack is named") {
     if (std::strcmp(e.field_name, "_frame_size") == 0) e.type_string = "SomethingNew";
   CodeHeapReader reader;
   CHECK(lacking(jvm, reader) == "CodeBlob::_frame_size");
+}
+
+namespace {
+
+// The chain from a jmethodID to its Method* and back, as HotSpot lays it
+// out (offsets of this fake's choosing, given through the tables):
+// jmethodID -> Method* -> ConstMethod (idnum, constant pool) -> pool holder
+// (an InstanceKlass) -> its jmethodID cache: [length, id of idnum 0, ...].
+struct FakeMethods {
+  alignas(8) uint8_t method[64] = {}, const_method[64] = {}, pool[64] = {}, klass[512] = {};
+  const void* slot = method;  // what a jmethodID points at
+  uintptr_t cache[4] = {3, 0, 0, 0};
+
+  template <typename T>
+  static void put(uint8_t* p, T v) {
+    std::memcpy(p, &v, sizeof v);
+  }
+  FakeMethods() {
+    put<const void*>(method + 8, const_method);
+    put<const void*>(const_method + 8, pool);
+    put<uint16_t>(const_method + 42, 2);  // idnum
+    put<const void*>(pool + 24, klass);
+    put<const void*>(klass + 400, cache);
+    cache[2 + 1] = reinterpret_cast<uintptr_t>(&slot);
+  }
+  void describe(FakeJvm& jvm) const {
+    jvm.field("Method", "_constMethod", "ConstMethod*", 8);
+    jvm.field("ConstMethod", "_constants", "ConstantPool*", 8);
+    jvm.field("ConstMethod", "_method_idnum", "u2", 42);
+    jvm.field("ConstantPool", "_pool_holder", "InstanceKlass*", 24);
+    jvm.field("InstanceKlass", "_methods_jmethod_ids", "jmethodID*", 400);
+    jvm.constants.push_back({"frame::interpreter_frame_sender_sp_offset", -1});
+    jvm.constants.push_back({"frame::interpreter_frame_last_sp_offset", -2});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("method pointers: a jmethodID's Method*, checked through the holder's jmethodID cache") {
+  FakeMethods m;
+  FakeJvm jvm;
+  m.describe(jvm);
+  VmStructs vm;
+  const char* missing = nullptr;
+  REQUIRE(jvm.open(vm, &missing));
+  MethodPointers pointers;
+  char what[128] = {};
+  REQUIRE(pointers.discover(vm, what, sizeof what));
+  CHECK(pointers.frame_slot() == -3);  // the slot below last sp
+  CHECK(pointers.method_of(&m.slot) == reinterpret_cast<uintptr_t>(m.method));
+
+  // The cache holds another jmethodID at this idnum: not this method's Method*.
+  const void* other = m.method;
+  m.cache[3] = reinterpret_cast<uintptr_t>(&other);
+  CHECK(pointers.method_of(&m.slot) == 0);
+  m.cache[3] = reinterpret_cast<uintptr_t>(&m.slot);
+  // An idnum past the cache's length.
+  FakeMethods::put<uint16_t>(m.const_method + 42, 3);
+  CHECK(pointers.method_of(&m.slot) == 0);
+  FakeMethods::put<uint16_t>(m.const_method + 42, 2);
+  // A jmethodID that is no pointer (JDK-8268406), or points at garbage: no
+  // answer, no fault.
+  CHECK(pointers.method_of(reinterpret_cast<const void*>(uintptr_t{0x1234})) == 0);
+  const void* garbage = reinterpret_cast<const void*>(uintptr_t{0x10});
+  CHECK(pointers.method_of(&garbage) == 0);
+  CHECK(pointers.method_of(&m.slot) == reinterpret_cast<uintptr_t>(m.method));
+}
+
+TEST_CASE("method pointers: the first entry the tables lack is named") {
+  FakeMethods m;
+  for (std::string drop : {"InstanceKlass::_methods_jmethod_ids", "frame::interpreter_frame_last_sp_offset"}) {
+    FakeJvm jvm;
+    m.describe(jvm);
+    std::erase_if(jvm.structs, [&](const StructEntry& e) { return std::string(e.type_name) + "::" + e.field_name == drop; });
+    std::erase_if(jvm.constants, [&](const IntConstantEntry& e) { return drop == e.name; });
+    VmStructs vm;
+    const char* missing = nullptr;
+    REQUIRE(jvm.open(vm, &missing));
+    MethodPointers pointers;
+    char what[128] = {};
+    CHECK_FALSE(pointers.discover(vm, what, sizeof what));
+    CHECK(std::string(what) == drop);
+    CHECK(pointers.method_of(&m.slot) == 0);
+  }
 }

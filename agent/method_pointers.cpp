@@ -1,0 +1,80 @@
+#include "agent/method_pointers.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace ember::agent {
+namespace {
+
+// `size` bytes (1 to 8) at `address` of this process, zero-extended; false
+// when they cannot be read.
+bool read(uintptr_t address, uint32_t size, uint64_t* out) {
+  if (!address || size == 0 || size > 8) return false;
+  uint64_t value = 0;
+  iovec local{&value, size}, remote{reinterpret_cast<void*>(address), size};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(size)) return false;
+  *out = value;
+  return true;
+}
+
+bool read_pointer(uintptr_t address, uintptr_t* out) {
+  uint64_t v;
+  if (!read(address, sizeof(void*), &v) || !v) return false;
+  *out = static_cast<uintptr_t>(v);
+  return true;
+}
+
+bool instance_field(const VmStructs& vm, const char* type, const char* name, bool integer, VmField* out,
+                    char* missing, size_t size) {
+  VmField f;
+  bool ok = vm.field(type, name, &f) && !f.address &&
+            (integer ? f.size >= 1 && f.size <= 8 : f.size == 0 || f.size == sizeof(void*));
+  if (!ok) {
+    std::snprintf(missing, size, "%s::%s", type, name);
+    return false;
+  }
+  *out = f;
+  return true;
+}
+
+}  // namespace
+
+bool MethodPointers::discover(const VmStructs& vm, char* missing, size_t size) {
+  ready_ = false;
+  // frame_x86.hpp lays the interpreter's slots below rbp as a chain: sender
+  // sp, last sp, then the Method*. HotSpot exports the first two only; the
+  // Method* is the next one down (so async-profiler and the OpenTelemetry
+  // profiler read it, at rbp - 3 words, on every JDK since 9).
+  int64_t last_sp = 0;
+  if (!vm.int_constant("frame::interpreter_frame_last_sp_offset", &last_sp) || last_sp >= 0 || last_sp < -64) {
+    std::snprintf(missing, size, "frame::interpreter_frame_last_sp_offset");
+    return false;
+  }
+  if (!instance_field(vm, "Method", "_constMethod", false, &const_method_, missing, size) ||
+      !instance_field(vm, "ConstMethod", "_constants", false, &constants_, missing, size) ||
+      !instance_field(vm, "ConstMethod", "_method_idnum", true, &idnum_, missing, size) ||
+      !instance_field(vm, "ConstantPool", "_pool_holder", false, &pool_holder_, missing, size) ||
+      !instance_field(vm, "InstanceKlass", "_methods_jmethod_ids", false, &jmethod_ids_, missing, size))
+    return false;
+  frame_slot_ = static_cast<int32_t>(last_sp - 1);
+  ready_ = true;
+  return true;
+}
+
+uintptr_t MethodPointers::method_of(const void* method) const {
+  uintptr_t id = reinterpret_cast<uintptr_t>(method), m, cm, pool, holder, cache;
+  uint64_t idnum, length, cached;
+  if (!ready_ || !read_pointer(id, &m) || !read_pointer(m + const_method_.offset, &cm) ||
+      !read(cm + idnum_.offset, idnum_.size, &idnum) || !read_pointer(cm + constants_.offset, &pool) ||
+      !read_pointer(pool + pool_holder_.offset, &holder) || !read_pointer(holder + jmethod_ids_.offset, &cache))
+    return 0;
+  // The cache: its length, then the jmethodID of each idnum (instanceKlass.cpp).
+  if (!read(cache, sizeof(void*), &length) || idnum >= length ||
+      !read(cache + (idnum + 1) * sizeof(void*), sizeof(void*), &cached) || cached != id)
+    return 0;
+  return m;
+}
+
+}  // namespace ember::agent
