@@ -3,27 +3,21 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace ember::agent {
 namespace {
 
-// `size` bytes (1 to 8) at `address` of this process, zero-extended; false
-// when they cannot be read.
-bool read(uintptr_t address, uint32_t size, uint64_t* out) {
-  if (!address || size == 0 || size > 8) return false;
-  uint64_t value = 0;
-  iovec local{&value, size}, remote{reinterpret_cast<void*>(address), size};
-  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(size)) return false;
-  *out = value;
-  return true;
+// `size` bytes at `address` of this process; false when they cannot be read.
+bool read_bytes(uintptr_t address, void* out, size_t size) {
+  iovec local{out, size}, remote{reinterpret_cast<void*>(address), size};
+  return address && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
 bool read_pointer(uintptr_t address, uintptr_t* out) {
-  uint64_t v;
-  if (!read(address, sizeof(void*), &v) || !v) return false;
-  *out = static_cast<uintptr_t>(v);
-  return true;
+  return read_bytes(address, out, sizeof *out) && *out;
 }
 
 bool instance_field(const VmStructs& vm, const char* type, const char* name, bool integer, VmField* out,
@@ -65,16 +59,25 @@ bool MethodPointers::discover(const VmStructs& vm, char* missing, size_t size) {
 
 uintptr_t MethodPointers::method_of(const void* method) const {
   uintptr_t id = reinterpret_cast<uintptr_t>(method), m, cm, pool, holder, cache;
-  uint64_t idnum, length, cached;
-  if (!ready_ || !read_pointer(id, &m) || !read_pointer(m + const_method_.offset, &cm) ||
-      !read(cm + idnum_.offset, idnum_.size, &idnum) || !read_pointer(cm + constants_.offset, &pool) ||
-      !read_pointer(pool + pool_holder_.offset, &holder) || !read_pointer(holder + jmethod_ids_.offset, &cache))
+  if (!ready_ || !read_pointer(id, &m) || !read_pointer(m + const_method_.offset, &cm)) return 0;
+  // The ConstMethod's two fields in one read.
+  uint64_t from = std::min(constants_.offset, idnum_.offset);
+  uint64_t to = std::max(constants_.offset + sizeof(void*), idnum_.offset + idnum_.size);
+  uint8_t fields[256];
+  if (to - from > sizeof fields || !read_bytes(cm + from, fields, to - from)) return 0;
+  uint64_t idnum = 0;
+  std::memcpy(&pool, fields + (constants_.offset - from), sizeof pool);
+  std::memcpy(&idnum, fields + (idnum_.offset - from), idnum_.size);  // little-endian
+  if (!pool || !read_pointer(pool + pool_holder_.offset, &holder) || !read_pointer(holder + jmethod_ids_.offset, &cache))
     return 0;
-  // The cache: its length, then the jmethodID of each idnum (instanceKlass.cpp).
-  if (!read(cache, sizeof(void*), &length) || idnum >= length ||
-      !read(cache + (idnum + 1) * sizeof(void*), sizeof(void*), &cached) || cached != id)
-    return 0;
-  return m;
+  // The cache: its length, then the jmethodID of each idnum
+  // (instanceKlass.cpp); both words in one call.
+  uint64_t length = 0, cached = 0;
+  iovec local[2] = {{&length, sizeof length}, {&cached, sizeof cached}};
+  iovec remote[2] = {{reinterpret_cast<void*>(cache), sizeof length},
+                     {reinterpret_cast<void*>(cache + (idnum + 1) * sizeof(void*)), sizeof cached}};
+  if (process_vm_readv(getpid(), local, 2, remote, 2, 0) != 2 * sizeof(uint64_t)) return 0;
+  return idnum < length && cached == id ? m : 0;
 }
 
 }  // namespace ember::agent
