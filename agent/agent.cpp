@@ -671,25 +671,30 @@ bool set_event(jvmtiEventMode mode, jvmtiEvent event) {
   return g_jvmti->SetEventNotificationMode(mode, event, nullptr) == JVMTI_ERROR_NONE;
 }
 
+// Methods whose Method* the attach-time sweep published, and those it could not.
+struct Sweep {
+  uint64_t resolved = 0, failed = 0;
+};
+
 // The P lines of a prepared class's methods: which method each Method* is,
 // for the interpreted frames ember's unwinder finds. Every method of the
 // class, run yet or not: an interpreted frame names no method the collector
-// could ask about later (the JVM may be gone by then).
-void publish_method_pointers(jclass klass, uint64_t* resolved = nullptr, uint64_t* failed = nullptr) {
+// could ask about later (the JVM may be gone by then). Written at once,
+// like a compiled method's lines: the collector names the samples it holds
+// within 0.3 s (a write costs little beside a class load); a sweep writes
+// when it is done.
+void publish_method_pointers(jclass klass, Sweep* sweep = nullptr) {
   jint count = 0;
   jmethodID* methods = nullptr;
   if (g_jvmti->GetClassMethods(klass, &count, &methods) != JVMTI_ERROR_NONE) return;
   g_writer.lock();
   for (jint i = 0; i < count && g_writer.is_open(); ++i) {
     if (!g_writer.claim_method_pointer(methods[i])) continue;
-    if (uintptr_t pointer = g_method_pointers.method_of(methods[i])) {
-      g_writer.method_pointer(pointer, intern_method(methods[i]));
-      if (resolved) ++*resolved;
-    } else if (failed) {
-      ++*failed;
-    }
+    uintptr_t pointer = g_method_pointers.method_of(methods[i]);
+    if (pointer) g_writer.method_pointer(pointer, intern_method(methods[i]));
+    if (sweep) ++(pointer ? sweep->resolved : sweep->failed);
   }
-  g_writer.commit_lazy();
+  if (!sweep) g_writer.commit();
   g_writer.unlock();
   g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(methods));
 }
@@ -704,17 +709,17 @@ void publish_loaded_method_pointers(JNIEnv* jni) {
   jint count = 0;
   jclass* classes = nullptr;
   if (!jni || g_jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return;
-  uint64_t resolved = 0, failed = 0;
+  Sweep sweep;
   for (jint i = 0; i < count; ++i) {
     jint status = 0;
     if (g_jvmti->GetClassStatus(classes[i], &status) == JVMTI_ERROR_NONE && (status & JVMTI_CLASS_STATUS_PREPARED) &&
         !(status & (JVMTI_CLASS_STATUS_ARRAY | JVMTI_CLASS_STATUS_PRIMITIVE)))
-      publish_method_pointers(classes[i], &resolved, &failed);
+      publish_method_pointers(classes[i], &sweep);
     jni->DeleteLocalRef(classes[i]);
   }
   g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
   g_writer.lock();
-  if (resolved == 0 && failed > 0)
+  if (sweep.resolved == 0 && sweep.failed > 0)
     g_writer.option("interpreter-methods-unavailable", "its jmethodIDs do not lead to Method*s");
   g_writer.commit();
   g_writer.unlock();
