@@ -236,15 +236,15 @@ $(BUILD)/oracle/bcc_symbolize: tests/oracle/bcc_symbolize.cpp
 # `make fuzz` grows the corpus with AFL++ (FUZZ_SECONDS per target). Its
 # gcc plugin (afl-g++-fast) refuses Debian 12's gcc build and clang 14 lacks
 # C++23 <expected>, so the classic afl-g++ instrumentation it is.
-FUZZ_TARGETS := folded pprof elf perfmap
+FUZZ_TARGETS := folded pprof elf perfmap jitmap
 # What each harness links: the flamegraph readers, or the symbolizer's
-# parsers of ELF/DWARF (libelf, libdw) and of maps and perf maps, and the
-# unwind table builder.
+# parsers of ELF/DWARF (libelf, libdw), of maps and perf maps and of JVM
+# agents' streams, and the unwind table builder.
 FLAMEGRAPH_FUZZ := folded pprof
 FLAMEGRAPH_LIB_SRC := $(FLAMEGRAPH_SRC)
-SYMBOLIZER_FUZZ := elf perfmap
+SYMBOLIZER_FUZZ := elf perfmap jitmap
 SYMBOLIZER_FUZZ_SRC := symbolizer/elf_symbols.cpp symbolizer/dwarf_index.cpp symbolizer/debug_info.cpp symbolizer/proc_maps.cpp \
-	unwind/cfi_table.cpp
+	symbolizer/jit_map.cpp symbolizer/java_events.cpp unwind/cfi_table.cpp
 SYMBOLIZER_FUZZ_LIBS := -ldw -ldebuginfod -lelf -llzma -lz
 $(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/replay-%): $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
 		$(FLAMEGRAPH_LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(BUILD)/obj/flamegraph/html_template.o

@@ -7,7 +7,7 @@
 namespace ember::symbolizer {
 namespace {
 
-constexpr uint64_t kMaxId = 1u << 24;  // as JitMap: ids are dense and small
+constexpr uint64_t kMaxId = 1u << 24;  // as JitMap
 
 // The next space-separated number, decimal unless `base` says otherwise.
 bool number(std::string_view& s, uint64_t& out, int base = 10) {
@@ -31,9 +31,10 @@ std::string_view rest_of(std::string_view s) {
   return s;
 }
 
-void set_name(std::vector<std::string>& names, uint64_t id, std::string_view name) {
-  if (names.size() <= id) names.resize(id + 1);
-  names[id] = std::string(name);
+std::string_view name_of(const std::unordered_map<uint32_t, std::string>& names, uint32_t id,
+                         std::string_view unknown) {
+  auto it = names.find(id);
+  return it != names.end() && !it->second.empty() ? std::string_view(it->second) : unknown;
 }
 
 }  // namespace
@@ -160,7 +161,7 @@ void JavaEvents::line(std::string_view s) {
     case 'M':
     case 'K':
       if (number(s, a) && a < kMaxId) {
-        set_name(tag == 'M' ? methods_ : classes_, a, rest_of(s));
+        (tag == 'M' ? methods_ : classes_)[static_cast<uint32_t>(a)] = std::string(rest_of(s));
         return;
       }
       break;
@@ -265,11 +266,11 @@ std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHa
 }
 
 std::string_view JavaEvents::method(uint32_t id) const {
-  return id < methods_.size() && !methods_[id].empty() ? std::string_view(methods_[id]) : "[unknown method]";
+  return name_of(methods_, id, "[unknown method]");
 }
 
 std::string_view JavaEvents::class_name(uint32_t id) const {
-  return id < classes_.size() && !classes_[id].empty() ? std::string_view(classes_[id]) : "[unknown class]";
+  return name_of(classes_, id, "[unknown class]");
 }
 
 std::string_view JavaEvents::thread_name(uint32_t tid) const {

@@ -128,7 +128,9 @@ class JavaEvents {
   bool add_library(std::string_view value);
 
   LineBuffer lines_;
-  std::vector<std::string> methods_, classes_;  // by id
+  // By id: maps, so that memory follows the lines read, whatever ids a
+  // stream makes up.
+  std::unordered_map<uint32_t, std::string> methods_, classes_;
   std::unordered_map<uint32_t, std::string> threads_;
   std::vector<Stack> stacks_;
   std::unordered_map<Stack, uint32_t, StackHash> stack_ids_;

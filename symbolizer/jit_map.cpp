@@ -47,14 +47,13 @@ void JitMap::line(std::string_view s) {
   switch (tag) {
     case 'M':
       if (number(s, a, 10) && a < (1u << 24)) {
-        if (names_.size() <= a) names_.resize(a + 1);
-        names_[a] = std::string(rest_of(s));
+        names_[static_cast<uint32_t>(a)] = std::string(rest_of(s));
         return;
       }
       break;
     case 'L':
     case 'S': {
-      if (!number(s, a, 10) || !number(s, b, 16) || !number(s, c, 16) || c == 0) break;
+      if (!number(s, a, 10) || !number(s, b, 16) || !number(s, c, 16) || b == 0 || c == 0) break;
       if (tag == 'L' && !number(s, d, 10)) break;
       // Whatever this code overlaps was freed before it was placed here.
       auto it = live_.lower_bound(b);
@@ -172,7 +171,8 @@ uint32_t JitMap::interpreted_method(uint64_t pointer) const {
 }
 
 std::string_view JitMap::name(uint32_t id) const {
-  return id < names_.size() && !names_[id].empty() ? std::string_view(names_[id]) : "[unknown method]";
+  auto it = names_.find(id);
+  return it != names_.end() && !it->second.empty() ? std::string_view(it->second) : "[unknown method]";
 }
 
 const JitMap::Blob* JitMap::containing(const std::multimap<uint64_t, Blob>& blobs, uint64_t address,

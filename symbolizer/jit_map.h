@@ -178,7 +178,9 @@ class JitMap {
                                 uint64_t max_size);
 
   LineBuffer lines_;
-  std::vector<std::string> names_;  // by method id
+  // By method id: a map, so that memory follows the lines read, whatever
+  // ids a stream makes up.
+  std::unordered_map<uint32_t, std::string> names_;
   std::vector<uint32_t> inline_ids_;
   std::map<uint64_t, Blob> live_;         // by start; live code never overlaps
   std::multimap<uint64_t, Blob> retired_;  // freed code, kept for samples taken before

@@ -40,7 +40,7 @@ TEST_CASE("jit map: compiled methods, inlining by pc, stubs") {
   CHECK(names(map, 0x7f0000010200, 300) == V{"Foo.outer/jit"});
   CHECK(names(map, 0x7f0000010400, 300).empty());  // one past the end
   CHECK(names(map, 0x7f0000000100, 300).empty());
-  CHECK(map.methods() == 4);  // ids 0..3
+  CHECK(map.methods() == 3);
   CHECK(map.bad_lines() == 0);
 }
 
@@ -182,4 +182,15 @@ TEST_CASE("jit map: interpreted frames' methods by Method* (P lines)") {
                "S 0 7f0000001000 800 Interpreter\n");
   CHECK(new_jdk.interpreter_methods_unavailable() == "its jmethodIDs do not lead to Method*s");
   CHECK(new_jdk.live_code()[0].method_slot == 0);
+}
+
+TEST_CASE("jit map: a hostile stream's ids and addresses cost only what it wrote") {
+  JitMap map;
+  // A method id near the limit: one name, not millions of empty ones.
+  map.feed("M 16000000 Foo.far\nS 0 0 800 Interpreter\nL 0 0 10 1\n");
+  CHECK(map.methods() == 1);
+  CHECK(map.name(16000000) == "Foo.far");
+  // Code at address 0 is no code: refused.
+  CHECK(map.live_code().empty());
+  CHECK(map.bad_lines() == 2);
 }
