@@ -44,57 +44,30 @@ int64_t load_int(const char* p, const VmField& f) {
   }
 }
 
-bool is_integer(const VmField& f) { return f.size == 1 || f.size == 2 || f.size == 4 || f.size == 8; }
-// Pointer types are in the types table only when HotSpot declared them.
-bool is_pointer(const VmField& f) { return f.size == 0 || f.size == sizeof(void*); }
-
-enum class Kind { Integer, Pointer, Static, Embedded };
-
-// Looks up Type::name and checks it is what this code reads it as.
-bool need(const VmStructs& vm, const char* type, const char* name, Kind kind, VmField* out, char* missing,
-          size_t size) {
-  VmField f;
-  bool ok = vm.field(type, name, &f);
-  if (ok) {
-    switch (kind) {
-      case Kind::Integer: ok = !f.address && is_integer(f); break;
-      case Kind::Pointer: ok = !f.address && is_pointer(f); break;
-      case Kind::Static: ok = f.address && is_pointer(f); break;
-      case Kind::Embedded: ok = !f.address; break;
-    }
-  }
-  if (!ok) {
-    std::snprintf(missing, size, "%s::%s", type, name);
-    return false;
-  }
-  *out = f;
-  return true;
-}
-
 }  // namespace
 
 // GrowableArrayBase since JDK 16, GenericGrowableArray before.
 bool CodeHeapReader::array_length(const VmStructs& vm, char* missing, size_t size) {
   VmField old;
-  if (vm.field("GenericGrowableArray", "_len", &old) && !old.address && is_integer(old)) {
+  if (vm.field("GenericGrowableArray", "_len", &old) && !old.address && old.is_integer()) {
     array_length_ = old;
     return true;
   }
-  return need(vm, "GrowableArrayBase", "_len", Kind::Integer, &array_length_, missing, size);
+  return need(vm, "GrowableArrayBase", "_len", FieldKind::Integer, &array_length_, missing, size);
 }
 
 bool CodeHeapReader::discover(const VmStructs& vm, char* missing, size_t size) {
   ready_ = false;
-  if (!need(vm, "CodeCache", "_heaps", Kind::Static, &heaps_, missing, size) ||
+  if (!need(vm, "CodeCache", "_heaps", FieldKind::Static, &heaps_, missing, size) ||
       !array_length(vm, missing, size) ||
-      !need(vm, "GrowableArray<int>", "_data", Kind::Pointer, &array_data_, missing, size) ||
-      !need(vm, "CodeHeap", "_memory", Kind::Embedded, &heap_memory_, missing, size) ||
-      !need(vm, "CodeHeap", "_segmap", Kind::Embedded, &heap_segmap_, missing, size) ||
-      !need(vm, "CodeHeap", "_log2_segment_size", Kind::Integer, &heap_log2_segment_, missing, size) ||
-      !need(vm, "VirtualSpace", "_low", Kind::Pointer, &space_low_, missing, size) ||
-      !need(vm, "VirtualSpace", "_high", Kind::Pointer, &space_high_, missing, size) ||
-      !need(vm, "CodeBlob", "_frame_size", Kind::Integer, &frame_size_, missing, size) ||
-      !need(vm, "CodeBlob", "_frame_complete_offset", Kind::Integer, &frame_complete_, missing, size))
+      !need(vm, "GrowableArray<int>", "_data", FieldKind::Pointer, &array_data_, missing, size) ||
+      !need(vm, "CodeHeap", "_memory", FieldKind::Embedded, &heap_memory_, missing, size) ||
+      !need(vm, "CodeHeap", "_segmap", FieldKind::Embedded, &heap_segmap_, missing, size) ||
+      !need(vm, "CodeHeap", "_log2_segment_size", FieldKind::Integer, &heap_log2_segment_, missing, size) ||
+      !need(vm, "VirtualSpace", "_low", FieldKind::Pointer, &space_low_, missing, size) ||
+      !need(vm, "VirtualSpace", "_high", FieldKind::Pointer, &space_high_, missing, size) ||
+      !need(vm, "CodeBlob", "_frame_size", FieldKind::Integer, &frame_size_, missing, size) ||
+      !need(vm, "CodeBlob", "_frame_complete_offset", FieldKind::Integer, &frame_complete_, missing, size))
     return false;
   if (!vm.type_size("HeapBlock", &block_header_) || block_header_ == 0 || block_header_ > 256) {
     std::snprintf(missing, size, "HeapBlock");
@@ -104,10 +77,10 @@ bool CodeHeapReader::discover(const VmStructs& vm, char* missing, size_t size) {
   // offsets from the blob (the code ends where the data begins).
   VmField probe;
   code_as_offsets_ = !vm.field("CodeBlob", "_code_begin", &probe);
-  if (code_as_offsets_ ? !need(vm, "CodeBlob", "_code_offset", Kind::Integer, &code_begin_, missing, size) ||
-                             !need(vm, "CodeBlob", "_data_offset", Kind::Integer, &code_end_, missing, size)
-                       : !need(vm, "CodeBlob", "_code_begin", Kind::Pointer, &code_begin_, missing, size) ||
-                             !need(vm, "CodeBlob", "_code_end", Kind::Pointer, &code_end_, missing, size))
+  if (code_as_offsets_ ? !need(vm, "CodeBlob", "_code_offset", FieldKind::Integer, &code_begin_, missing, size) ||
+                             !need(vm, "CodeBlob", "_data_offset", FieldKind::Integer, &code_end_, missing, size)
+                       : !need(vm, "CodeBlob", "_code_begin", FieldKind::Pointer, &code_begin_, missing, size) ||
+                             !need(vm, "CodeBlob", "_code_end", FieldKind::Pointer, &code_end_, missing, size))
     return false;
   blob_extent_ = 0;
   for (const VmField* f : {&frame_size_, &frame_complete_, &code_begin_, &code_end_})

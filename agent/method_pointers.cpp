@@ -20,19 +20,6 @@ bool read_pointer(uintptr_t address, uintptr_t* out) {
   return read_bytes(address, out, sizeof *out) && *out;
 }
 
-bool instance_field(const VmStructs& vm, const char* type, const char* name, bool integer, VmField* out,
-                    char* missing, size_t size) {
-  VmField f;
-  bool ok = vm.field(type, name, &f) && !f.address &&
-            (integer ? f.size >= 1 && f.size <= 8 : f.size == 0 || f.size == sizeof(void*));
-  if (!ok) {
-    std::snprintf(missing, size, "%s::%s", type, name);
-    return false;
-  }
-  *out = f;
-  return true;
-}
-
 }  // namespace
 
 bool MethodPointers::discover(const VmStructs& vm, char* missing, size_t size) {
@@ -46,11 +33,11 @@ bool MethodPointers::discover(const VmStructs& vm, char* missing, size_t size) {
     std::snprintf(missing, size, "frame::interpreter_frame_last_sp_offset");
     return false;
   }
-  if (!instance_field(vm, "Method", "_constMethod", false, &const_method_, missing, size) ||
-      !instance_field(vm, "ConstMethod", "_constants", false, &constants_, missing, size) ||
-      !instance_field(vm, "ConstMethod", "_method_idnum", true, &idnum_, missing, size) ||
-      !instance_field(vm, "ConstantPool", "_pool_holder", false, &pool_holder_, missing, size) ||
-      !instance_field(vm, "InstanceKlass", "_methods_jmethod_ids", false, &jmethod_ids_, missing, size))
+  if (!need(vm, "Method", "_constMethod", FieldKind::Pointer, &const_method_, missing, size) ||
+      !need(vm, "ConstMethod", "_constants", FieldKind::Pointer, &constants_, missing, size) ||
+      !need(vm, "ConstMethod", "_method_idnum", FieldKind::Integer, &idnum_, missing, size) ||
+      !need(vm, "ConstantPool", "_pool_holder", FieldKind::Pointer, &pool_holder_, missing, size) ||
+      !need(vm, "InstanceKlass", "_methods_jmethod_ids", FieldKind::Pointer, &jmethod_ids_, missing, size))
     return false;
   frame_slot_ = static_cast<int32_t>(last_sp - 1);
   ready_ = true;
@@ -68,7 +55,8 @@ uintptr_t MethodPointers::method_of(const void* method) const {
   uint64_t idnum = 0;
   std::memcpy(&pool, fields + (constants_.offset - from), sizeof pool);
   std::memcpy(&idnum, fields + (idnum_.offset - from), idnum_.size);  // little-endian
-  if (!pool || !read_pointer(pool + pool_holder_.offset, &holder) || !read_pointer(holder + jmethod_ids_.offset, &cache))
+  if (!pool || !read_pointer(pool + pool_holder_.offset, &holder) ||
+      !read_pointer(holder + jmethod_ids_.offset, &cache))
     return 0;
   // The cache: its length, then the jmethodID of each idnum
   // (instanceKlass.cpp); both words in one call.

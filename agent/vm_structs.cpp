@@ -1,5 +1,6 @@
 #include "agent/vm_structs.h"
 
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 
@@ -138,6 +139,26 @@ bool VmStructs::field(const char* type, const char* name, VmField* out) const {
     *out = f;
     return true;
   }
+}
+
+bool need(const VmStructs& vm, const char* type, const char* name, FieldKind kind, VmField* out, char* missing,
+          size_t size) {
+  VmField f;
+  bool ok = vm.field(type, name, &f);
+  if (ok) {
+    switch (kind) {
+      case FieldKind::Integer: ok = !f.address && f.is_integer(); break;
+      case FieldKind::Pointer: ok = !f.address && f.is_pointer(); break;
+      case FieldKind::Static: ok = f.address && f.is_pointer(); break;
+      case FieldKind::Embedded: ok = !f.address; break;
+    }
+  }
+  if (!ok) {
+    std::snprintf(missing, size, "%s::%s", type, name);
+    return false;
+  }
+  *out = f;
+  return true;
 }
 
 }  // namespace ember::agent

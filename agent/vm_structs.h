@@ -7,6 +7,7 @@
 // No allocation, no JVMTI: unit-tested over a fake table (tests/unit).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ember::agent {
@@ -18,7 +19,14 @@ struct VmField {
   const void* address = nullptr;  // static fields only
   uint32_t size = 0;              // 0: its type is not in the types table
   bool is_signed = false;
+
+  bool is_integer() const { return size == 1 || size == 2 || size == 4 || size == 8; }
+  // Pointer types are in the types table only when HotSpot declared them.
+  bool is_pointer() const { return size == 0 || size == sizeof(void*); }
 };
+
+// What a field is read as (see need()).
+enum class FieldKind { Integer, Pointer, Static, Embedded };
 
 class VmStructs {
  public:
@@ -56,5 +64,10 @@ class VmStructs {
   TypeLayout types_;
   ConstantLayout int_constants_;
 };
+
+// Looks up Type::name and checks it is what the caller reads it as: false,
+// with "Type::name" in `missing`, when it is absent or of another kind.
+bool need(const VmStructs& vm, const char* type, const char* name, FieldKind kind, VmField* out, char* missing,
+          size_t size);
 
 }  // namespace ember::agent

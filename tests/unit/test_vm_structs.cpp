@@ -387,18 +387,26 @@ struct FakeMethods {
   }
 };
 
+// Discovers `pointers` over the tables of `jvm`; what they lack goes to `what`.
+bool discover(FakeJvm& jvm, MethodPointers& pointers, std::string& what) {
+  VmStructs vm;
+  const char* missing = nullptr;
+  REQUIRE(jvm.open(vm, &missing));
+  char lacking[128] = {};
+  bool found = pointers.discover(vm, lacking, sizeof lacking);
+  what = lacking;
+  return found;
+}
+
 }  // namespace
 
 TEST_CASE("method pointers: a jmethodID's Method*, checked through the holder's jmethodID cache") {
   FakeMethods m;
   FakeJvm jvm;
   m.describe(jvm);
-  VmStructs vm;
-  const char* missing = nullptr;
-  REQUIRE(jvm.open(vm, &missing));
   MethodPointers pointers;
-  char what[128] = {};
-  REQUIRE(pointers.discover(vm, what, sizeof what));
+  std::string what;
+  REQUIRE(discover(jvm, pointers, what));
   CHECK(pointers.frame_slot() == -3);  // the slot below last sp
   CHECK(pointers.method_of(&m.slot) == reinterpret_cast<uintptr_t>(m.method));
 
@@ -426,13 +434,10 @@ TEST_CASE("method pointers: the first entry the tables lack is named") {
     m.describe(jvm);
     std::erase_if(jvm.structs, [&](const StructEntry& e) { return std::string(e.type_name) + "::" + e.field_name == drop; });
     std::erase_if(jvm.constants, [&](const IntConstantEntry& e) { return drop == e.name; });
-    VmStructs vm;
-    const char* missing = nullptr;
-    REQUIRE(jvm.open(vm, &missing));
     MethodPointers pointers;
-    char what[128] = {};
-    CHECK_FALSE(pointers.discover(vm, what, sizeof what));
-    CHECK(std::string(what) == drop);
+    std::string what;
+    CHECK_FALSE(discover(jvm, pointers, what));
+    CHECK(what == drop);
     CHECK(pointers.method_of(&m.slot) == 0);
   }
 }
