@@ -81,7 +81,7 @@ void JitMap::line(std::string_view s) {
       if (!number(s, a, 16) || !signed_number(words) || !signed_number(complete)) break;
       auto it = live_.find(a);
       if (it == live_.end() || words < -1 || words > INT32_MAX || complete < -1 ||
-          complete >= static_cast<int64_t>(it->second.size))
+          complete > static_cast<int64_t>(it->second.size))
         break;
       it->second.frame_words = static_cast<int32_t>(words);
       it->second.complete = static_cast<int32_t>(complete);

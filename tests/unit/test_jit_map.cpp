@@ -135,14 +135,20 @@ TEST_CASE("jit map: the frames of live code, for the unwinder") {
   CHECK_FALSE(map.locate(0x7f0000003010, 1).framed);
   CHECK(map.frames_unavailable().empty());
 
+  // A frameless method-handle intrinsic: HotSpot puts its complete offset
+  // at the end of its code.
+  map.feed("L 0 7f0000030000 20 2\nG 7f0000030000 0 32\n");
+  CHECK(map.live_code().back().frame_words == 0);
+  CHECK(map.bad_lines() == 0);
+  version = map.code_version();
   // A G line for no live code, past the code's end, or malformed: bad lines.
-  map.feed("G 7f0000030000 4 0\nG 7f0000010000 4 4096\nG 7f0000010000 x 1\n");
+  map.feed("G 7f0000040000 4 0\nG 7f0000010000 4 4096\nG 7f0000010000 x 1\n");
   CHECK(map.bad_lines() == 3);
   CHECK(map.code_version() == version);
   // Freed code leaves the live code; the version says it changed.
   map.feed("U 5 7f0000010000\n");
   CHECK(map.code_version() != version);
-  CHECK(map.live_code().size() == 5);
+  CHECK(map.live_code().size() == 6);
 
   JitMap old_jdk;
   old_jdk.feed("O frames-unavailable CodeBlob::_frame_size\nL 0 7f0000010000 400 1\n");
