@@ -41,14 +41,22 @@ const volatile __u64 wakeup_bytes = 0;
  * loaded, but record nothing. */
 bool armed = false;
 
-/* Read by the collector at the end; every lost sample is counted. */
-__u64 samples_seen = 0;   /* samples that passed the filters */
-__u64 samples_lost = 0;   /* ring buffer full */
-__u64 samples_idle = 0;   /* idle task samples, dropped unless include_idle */
-__u64 targets_full = 0;   /* children not followed: target_pids full */
-__u64 mappings_lost = 0;  /* exit mappings dropped: exits ring buffer full */
-__u64 offcpu_untracked = 0; /* switches out not recorded: offcpu_start full */
-__u64 waker_untracked = 0;  /* --waker: wakers seen whose stacks could not be stored */
+/* What the programs count for the summary (every lost sample among them). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ember_counters);
+} counters SEC(".maps");
+
+/* One more of `field` in this CPU's counters. */
+#define COUNT(field)                                                          \
+	do {                                                                  \
+		__u32 zero_ = 0;                                              \
+		struct ember_counters *c_ = bpf_map_lookup_elem(&counters, &zero_); \
+		if (c_)                                                       \
+			c_->field++;                                          \
+	} while (0)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -238,21 +246,29 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 	*klen = k;
 }
 
+/* A task's name (TASK_COMM_LEN bytes) as two loads through its BTF
+ * pointer, where a helper call would cost a call and a checked copy each. */
+static __always_inline void copy_comm(char *to, const char *from)
+{
+	((__u64 *)to)[0] = ((const __u64 *)from)[0];
+	((__u64 *)to)[1] = ((const __u64 *)from)[1];
+}
+
 /* Fills the header and the stacks of the current task (comm and stacks
  * are the current task's: the interrupted one, or the one switching out);
  * the kernel stack only if `kernel`. */
 static __always_inline void take_stacks(void *ctx, struct stack_start start, struct ember_sample *s, __u32 pid,
 					__u32 tid, bool kernel, bool large)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *task = bpf_get_current_task_btf();
 
 	s->time_ns = bpf_ktime_get_ns();
 	s->pid = pid;
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();
 	s->pad = 0;
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	BPF_CORE_READ_STR_INTO(&s->process_comm, task, group_leader, comm);
+	copy_comm(s->comm, task->comm);
+	copy_comm(s->process_comm, task->group_leader->comm);
 	walk_stacks(ctx, start, pid, s->ips, &s->ustack_len, &s->kstack_len, &s->ustack_stop, kernel, large);
 }
 
@@ -292,7 +308,7 @@ static __always_inline void send(struct ember_sample *s, __u32 waker_frames, boo
 	if (waker_frames && first_seen(s->waker_pid, s->waker_process_comm))
 		wakeup = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&samples, s, EMBER_SAMPLE_HEADER_SIZE + (ulen + klen + waker_frames) * sizeof(__u64), wakeup))
-		__sync_fetch_and_add(&samples_lost, 1);
+		COUNT(samples_lost);
 }
 
 /* Whether the tick interrupted user code (the kernel's user_mode(regs)):
@@ -325,13 +341,13 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	if (!armed)
 		return 0;
 	if (tid == 0) {
-		__sync_fetch_and_add(&samples_idle, 1);
+		COUNT(samples_idle);
 		if (!include_idle)
 			return 0;
 	}
 	if (!in_scope(pid, tid))
 		return 0;
-	__sync_fetch_and_add(&samples_seen, 1);
+	COUNT(samples_seen);
 
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
@@ -442,7 +458,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 				s->weight = 0;
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
 			} else {
-				__sync_fetch_and_add(&offcpu_untracked, 1);
+				COUNT(offcpu_untracked);
 			}
 		}
 	}
@@ -480,7 +496,7 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 		return 0;
 	w = bpf_task_storage_get(&waker_stacks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!w) {
-		__sync_fetch_and_add(&waker_untracked, 1);
+		COUNT(waker_untracked);
 		return 0;
 	}
 	/* In an interrupt (a timer expiring, I/O completing) the current task
@@ -488,12 +504,12 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 	 * stack, which then goes through the interrupt's entry. Telling here
 	 * needs preempt_count, a per-CPU variable whose address BPF gets only
 	 * from kernels with CONFIG_KALLSYMS_ALL. */
-	task = (struct task_struct *)bpf_get_current_task();
+	task = bpf_get_current_task_btf();
 	id = bpf_get_current_pid_tgid();
 	s->waker_pid = id >> 32;
 	s->waker_tid = (__u32)id;
-	bpf_get_current_comm(s->waker_comm, sizeof(s->waker_comm));
-	BPF_CORE_READ_STR_INTO(&s->waker_process_comm, task, group_leader, comm);
+	copy_comm(s->waker_comm, task->comm);
+	copy_comm(s->waker_process_comm, task->group_leader->comm);
 	walk_stacks(ctx, (struct stack_start){}, s->waker_pid, w->ips, &s->waker_ustack_len, &s->waker_kstack_len,
 		    &s->waker_ustack_stop, true, false);
 	barrier();
@@ -511,7 +527,6 @@ int BPF_PROG(ember_waking, struct task_struct *p)
  * remembered until freed; what is left at the end is still allocated. */
 const volatile __u64 malloc_interval = 524288;
 const volatile bool malloc_live = false;
-__u64 malloc_live_full = 0;  /* sampled allocations not tracked: live_allocs full */
 
 struct malloc_budget {
 	__s64 remaining;  /* bytes until this CPU's next sample */
@@ -680,7 +695,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 ptr, void *pendi
 		sample = ++*count << 8 | (bpf_get_smp_processor_id() & 0xff);
 	}
 	if (bpf_map_update_elem(&live_allocs, &ptr, &sample, BPF_ANY))
-		__sync_fetch_and_add(&malloc_live_full, 1);
+		COUNT(malloc_live_full);
 	send_alloc(ctx, pid, tid, weight, sample, false);
 	return 0;
 }
@@ -719,7 +734,7 @@ int BPF_PROG(ember_follow_fork, struct task_struct *parent, struct task_struct *
 
 	if (follow_forks && ppid != cpid && bpf_map_lookup_elem(&target_pids, &ppid) &&
 	    bpf_map_update_elem(&target_pids, &cpid, &one, BPF_ANY))
-		__sync_fetch_and_add(&targets_full, 1);
+		COUNT(targets_full);
 	return 0;
 }
 
@@ -809,7 +824,7 @@ int BPF_PROG(ember_exit_mappings, struct task_struct *task)
 		w.mount = (__u64)container_of(BPF_CORE_READ(file, f_path.mnt), struct mount, mnt);
 		bpf_loop(2 * EMBER_PATH_PARTS, path_step, &w, 0);
 		if (bpf_ringbuf_output(&exits, m, sizeof(*m), 0))
-			__sync_fetch_and_add(&mappings_lost, 1);
+			COUNT(mappings_lost);
 	}
 	bpf_iter_task_vma_destroy(&it);
 	return 0;

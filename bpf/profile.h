@@ -54,6 +54,20 @@ struct ember_sample {
 
 #define EMBER_SAMPLE_HEADER_SIZE ((unsigned long)&((struct ember_sample *)0)->ips)
 
+/* What the programs count for the collector's summary, one copy per CPU
+ * (the collector adds them up): a sample writes no cache line that another
+ * CPU's sample reads. */
+struct ember_counters {
+	__u64 samples_seen;     /* samples that passed the filters */
+	__u64 samples_lost;     /* ring buffer full */
+	__u64 samples_idle;     /* idle task samples, dropped unless include_idle */
+	__u64 targets_full;     /* children not followed: target_pids full */
+	__u64 mappings_lost;    /* exit mappings dropped: exits ring buffer full */
+	__u64 offcpu_untracked; /* switches out not recorded: offcpu_start full */
+	__u64 malloc_live_full; /* sampled allocations not tracked: live_allocs full */
+	__u64 waker_untracked;  /* --waker: wakers seen whose stacks could not be stored */
+};
+
 /* Path of a mapped file as dentry names, leaf first (joined by the
  * collector). Deeper paths keep their last EMBER_PATH_PARTS names. */
 #define EMBER_PATH_PARTS 16

@@ -363,10 +363,24 @@ void Sampler::stop() {
 }
 
 SamplerCounters Sampler::counters() const {
-  const auto* bss = state_->skel->bss;
-  return {bss->samples_seen,     bss->samples_lost,     bss->samples_idle,    bss->targets_full,
-          bss->mappings_lost,    bss->offcpu_untracked, bss->malloc_live_full, bss->waker_untracked,
-          bss->unwind_unsupported};
+  SamplerCounters sum;
+  sum.unwind_unsupported = state_->skel->bss->unwind_unsupported;
+  std::vector<ember_counters> per_cpu(static_cast<size_t>(std::max(libbpf_num_possible_cpus(), 1)));
+  uint32_t zero = 0;
+  if (bpf_map__lookup_elem(state_->skel->maps.counters, &zero, sizeof zero, per_cpu.data(),
+                           per_cpu.size() * sizeof(ember_counters), 0) != 0)
+    return sum;
+  for (const ember_counters& c : per_cpu) {
+    sum.seen += c.samples_seen;
+    sum.lost += c.samples_lost;
+    sum.idle += c.samples_idle;
+    sum.targets_full += c.targets_full;
+    sum.mappings_lost += c.mappings_lost;
+    sum.offcpu_untracked += c.offcpu_untracked;
+    sum.malloc_untracked += c.malloc_live_full;
+    sum.waker_untracked += c.waker_untracked;
+  }
+  return sum;
 }
 
 UnwindMaps Sampler::unwind_maps() const {
