@@ -18,8 +18,22 @@ constexpr int kRbp = 6, kRsp = 7, kReturnAddress = 16;
 // Gaps between two functions' CFI smaller than this are taken for padding.
 constexpr uint64_t kPadding = 64;
 
+// What an FDE's program needs from its CIE.
+struct Cie {
+  uint64_t code_align = 1;
+  int64_t data_align = 1;
+  const uint8_t *initial = nullptr, *initial_end = nullptr;  // its initial instructions
+  uint8_t fde_encoding = DW_EH_PE_absptr;
+  bool augmented = false;  // 'z': each FDE's augmentation data precedes its program
+  bool signal = false;     // 'S': a signal frame (the kernel's return trampoline)
+  bool readable = true;    // its augmentation understood (else its FDEs are skipped)
+  bool x86_64_rules = true;  // the return address in the psABI's column
+};
+
 struct Fde {
   uint64_t start, end;
+  const Cie* cie;
+  const uint8_t *program, *program_end;
 };
 
 // A pointer encoded as DW_EH_PE_* `encoding` at `p` (section address
@@ -58,137 +72,343 @@ std::optional<uint64_t> read_encoded(uint8_t encoding, const uint8_t*& p, const 
   }
 }
 
-// The FDE pointer encoding a CIE's augmentation gives ('R'), absolute by default.
-std::optional<uint8_t> fde_encoding(const Dwarf_CIE& cie) {
-  const char* aug = cie.augmentation;
-  if (!aug || aug[0] != 'z') return aug && aug[0] ? std::nullopt : std::optional<uint8_t>(DW_EH_PE_absptr);
-  const uint8_t* p = cie.augmentation_data;
-  const uint8_t* end = p + cie.augmentation_data_size;
-  for (const char* a = aug + 1; *a; ++a) {
-    if (p >= end) return std::nullopt;
-    switch (*a) {
-      case 'R': return *p;
-      case 'L': ++p; break;
-      case 'P': {
-        uint8_t enc = *p++;
-        // The personality routine's address: skipped (its value is not needed).
-        if (!read_encoded(enc & ~DW_EH_PE_indirect, p, end, 0)) return std::nullopt;
-        break;
-      }
-      case 'S': case 'B': break;
-      default: return std::nullopt;
-    }
+std::optional<uint64_t> read_uleb(const uint8_t*& p, const uint8_t* end) {
+  uint64_t value = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    uint8_t b = *p++;
+    value |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return value;
   }
-  return DW_EH_PE_absptr;
+  return std::nullopt;
 }
 
-// Every FDE's address range in a CFI section at `section_address`.
-std::vector<Fde> read_fdes(Elf* elf, Elf_Data* data, bool eh_frame, uint64_t section_address) {
+std::optional<int64_t> read_sleb(const uint8_t*& p, const uint8_t* end) {
+  uint64_t value = 0;
+  for (int shift = 0; p < end && shift < 64;) {
+    uint8_t b = *p++;
+    value |= static_cast<uint64_t>(b & 0x7f) << shift;
+    shift += 7;
+    if (!(b & 0x80)) {
+      if (shift < 64 && (b & 0x40)) value |= ~uint64_t{0} << shift;
+      return static_cast<int64_t>(value);
+    }
+  }
+  return std::nullopt;
+}
+
+// A CIE's augmentation ("zRS", "zPLR", ...) and what its FDEs need of it.
+Cie read_cie(const Dwarf_CIE& entry) {
+  Cie cie;
+  cie.code_align = entry.code_alignment_factor;
+  cie.data_align = entry.data_alignment_factor;
+  cie.initial = entry.initial_instructions;
+  cie.initial_end = entry.initial_instructions_end;
+  cie.x86_64_rules = entry.return_address_register == kReturnAddress;
+  const char* aug = entry.augmentation;
+  if (!aug || !aug[0]) return cie;
+  if (aug[0] != 'z') {
+    cie.readable = false;
+    return cie;
+  }
+  cie.augmented = true;
+  const uint8_t* p = entry.augmentation_data;
+  const uint8_t* end = p + entry.augmentation_data_size;
+  for (const char* a = aug + 1; *a && cie.readable; ++a) {
+    switch (*a) {
+      case 'R':
+        if (p >= end) cie.readable = false; else cie.fde_encoding = *p++;
+        break;
+      case 'L':
+        if (p >= end) cie.readable = false; else ++p;
+        break;
+      case 'P': {
+        // The personality routine's address: skipped (its value is not needed).
+        if (p >= end) cie.readable = false;
+        else if (uint8_t enc = *p++; !read_encoded(enc & ~DW_EH_PE_indirect, p, end, 0)) cie.readable = false;
+        break;
+      }
+      case 'S': cie.signal = true; break;
+      case 'B': break;
+      default: cie.readable = false;
+    }
+  }
+  return cie;
+}
+
+// Every FDE in a CFI section at `section_address`, sorted by address, with
+// its CIE (kept in `cies`, by offset).
+std::vector<Fde> read_fdes(Elf* elf, Elf_Data* data, bool eh_frame, uint64_t section_address,
+                           std::unordered_map<Dwarf_Off, Cie>& cies) {
   std::vector<Fde> fdes;
   const unsigned char* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
-  std::unordered_map<Dwarf_Off, std::optional<uint8_t>> encodings;  // CIE offset -> FDE pointer encoding
   auto* base = static_cast<const uint8_t*>(data->d_buf);
+  auto cie_at = [&](Dwarf_Off offset) -> const Cie* {
+    if (auto it = cies.find(offset); it != cies.end()) return &it->second;
+    Dwarf_CFI_Entry entry;
+    Dwarf_Off unused;
+    if (dwarf_next_cfi(ident, data, eh_frame, offset, &unused, &entry) != 0 || entry.CIE_id != LIBDW_CIE_ID)
+      return nullptr;
+    return &cies.emplace(offset, read_cie(entry.cie)).first->second;
+  };
   Dwarf_Off offset = 0, next = 0;
   Dwarf_CFI_Entry entry;
   for (; dwarf_next_cfi(ident, data, eh_frame, offset, &next, &entry) == 0; offset = next) {
-    if (entry.CIE_id == LIBDW_CIE_ID) {
-      encodings[offset] = fde_encoding(entry.cie);
-      continue;
-    }
-    std::optional<uint8_t> enc = DW_EH_PE_absptr;
-    if (auto it = encodings.find(entry.fde.CIE_pointer); it != encodings.end()) {
-      enc = it->second;
-    } else {
-      Dwarf_CFI_Entry cie;
-      Dwarf_Off unused;
-      if (dwarf_next_cfi(ident, data, eh_frame, entry.fde.CIE_pointer, &unused, &cie) != 0 ||
-          cie.CIE_id != LIBDW_CIE_ID)
-        continue;
-      enc = encodings[entry.fde.CIE_pointer] = fde_encoding(cie.cie);
-    }
-    if (!enc) continue;
+    if (entry.CIE_id == LIBDW_CIE_ID) continue;
+    const Cie* cie = cie_at(entry.fde.CIE_pointer);
+    if (!cie || !cie->readable) continue;
     const uint8_t* p = entry.fde.start;
-    auto start = read_encoded(*enc, p, entry.fde.end, section_address + (p - base));
-    auto length = read_encoded(*enc & 0x0f, p, entry.fde.end, 0);
-    if (start && length && *length) fdes.push_back({*start, *start + *length});
+    auto start = read_encoded(cie->fde_encoding, p, entry.fde.end, section_address + (p - base));
+    auto length = read_encoded(cie->fde_encoding & 0x0f, p, entry.fde.end, 0);
+    if (!start || !length || !*length) continue;
+    if (cie->augmented) {
+      auto skip = read_uleb(p, entry.fde.end);
+      p = skip && *skip <= static_cast<uint64_t>(entry.fde.end - p) ? p + *skip : entry.fde.end;
+    }
+    fdes.push_back({*start, *start + *length, cie, p, entry.fde.end});
   }
   std::sort(fdes.begin(), fdes.end(), [](const Fde& a, const Fde& b) { return a.start < b.start; });
   return fdes;
 }
 
-bool is_breg(const Dwarf_Op& op, int reg) {
-  return op.atom == DW_OP_breg0 + reg || (op.atom == DW_OP_bregx && op.number == static_cast<Dwarf_Word>(reg));
-}
-int64_t breg_offset(const Dwarf_Op& op) {
-  return static_cast<int64_t>(op.atom == DW_OP_bregx ? op.number2 : op.number);
-}
+// How a register is recovered, as far as the rows can say: unchanged
+// (same value, or undefined: the return address's means the outermost
+// frame), saved at CFA + offset, or a rule the rows cannot express.
+struct Rule {
+  enum Kind : uint8_t { Same, Undefined, AtCfa, Other } kind = Same;
+  int64_t offset = 0;
+};
+
+// The rules in effect at an address. The CFA: register + offset, a PLT
+// entry's expression, or another expression.
+struct Rules {
+  enum CfaKind : uint8_t { Register, Plt, Expression } cfa_kind = Register;
+  uint64_t cfa_register = kRsp;
+  int64_t cfa_offset = 8;
+  uint8_t plt_threshold = 0;
+  Rule rbp, ra{Rule::AtCfa, -8};  // the psABI's rules before any instruction
+
+  Rule* rule(uint64_t reg) { return reg == kRbp ? &rbp : reg == kReturnAddress ? &ra : nullptr; }
+  const Rule* rule(uint64_t reg) const { return const_cast<Rules*>(this)->rule(reg); }
+};
 
 // A PLT entry's CFA (ld's eh_frame for .plt): rsp + 8, + 8 once the entry
 // has pushed its index, at byte `threshold` of each 16:
 //   breg7 8; breg16 0; lit15; and; litN; ge; lit3; shl; plus
-std::optional<uint8_t> plt_threshold(const Dwarf_Op* ops, size_t n) {
-  if (n != 9 || !is_breg(ops[0], kRsp) || breg_offset(ops[0]) != 8 || !is_breg(ops[1], kReturnAddress) ||
-      breg_offset(ops[1]) != 0 || ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and ||
-      ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit15 || ops[5].atom != DW_OP_ge ||
-      ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
+std::optional<uint8_t> plt_threshold(const uint8_t* p, const uint8_t* end) {
+  static const uint8_t head[] = {DW_OP_breg7, 8, DW_OP_breg16, 0, DW_OP_lit15, DW_OP_and};
+  static const uint8_t tail[] = {DW_OP_ge, DW_OP_lit3, DW_OP_shl, DW_OP_plus};
+  if (end - p != sizeof head + 1 + sizeof tail || std::memcmp(p, head, sizeof head) != 0 ||
+      std::memcmp(p + sizeof head + 1, tail, sizeof tail) != 0)
     return std::nullopt;
-  return static_cast<uint8_t>(ops[4].atom - DW_OP_lit0);
+  uint8_t lit = p[sizeof head];
+  if (lit < DW_OP_lit0 || lit > DW_OP_lit15) return std::nullopt;
+  return static_cast<uint8_t>(lit - DW_OP_lit0);
 }
 
-// A register saved at CFA + offset: DW_OP_call_frame_cfa [plus_uconst N].
-std::optional<int64_t> saved_at_cfa(const Dwarf_Op* ops, size_t n) {
-  if (n == 1 && ops[0].atom == DW_OP_call_frame_cfa) return 0;
-  if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst)
-    return static_cast<int64_t>(ops[1].number);
-  return std::nullopt;
-}
-
-ember_unwind_row row_of(Dwarf_Frame* frame, bool signal) {
+ember_unwind_row row_of(const Rules& rules, bool signal) {
   ember_unwind_row row{};
   row.type = EMBER_ROW_UNSUPPORTED;
   if (signal) {
     row.type = EMBER_ROW_SIGNAL;
     return row;
   }
-  Dwarf_Op mem[3];
-  Dwarf_Op* ops = nullptr;
-  size_t n = 0;
   // The return address: where it says the stack ends, or at CFA - 8.
-  if (dwarf_frame_register(frame, kReturnAddress, mem, &ops, &n) != 0) return row;
-  if (n == 0 && ops == mem) {
+  if (rules.ra.kind == Rule::Undefined) {
     row.type = EMBER_ROW_ROOT;
     return row;
   }
-  if (saved_at_cfa(ops, n) != -8) return row;
+  if (rules.ra.kind != Rule::AtCfa || rules.ra.offset != -8) return row;
 
-  if (dwarf_frame_cfa(frame, &ops, &n) != 0 || n == 0) return row;
-  if (n == 1 && (is_breg(ops[0], kRsp) || is_breg(ops[0], kRbp))) {
-    int64_t offset = breg_offset(ops[0]);
-    if (offset < 0 || offset > UINT16_MAX) return row;
-    row.cfa = static_cast<uint16_t>(offset);
-    row.type = is_breg(ops[0], kRsp) ? EMBER_ROW_CFA_RSP : EMBER_ROW_CFA_RBP;
-  } else if (auto threshold = plt_threshold(ops, n)) {
-    row.cfa = *threshold;
+  if (rules.cfa_kind == Rules::Register && (rules.cfa_register == kRsp || rules.cfa_register == kRbp)) {
+    if (rules.cfa_offset < 0 || rules.cfa_offset > UINT16_MAX) return row;
+    row.cfa = static_cast<uint16_t>(rules.cfa_offset);
+    row.type = rules.cfa_register == kRsp ? EMBER_ROW_CFA_RSP : EMBER_ROW_CFA_RBP;
+  } else if (rules.cfa_kind == Rules::Plt) {
+    row.cfa = rules.plt_threshold;
     row.type = EMBER_ROW_PLT;
   } else {
     return row;
   }
 
   // rbp: unchanged (same value, or undefined: not needed by this frame), or saved.
-  if (dwarf_frame_register(frame, kRbp, mem, &ops, &n) != 0) {
-    row.type = EMBER_ROW_UNSUPPORTED;
-    return row;
-  }
-  if (n > 0) {
-    auto at = saved_at_cfa(ops, n);
-    if (!at || *at % 8 != 0 || *at == 0 || *at / 8 < INT8_MIN || *at / 8 > INT8_MAX) {
+  if (rules.rbp.kind == Rule::AtCfa) {
+    int64_t at = rules.rbp.offset;
+    if (at % 8 != 0 || at == 0 || at / 8 < INT8_MIN || at / 8 > INT8_MAX) {
       row = {};
       row.type = EMBER_ROW_UNSUPPORTED;
       return row;
     }
-    row.rbp = static_cast<int8_t>(*at / 8);
+    row.rbp = static_cast<int8_t>(at / 8);
+  } else if (rules.rbp.kind == Rule::Other) {
+    row = {};
+    row.type = EMBER_ROW_UNSUPPORTED;
   }
   return row;
+}
+
+// Runs a CFA program (DWARF 5 § 6.4.2, with GNU's extensions) from
+// `rules`. In an FDE (`initial`: the rules its CIE's program left), each
+// advance of the location calls `rows(from, to, rules)` for the range the
+// rules held over; `loc` ends where the last rules start. False: an
+// instruction the table does not know, or a malformed program.
+template <typename Rows>
+bool run_program(const Cie& cie, const uint8_t* p, const uint8_t* end, Rules& rules, const Rules* initial,
+                 uint64_t& loc, Rows&& rows) {
+  std::vector<Rules> remembered;
+  auto advance = [&](uint64_t delta) {
+    if (!initial) return false;  // a CIE's program does not advance
+    uint64_t to = loc + delta * cie.code_align;
+    rows(loc, to, rules);
+    loc = to;
+    return true;
+  };
+  auto set = [&](std::optional<uint64_t> reg, Rule rule) {
+    if (!reg) return false;
+    if (Rule* r = rules.rule(*reg)) *r = rule;
+    return true;
+  };
+  auto at_cfa = [&](std::optional<int64_t> factored) {
+    return factored ? Rule{Rule::AtCfa, *factored * cie.data_align} : Rule{Rule::Other, 0};
+  };
+  auto uleb_as_sleb = [](std::optional<uint64_t> v) {
+    return v ? std::optional<int64_t>(static_cast<int64_t>(*v)) : std::nullopt;
+  };
+  auto skip_block = [&]() {
+    auto size = read_uleb(p, end);
+    if (!size || *size > static_cast<uint64_t>(end - p)) return false;
+    p += *size;
+    return true;
+  };
+  while (p < end) {
+    uint8_t op = *p++;
+    uint8_t low = op & 0x3f;
+    switch (op & 0xc0) {
+      case DW_CFA_advance_loc:
+        if (!advance(low)) return false;
+        continue;
+      case DW_CFA_offset: {
+        auto offset = read_uleb(p, end);
+        if (!offset) return false;
+        set(low, at_cfa(uleb_as_sleb(offset)));
+        continue;
+      }
+      case DW_CFA_restore:
+        if (!initial) return false;
+        if (Rule* r = rules.rule(low)) *r = *initial->rule(low);
+        continue;
+    }
+    switch (op) {
+      case DW_CFA_nop: break;
+      case DW_CFA_advance_loc1:
+        if (end - p < 1 || !advance(*p)) return false;
+        p += 1;
+        break;
+      case DW_CFA_advance_loc2: {
+        uint16_t delta;
+        if (end - p < 2) return false;
+        std::memcpy(&delta, p, 2);
+        p += 2;
+        if (!advance(delta)) return false;
+        break;
+      }
+      case DW_CFA_advance_loc4: {
+        uint32_t delta;
+        if (end - p < 4) return false;
+        std::memcpy(&delta, p, 4);
+        p += 4;
+        if (!advance(delta)) return false;
+        break;
+      }
+      case DW_CFA_offset_extended: {
+        auto reg = read_uleb(p, end);
+        if (!set(reg, at_cfa(uleb_as_sleb(read_uleb(p, end))))) return false;
+        break;
+      }
+      case DW_CFA_offset_extended_sf: {
+        auto reg = read_uleb(p, end);
+        if (!set(reg, at_cfa(read_sleb(p, end)))) return false;
+        break;
+      }
+      case DW_CFA_GNU_negative_offset_extended: {
+        auto reg = read_uleb(p, end);
+        auto offset = uleb_as_sleb(read_uleb(p, end));
+        if (!set(reg, at_cfa(offset ? std::optional<int64_t>(-*offset) : std::nullopt))) return false;
+        break;
+      }
+      case DW_CFA_restore_extended: {
+        auto reg = read_uleb(p, end);
+        if (!reg || !initial) return false;
+        if (Rule* r = rules.rule(*reg)) *r = *initial->rule(*reg);
+        break;
+      }
+      case DW_CFA_undefined:
+        if (!set(read_uleb(p, end), {Rule::Undefined, 0})) return false;
+        break;
+      case DW_CFA_same_value:
+        if (!set(read_uleb(p, end), {Rule::Same, 0})) return false;
+        break;
+      case DW_CFA_register:
+      case DW_CFA_val_offset:
+      case DW_CFA_val_offset_sf: {
+        auto reg = read_uleb(p, end);
+        bool operand = op == DW_CFA_val_offset_sf ? read_sleb(p, end).has_value() : read_uleb(p, end).has_value();
+        if (!operand || !set(reg, {Rule::Other, 0})) return false;
+        break;
+      }
+      case DW_CFA_expression:
+      case DW_CFA_val_expression: {
+        auto reg = read_uleb(p, end);
+        if (!skip_block() || !set(reg, {Rule::Other, 0})) return false;
+        break;
+      }
+      case DW_CFA_remember_state:
+        remembered.push_back(rules);
+        break;
+      case DW_CFA_restore_state:
+        if (remembered.empty()) return false;
+        rules = remembered.back();
+        remembered.pop_back();
+        break;
+      case DW_CFA_def_cfa:
+      case DW_CFA_def_cfa_sf: {
+        auto reg = read_uleb(p, end);
+        auto offset = op == DW_CFA_def_cfa ? uleb_as_sleb(read_uleb(p, end)) : read_sleb(p, end);
+        if (!reg || !offset) return false;
+        rules.cfa_kind = Rules::Register;
+        rules.cfa_register = *reg;
+        rules.cfa_offset = op == DW_CFA_def_cfa ? *offset : *offset * cie.data_align;
+        break;
+      }
+      case DW_CFA_def_cfa_register: {
+        auto reg = read_uleb(p, end);
+        if (!reg || rules.cfa_kind != Rules::Register) return false;
+        rules.cfa_register = *reg;
+        break;
+      }
+      case DW_CFA_def_cfa_offset:
+      case DW_CFA_def_cfa_offset_sf: {
+        auto offset = op == DW_CFA_def_cfa_offset ? uleb_as_sleb(read_uleb(p, end)) : read_sleb(p, end);
+        if (!offset || rules.cfa_kind != Rules::Register) return false;
+        rules.cfa_offset = op == DW_CFA_def_cfa_offset ? *offset : *offset * cie.data_align;
+        break;
+      }
+      case DW_CFA_def_cfa_expression: {
+        const uint8_t* block = p;
+        if (!skip_block()) return false;
+        read_uleb(block, end);  // the size, read again to reach the expression
+        auto threshold = plt_threshold(block, p);
+        rules.cfa_kind = threshold ? Rules::Plt : Rules::Expression;
+        rules.plt_threshold = threshold.value_or(0);
+        break;
+      }
+      case DW_CFA_GNU_args_size:
+        if (!read_uleb(p, end)) return false;
+        break;
+      default:
+        return false;  // DW_CFA_set_loc and the rest: not emitted for x86_64 by GCC, clang or ld
+    }
+  }
+  return true;
 }
 
 bool same_rule(const ember_unwind_row& a, const ember_unwind_row& b) {
@@ -260,59 +480,52 @@ std::expected<CfiTable, TableError> build_cfi_table(Elf* elf) {
   }
   Elf_Data* data = scn ? elf_getdata(scn, nullptr) : nullptr;
   if (!data || !data->d_size) return std::unexpected(TableError{NoTable::NoCfi, "no .eh_frame or .debug_frame"});
-  std::vector<Fde> fdes = read_fdes(elf, data, eh_frame, eh_frame ? shdr.sh_addr : 0);
+  std::unordered_map<Dwarf_Off, Cie> cies;
+  std::vector<Fde> fdes = read_fdes(elf, data, eh_frame, eh_frame ? shdr.sh_addr : 0, cies);
   if (fdes.empty()) return std::unexpected(TableError{NoTable::NoCfi, "no frame descriptions"});
   table.fdes = fdes.size();
 
-  Dwarf* dwarf = nullptr;
-  Dwarf_CFI* cfi = nullptr;
-  if (eh_frame) {
-    cfi = dwarf_getcfi_elf(elf);
-  } else if ((dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr))) {
-    cfi = dwarf_getcfi(dwarf);
-  }
-  auto release = [&] {
-    if (eh_frame && cfi) dwarf_cfi_end(cfi);
-    if (dwarf) dwarf_end(dwarf);
-  };
-  if (!cfi) {
-    release();
-    return std::unexpected(TableError{NoTable::Unreadable, std::string("cannot read CFI: ") + dwarf_errmsg(-1)});
-  }
-
   table.base = fdes.front().start;
   RowWriter writer(table);
-  ember_unwind_row none{};
+  ember_unwind_row none{}, unsupported{};
   none.type = EMBER_ROW_NONE;
+  unsupported.type = EMBER_ROW_UNSUPPORTED;
+  // Each CIE's initial rules, computed once.
+  std::unordered_map<const Cie*, std::optional<Rules>> initial_rules;
   uint64_t covered = table.base;  // CFI known below this address
+  bool room = true;
   for (const Fde& fde : fdes) {
     // Between functions lies alignment padding, never run: the rows of
     // the function before may cover it (libjvm: 42k rows fewer).
     if (fde.start >= covered + kPadding && !writer.add(covered, none)) break;
-    // One answer per range of addresses with the same rules: elfutils runs
-    // the CFA program up to `at` and says where its row ends.
-    for (uint64_t at = std::max(fde.start, covered); at < fde.end;) {
-      Dwarf_Frame* frame = nullptr;
-      Dwarf_Addr start = 0, end = 0;
-      bool signal = false;
-      if (dwarf_cfi_addrframe(cfi, at, &frame) != 0 || dwarf_frame_info(frame, &start, &end, &signal) < 0 ||
-          end <= at) {
-        free(frame);
-        ember_unwind_row bad{};
-        bad.type = EMBER_ROW_UNSUPPORTED;
-        writer.add(at, bad);
-        at = fde.end;
-        break;
-      }
-      bool ok = writer.add(at, row_of(frame, signal));
-      free(frame);
-      if (!ok) break;
-      at = std::min<uint64_t>(end, fde.end);
+    auto [known, fresh] = initial_rules.try_emplace(fde.cie);
+    if (fresh && fde.cie->x86_64_rules) {
+      Rules rules;
+      uint64_t unused = 0;
+      if (run_program(*fde.cie, fde.cie->initial, fde.cie->initial_end, rules, nullptr, unused, [](auto...) {}))
+        known->second = rules;
     }
+    // One row per range of addresses with the same rules; an FDE that
+    // overlaps the one before gives rows from where that one ends.
+    uint64_t from = std::max(fde.start, covered);
+    auto rows = [&](uint64_t start, uint64_t end, const Rules& rules) {
+      end = std::min(end, fde.end);
+      if (end > from && start < end && room) room = writer.add(std::max(start, from), row_of(rules, fde.cie->signal));
+    };
+    if (!known->second) {
+      room = writer.add(from, unsupported);
+    } else {
+      Rules rules = *known->second;
+      uint64_t loc = fde.start;
+      if (run_program(*fde.cie, fde.program, fde.program_end, rules, &*known->second, loc, rows))
+        rows(loc, fde.end, rules);
+      else if (loc < fde.end && room)
+        room = writer.add(std::max(loc, from), unsupported);
+    }
+    if (!room) break;
     covered = std::max(covered, fde.end);
   }
   writer.add(covered, none);
-  release();
   if (covered - table.base > UINT32_MAX)
     return std::unexpected(TableError{NoTable::TooLarge, "code spans more than 4 GiB"});
   return table;

@@ -1,7 +1,10 @@
 // A binary's unwind table for the in-kernel unwinder (bpf/unwind.bpf.c):
-// its call frame information (.eh_frame, else .debug_frame) evaluated
-// once per address range, read with elfutils, and reduced to the rules the
-// BPF walker applies (bpf/unwind.h). x86_64 only.
+// its call frame information (.eh_frame, else .debug_frame), its entries
+// read with elfutils and each FDE's CFA program run once, from start to
+// end, reduced to the rules the BPF walker applies (bpf/unwind.h). Running
+// the programs here, not asking elfutils address by address (which runs
+// a program again from its start for every row), is 4-9x faster: cc1plus's
+// 465k rows take 42 ms, not 376, libjvm 17 ms, not 75. x86_64 only.
 #pragma once
 
 #include <libelf.h>

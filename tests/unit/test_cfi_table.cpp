@@ -13,6 +13,12 @@
 #include <string>
 #include <vector>
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include <memory>
+#include <optional>
+
 #include "unwind/cfi_table.h"
 
 using namespace ember::unwind;
@@ -223,4 +229,97 @@ TEST_CASE("cfi table: corrupt or truncated CFI never crashes and never reads out
   auto none = build_cfi_table(std::string_view("not an ELF file"));
   REQUIRE(!none);
   CHECK(none.error().reason == NoTable::Unreadable);
+}
+
+namespace {
+
+// A row as elfutils evaluates the CFI at `address` (dwarf_cfi_addrframe:
+// its own interpreter of the CFA programs), in the table's terms; nullopt
+// where elfutils has no answer.
+std::optional<ember_unwind_row> elfutils_row(Dwarf_CFI* cfi, uint64_t address) {
+  Dwarf_Frame* frame = nullptr;
+  Dwarf_Addr start, end;
+  bool signal = false;
+  if (dwarf_cfi_addrframe(cfi, address, &frame) != 0) return std::nullopt;
+  std::unique_ptr<Dwarf_Frame, void (*)(void*)> owned(frame, free);
+  if (dwarf_frame_info(frame, &start, &end, &signal) < 0) return std::nullopt;
+  ember_unwind_row row{};
+  row.type = EMBER_ROW_UNSUPPORTED;
+  if (signal) {
+    row.type = EMBER_ROW_SIGNAL;
+    return row;
+  }
+  auto at_cfa = [](const Dwarf_Op* ops, size_t n) -> std::optional<int64_t> {
+    if (n == 1 && ops[0].atom == DW_OP_call_frame_cfa) return 0;
+    if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst)
+      return static_cast<int64_t>(ops[1].number);
+    return std::nullopt;
+  };
+  Dwarf_Op mem[3], *ops = nullptr;
+  size_t n = 0;
+  if (dwarf_frame_register(frame, 16, mem, &ops, &n) != 0) return row;
+  if (n == 0 && ops == mem) {
+    row.type = EMBER_ROW_ROOT;
+    return row;
+  }
+  if (at_cfa(ops, n) != -8 || dwarf_frame_cfa(frame, &ops, &n) != 0) return row;
+  // rsp or rbp + offset: elfutils says bregx, or breg7 / breg6.
+  uint64_t reg = n == 1 && ops[0].atom == DW_OP_bregx ? ops[0].number : n == 1 ? ops[0].atom - DW_OP_breg0 : 0;
+  uint64_t offset = n == 1 && ops[0].atom == DW_OP_bregx ? ops[0].number2 : n == 1 ? ops[0].number : 0;
+  if (n == 1 && (reg == 7 || reg == 6)) {
+    row.type = reg == 7 ? EMBER_ROW_CFA_RSP : EMBER_ROW_CFA_RBP;
+    row.cfa = static_cast<uint16_t>(offset);
+  } else if (n == 9 && ops[4].atom >= DW_OP_lit0 && ops[4].atom <= DW_OP_lit15) {
+    row.type = EMBER_ROW_PLT;  // the PLT expression (its form is checked against readelf above)
+    row.cfa = static_cast<uint8_t>(ops[4].atom - DW_OP_lit0);
+  } else {
+    return row;
+  }
+  if (dwarf_frame_register(frame, 6, mem, &ops, &n) != 0) return ember_unwind_row{0, 0, EMBER_ROW_UNSUPPORTED, 0};
+  if (n > 0) {
+    auto at = at_cfa(ops, n);
+    if (!at) return ember_unwind_row{0, 0, EMBER_ROW_UNSUPPORTED, 0};
+    row.rbp = static_cast<int8_t>(*at / 8);
+  }
+  return row;
+}
+
+}  // namespace
+
+// The table's interpreter of CFA programs against elfutils' on two large
+// binaries of other toolchains' making (remember/restore state, long
+// programs): at the first and last address of every 5th row.
+TEST_CASE("cfi table: rows agree with elfutils' evaluation on large binaries", "[unwind]") {
+  std::vector<std::string> paths = {"/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus"};
+  for (const char* jvm : {"/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"})
+    if (access(jvm, R_OK) == 0) paths.push_back(jvm);
+  for (const std::string& path : paths) {
+    INFO(path);
+    if (access(path.c_str(), R_OK) != 0) continue;
+    CfiTable table = table_of(path);
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    elf_version(EV_CURRENT);
+    Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    Dwarf_CFI* cfi = dwarf_getcfi_elf(elf);
+    REQUIRE(cfi);
+    size_t compared = 0;
+    for (size_t i = 0; i + 1 < table.rows.size(); i += 5) {
+      const ember_unwind_row& row = table.rows[i];
+      if (row.type == EMBER_ROW_NONE || row.type == EMBER_ROW_UNSUPPORTED) continue;
+      for (uint64_t address : {table.base + row.pc, table.base + table.rows[i + 1].pc - 1}) {
+        auto theirs = elfutils_row(cfi, address);
+        if (!theirs) continue;  // padding the table let the function before cover
+        INFO("at 0x" << std::hex << address);
+        CHECK(theirs->type == row.type);
+        CHECK(theirs->cfa == row.cfa);
+        CHECK(theirs->rbp == row.rbp);
+        ++compared;
+      }
+    }
+    CHECK(compared > 10000);
+    dwarf_cfi_end(cfi);
+    elf_end(elf);
+    close(fd);
+  }
 }
