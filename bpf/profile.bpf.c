@@ -34,6 +34,10 @@ const volatile bool offcpu_waker = false;
 /* Wake the collector only once this much is queued: a wakeup per sample
  * costs a context switch per sample (the collector also polls on a timer). */
 const volatile __u64 wakeup_bytes = 0;
+/* The room a bpf_get_stack walk is given: what it can fill at most
+ * (kernel.perf_event_max_stack frames). It zeroes the rest of its room, so
+ * more room would be cleared on every sample for nothing. */
+const volatile __u32 kernel_walk_bytes = EMBER_MAX_STACK_DEPTH * sizeof(__u64);
 
 /* Set by the collector once it is ready for the first record (JVMs' agents
  * attached, their code's frames known to the unwinder): until then the
@@ -93,6 +97,25 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } seen_pids SEC(".maps");
+
+/* Bumped as a process leaves seen_pids (it exits): a CPU's last_sent
+ * taken before may name a pid that is now another process. */
+__u32 seen_generation = 0;
+
+/* The process each CPU last sent a record of: a CPU mostly samples the
+ * process it sampled last, which then needs no lookup in seen_pids. */
+struct last_sent {
+	__u64 name;
+	__u32 pid;
+	__u32 generation;  /* seen_generation then */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct last_sent);
+} last_sent SEC(".maps");
 
 /* Records are too large for the 512-byte BPF stack: build them here.
  * Shared by programs that never interrupt one another on a CPU: perf-event
@@ -227,7 +250,7 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 	}
 	if (u < 0) {
 		/* --unwind fp: the kernel's frame-pointer walk. */
-		u = frames(bpf_get_stack(ctx, ips, EMBER_MAX_STACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK));
+		u = frames(bpf_get_stack(ctx, ips, kernel_walk_bytes, BPF_F_USER_STACK));
 		*stop = u ? EMBER_STOP_FP_END : EMBER_STOP_NO_USER;
 		/* The return address on top of the stack at an allocator's
 		 * entry replaces its own pc: the walk would skip the caller. */
@@ -238,7 +261,7 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 	if (u > (large ? COPY_WORDS_LARGE : EMBER_MAX_STACK_DEPTH))
 		u = large ? COPY_WORDS_LARGE : EMBER_MAX_STACK_DEPTH;
 	if (kernel) {
-		k = frames(bpf_get_stack(ctx, &ips[u], EMBER_MAX_STACK_DEPTH * sizeof(__u64), 0));
+		k = frames(bpf_get_stack(ctx, &ips[u], kernel_walk_bytes, 0));
 		if (k > EMBER_MAX_STACK_DEPTH)
 			k = EMBER_MAX_STACK_DEPTH;
 	}
@@ -276,16 +299,26 @@ static __always_inline void take_stacks(void *ctx, struct stack_start start, str
  * then it must read its mappings at once. */
 static __always_inline bool first_seen(__u32 pid, const char *comm)
 {
-	__u64 name = *(__u64 *)comm;
-	__u64 *seen;
+	__u64 name = *(__u64 *)comm, *seen;
+	__u32 zero = 0, generation = seen_generation;
+	struct last_sent *last = bpf_map_lookup_elem(&last_sent, &zero);
+	bool first = false;
 
 	if (!pid)
 		return false;
-	seen = bpf_map_lookup_elem(&seen_pids, &pid);
-	if (seen && *seen == name)
+	if (last && last->pid == pid && last->name == name && last->generation == generation)
 		return false;
-	bpf_map_update_elem(&seen_pids, &pid, &name, BPF_ANY);
-	return true;
+	seen = bpf_map_lookup_elem(&seen_pids, &pid);
+	if (!seen || *seen != name) {
+		bpf_map_update_elem(&seen_pids, &pid, &name, BPF_ANY);
+		first = true;
+	}
+	if (last) {
+		last->pid = pid;
+		last->name = name;
+		last->generation = generation;
+	}
+	return first;
 }
 
 /* Sends a record, with `waker_frames` of a waker's stacks after its own
@@ -802,6 +835,7 @@ int BPF_PROG(ember_exit_mappings, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0 || !bpf_map_lookup_elem(&seen_pids, &pid))
 		return 0;
 	bpf_map_delete_elem(&seen_pids, &pid);
+	__sync_fetch_and_add(&seen_generation, 1);
 	bpf_iter_task_vma_new(&it, task, 0);
 	while ((vma = bpf_iter_task_vma_next(&it))) {
 		struct file *file = vma->vm_file;

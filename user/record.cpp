@@ -528,6 +528,7 @@ int run_record(const RecordOptions& o) {
     config.malloc_live = o.live;
   }
   config.frequency = o.frequency;
+  config.kernel_walk_frames = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH);
   config.unwind = o.unwind == "fp" ? UnwindMode::Fp : o.unwind == "cfi" ? UnwindMode::Cfi : UnwindMode::Auto;
   config.unwind_memory_bytes = uint64_t(o.unwind_memory_mib) << 20;
   config.include_idle = o.idle;

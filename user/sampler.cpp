@@ -152,6 +152,8 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   uint32_t ring_size = ring_bytes(config.frequency, ncpus);
   bpf_map__set_max_entries(skel->maps.samples, ring_size);
   skel->rodata->wakeup_bytes = ring_size / 4;
+  skel->rodata->kernel_walk_bytes =
+      std::clamp<uint32_t>(config.kernel_walk_frames, 1, EMBER_MAX_STACK_DEPTH) * sizeof(__u64);
   bpf_map__set_max_entries(skel->maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
   bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
   skel->rodata->offcpu_preempted = config.offcpu_preempted;

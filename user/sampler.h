@@ -31,6 +31,9 @@ struct SamplerConfig {
   bool cpu = true;                   // sample on `event`
   SampleEvent event = SampleEvent::CpuClock;
   uint32_t frequency = 99;           // Hz, per CPU
+  // Frames the kernel's stack walk gives at most (kernel.perf_event_max_stack,
+  // up to EMBER_MAX_STACK_DEPTH): the room each walk is given.
+  uint32_t kernel_walk_frames = EMBER_MAX_STACK_DEPTH;
   bool offcpu = false;               // record time off CPU (sched_switch)
   bool offcpu_preempted = false;     // ...while runnable too (wall-clock time)
   uint64_t min_block_ns = 0;         // shorter blocks are not sent
