@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 namespace ember::symbolizer {
 namespace {
@@ -142,7 +143,68 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::parse(void* 
     }
   }
   out->sort_symbols();
+  out->name_plt_entries();
   return out;
+}
+
+// Each PLT entry jumps through a GOT slot (jmp *slot(%rip), maybe after
+// endbr64 or with a bnd prefix) that a JUMP_SLOT or GLOB_DAT relocation
+// binds to a dynamic symbol: the entry is named after it. Read from the
+// code, not from the entries' order, which differs between .plt, .plt.sec
+// (IBT) and .plt.got.
+void ElfSymbols::name_plt_entries() {
+  Elf* elf = static_cast<Elf*>(elf_);
+  std::unordered_map<uint64_t, std::string> slots;  // GOT slot -> symbol name
+  struct Plt {
+    uint64_t address, entry_size;
+    Elf_Data* data;
+  };
+  std::vector<Plt> plts;
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    const char* sname = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (sname && std::string_view(sname).starts_with(".plt") && (sh.sh_flags & SHF_EXECINSTR)) {
+      if (Elf_Data* data = elf_getdata(scn, nullptr); data && data->d_buf)
+        plts.push_back({sh.sh_addr, sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize : 16, data});
+      continue;
+    }
+    if (sh.sh_type != SHT_RELA || sh.sh_entsize == 0) continue;
+    Elf_Scn* symtab = elf_getscn(elf, sh.sh_link);
+    GElf_Shdr symsh;
+    Elf_Data* rela = elf_getdata(scn, nullptr);
+    Elf_Data* syms = symtab && gelf_getshdr(symtab, &symsh) ? elf_getdata(symtab, nullptr) : nullptr;
+    if (!rela || !syms) continue;
+    size_t count = std::min<size_t>(sh.sh_size / sh.sh_entsize, rela->d_size / sh.sh_entsize);
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Rela r;
+      GElf_Sym sym;
+      if (!gelf_getrela(rela, static_cast<int>(i), &r)) break;
+      uint64_t type = GELF_R_TYPE(r.r_info), index = GELF_R_SYM(r.r_info);
+      if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || index == 0 ||
+          !gelf_getsym(syms, static_cast<int>(index), &sym))
+        continue;
+      const char* symname = elf_strptr(elf, symsh.sh_link, sym.st_name);
+      if (symname && *symname) slots.emplace(r.r_offset, symname);
+    }
+  }
+  for (const Plt& plt : plts) {
+    auto* code = static_cast<const uint8_t*>(plt.data->d_buf);
+    for (size_t at = 0; at + plt.entry_size <= plt.data->d_size; at += plt.entry_size) {
+      for (size_t i = at; i + 6 <= at + plt.entry_size; ++i) {
+        if (code[i] != 0xff || code[i + 1] != 0x25) continue;  // jmp *disp32(%rip)
+        int32_t disp;
+        std::memcpy(&disp, code + i + 2, 4);
+        auto slot = slots.find(plt.address + i + 6 + static_cast<int64_t>(disp));
+        if (slot != slots.end()) plt_entries_.push_back({plt.address + at, plt.entry_size, slot->second + "@plt"});
+        break;
+      }
+    }
+  }
+  std::sort(plt_entries_.begin(), plt_entries_.end(),
+            [](const PltEntry& a, const PltEntry& b) { return a.address < b.address; });
 }
 
 void ElfSymbols::sort_symbols() {
@@ -178,9 +240,16 @@ std::optional<uint64_t> ElfSymbols::vaddr_of_offset(uint64_t offset) const {
 }
 
 std::string_view ElfSymbols::find(uint64_t vaddr) const {
-  // Linker stubs have no symbols; they are labelled as what they are.
+  // Linker stubs have no symbols: named after where they jump, or
+  // labelled as what they are.
   for (const auto& [lo, hi] : plt_)
-    if (vaddr >= lo && vaddr < hi) return "[plt]";
+    if (vaddr >= lo && vaddr < hi) {
+      auto entry = std::upper_bound(plt_entries_.begin(), plt_entries_.end(), vaddr,
+                                    [](uint64_t a, const PltEntry& e) { return a < e.address; });
+      if (entry != plt_entries_.begin() && vaddr < std::prev(entry)->address + std::prev(entry)->size)
+        return std::prev(entry)->name;
+      return "[plt]";
+    }
   auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
                              [](uint64_t a, const Symbol& s) { return a < s.address; });
   // Walk back over symbols that start below `vaddr`: the nearest sized one
@@ -197,7 +266,9 @@ std::string_view ElfSymbols::find(uint64_t vaddr) const {
 std::string demangle(std::string_view name, bool* was_cpp) {
   if (was_cpp) *was_cpp = false;
   // Versioned names from .symver ("memcpy@@GLIBC_2.14"): the version is not
-  // part of the function's name, and C++ demanglers reject it.
+  // part of the function's name, and C++ demanglers reject it. A PLT
+  // entry's "@plt" is kept: the stub is not the function.
+  if (name.ends_with("@plt") && name.size() > 4) return demangle(name.substr(0, name.size() - 4), was_cpp) + "@plt";
   name = name.substr(0, name.find('@'));
   if (!name.starts_with("_Z")) return std::string(name);
   int status = 0;

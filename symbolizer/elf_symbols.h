@@ -30,8 +30,9 @@ class ElfSymbols {
   // The virtual address (as in the symbol table) of a file offset inside an
   // executable PT_LOAD segment, if any.
   std::optional<uint64_t> vaddr_of_offset(uint64_t offset) const;
-  // The raw (mangled) name of the function containing `vaddr`, "[plt]" in a
-  // PLT section, or empty.
+  // The raw (mangled) name of the function containing `vaddr`, or empty. In
+  // a PLT section: "<function>@plt" for the entry that jumps to it (as
+  // perf names them), "[plt]" where that cannot be told.
   std::string_view find(uint64_t vaddr) const;
   size_t size() const { return symbols_.size(); }
   // Adds the symbols of `other` (a debug file of this one), which must outlive this.
@@ -68,6 +69,12 @@ class ElfSymbols {
   std::vector<Segment> segments_;
   std::vector<Symbol> symbols_;  // sorted by address, one per address
   std::vector<std::pair<uint64_t, uint64_t>> plt_;  // [lo, hi) of the PLT sections
+  struct PltEntry {
+    uint64_t address, size;
+    std::string name;  // "<function>@plt"
+  };
+  std::vector<PltEntry> plt_entries_;  // sorted by address
+  void name_plt_entries();
   std::string build_id_, debuglink_;
   uint32_t debuglink_crc_ = 0;
   bool has_symtab_ = false;
