@@ -4,7 +4,8 @@
 # without frame pointers, spends each thread's CPU time in a known chain: a
 # plain chain, a qsort comparator under libc, a signal handler above the
 # code it interrupted, a C++ exception path (a destructor run by the
-# unwinder, and libgcc's unwinder itself), a shared library's chain.
+# unwinder, and libgcc's unwinder itself), a shared library's chain, calls
+# through a PLT entry (samples in the entry itself, named mixlib_step@plt).
 # One ember recording samples both builds at once, and perf --call-graph
 # dwarf (elfutils/libunwind: an unwinder independent of ember's) samples the
 # no-frame-pointer build in the same run. Checked, on user stacks (kernel
@@ -34,15 +35,15 @@ frame_functions() {
 		prev ~ /push +%rbp$/ && $0 ~ /mov +%rsp,%rbp$/ { print name }
 		{ prev = $0 }' | sort -u
 }
-chain_re='^(main|(chain|qsort|signal|exception|library|mixlib)_[a-z0-9_.]*)$'
+chain_re='^(main|(chain|qsort|signal|exception|library|mixlib|plt)_[a-z0-9_.]*)$'
 framed=$(frame_functions "$WORKLOADS/unwind_mix-nofp" "$WORKLOADS/libunwind_mixlib-nofp.so" | grep -E "$chain_re")
 [ -z "$framed" ] || fail "the nofp build sets up frame pointers in: $framed"
 framed=$(frame_functions "$WORKLOADS/unwind_mix-fp" "$WORKLOADS/libunwind_mixlib-fp.so" | grep -cE "$chain_re")
 (( framed >= 15 )) || fail "the fp build has frame pointers in only $framed chain functions"
 
 # Both builds wait for a byte on stdin, so that ember and perf sample them
-# from their first instruction of work. 0.7 s of CPU time per thread, 5
-# threads: ~3500 samples per build at 999 Hz, however busy the machine.
+# from their first instruction of work. 0.7 s of CPU time per thread, 6
+# threads: ~4200 samples per build at 999 Hz, however busy the machine.
 seconds_per_thread=0.7
 mkfifo "$TMP/go" "$TMP/ctl" "$TMP/ack"
 exec {go}<>"$TMP/go" {ctl}<>"$TMP/ctl" {ack}<>"$TMP/ack"
@@ -87,7 +88,7 @@ for run in nofp fp perf; do
 	read -r "reached[$run]" "samples[$run]" < <(root_reach "$TMP/$run.canon")
 	echo "$run: ${samples[$run]} user stacks, $(pct "${reached[$run]}" "${samples[$run]}")% from the thread's entry"
 	(( samples[$run] >= 2000 )) ||
-		fail "$run: only ${samples[$run]} samples, expected ~3500 (5 threads x $seconds_per_thread s of CPU at 999 Hz)"
+		fail "$run: only ${samples[$run]} samples, expected ~4200 (6 threads x $seconds_per_thread s of CPU at 999 Hz)"
 done
 not_from_entry() { grep -vE "$ROOTS" "$TMP/$1.canon" | heaviest /dev/stdin 8; }
 # perf is the reference: if it cannot unwind these, nothing here can be judged.
@@ -151,6 +152,7 @@ classify() {
 		else if (s ~ /exception_/) k = "exception-other"
 		else if (s ~ /qsort_(thread|sort_records|compare_slow)/) k = "qsort"
 		else if (s ~ /chain_/) k = "chain"
+		else if (s ~ /plt_(thread|loop)/) k = "plt"
 		else if (s ~ /library_|mixlib_/) k = "library"
 		else k = "other"
 		n[k] += c } END { for (k in n) print k, n[k] }' "$1" | sort
@@ -193,12 +195,14 @@ $(grep -E "$(class_re "$class")" "$TMP/$run.canon" | heaviest /dev/stdin)"
 }
 class_re() {
 	case $1 in
-	chain) echo 'chain_' ;; library) echo 'library_|mixlib_' ;; qsort) echo 'qsort_' ;;
+	chain) echo 'chain_' ;; library) echo 'library_|mixlib_' ;; qsort) echo 'qsort_' ;; plt) echo 'plt_' ;;
 	signal-*) echo 'signal_' ;; exception-*) echo 'exception_' ;;
 	esac
 }
 for run in nofp fp perf; do
 	chain $run chain 90 "$T;chain_thread;chain_level1;chain_level2;chain_level3;chain_level4;chain_leaf_burn$"
+	# the loop, mixlib_step, or its PLT entry (canonical names drop the @plt)
+	chain $run plt 95 "$T;plt_thread;plt_loop(;mixlib_step)?$"
 	chain $run library 90 "$M;library_loop;library_caller;mixlib_entry;mixlib_middle;mixlib_leaf_burn$"
 	# comparator <- libc's qsort (qsort_r, its merge sort) <- caller
 	chain $run qsort 85 "$T;qsort_thread;qsort_sort_records;[^;]*qsort[^;]*;([^;]+;)*qsort_compare_slow$"
@@ -210,6 +214,19 @@ for run in nofp fp perf; do
 	chain $run exception-destructor 90 "$T;exception_thread;exception_catch_loop;exception_level1;exception_level2([.]cold)?;BurningGuard::~BurningGuard;exception_destructor_burn$"
 	# libgcc's unwinder under the throw, or resuming after the cleanup
 	chain $run exception-unwinder 90 "$T;exception_thread;exception_catch_loop;exception_level1;exception_level2(;exception_level3;exception_thrower([.]cold)?;cxa_throw;|([.]cold)?;Unwind_Resume(;|$))"
+done
+# --- samples in the PLT entry itself: no frame there, the return address
+# on top of the stack (a frame-pointer walk would lose plt_loop). A fifth
+# of the thread's ~700 samples; at least 50 however the timer falls.
+for run in nofp fp; do
+	grep -E "^[^;]* \(${!run}\);" "$TMP/ember.folded" |
+		awk '{ c = $NF } /;mixlib_step@plt [0-9]+$/ { n += c; if ($0 ~ /;start_thread;plt_thread;plt_loop;mixlib_step@plt /) k += c }
+			END { printf "%d %d\n", k, n }' >"$TMP/plt.$run"
+	read -r k n <"$TMP/plt.$run"
+	echo "$run: $n samples in mixlib_step@plt, $(pct "$k" "$n")% under plt_thread;plt_loop"
+	(( n >= 50 )) || fail "$run: only $n samples in mixlib_step@plt (expected ~140): its PLT entry is not named, or not sampled"
+	(( k * 100 >= n * 98 )) || fail "$run: $k of $n samples in mixlib_step@plt step to plt_loop and plt_thread; heaviest:
+$(grep ';mixlib_step@plt ' "$TMP/ember.folded" | heaviest /dev/stdin)"
 done
 echo "signal frames (between signal_victim_work and the handler):"
 for run in nofp fp perf; do

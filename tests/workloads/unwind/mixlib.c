@@ -29,3 +29,8 @@ unsigned long mixlib_entry(unsigned long steps)
 	mixlib_sink = r;
 	return r + 1;
 }
+
+unsigned long mixlib_step(unsigned long x)
+{
+	return x * 3 + 1;
+}

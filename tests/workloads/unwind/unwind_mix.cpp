@@ -16,11 +16,14 @@
  *                  exception_level2 (whose BurningGuard destructor burns
  *                  while the exception unwinds through it);exception_level3;
  *                  exception_thrower;__cxa_throw;<libgcc's unwinder>
+ *   mix-plt        plt_thread;plt_loop;mixlib_step@plt (its PLT entry: a
+ *                  fifth of the thread's samples) or mixlib_step
  * Built twice (tests/integration/unwind_native.sh compares the two):
  * -O2 -fomit-frame-pointer and -O2 -fno-omit-frame-pointer.
  * Usage: unwind_mix [seconds] [--wait]: seconds of CPU time per thread
  * (default 1); --wait: start once a byte arrives on stdin, so that
  * profilers can attach first. */
+#include <iterator>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -247,6 +250,24 @@ CHAIN void *exception_thread(void *)
 	return nullptr;
 }
 
+/* Calls through the PLT, in a loop: the walk must step from the entry (no
+ * frame, the return address on top) to plt_loop. */
+CHAIN unsigned long plt_loop(double end)
+{
+	unsigned long x = 1;
+	do
+		for (int i = 0; i < 100000; i++)
+			x = mixlib_step(x);
+	while (thread_cpu_seconds() < end);
+	return x;
+}
+
+CHAIN void *plt_thread(void *)
+{
+	sink = plt_loop(thread_cpu_seconds() + seconds_per_thread);
+	return nullptr;
+}
+
 struct Variant {
 	const char *thread_name;
 	void *(*run)(void *);
@@ -266,9 +287,10 @@ int main(int argc, char **argv)
 		{"mix-qsort", qsort_thread},
 		{"mix-signal", signal_thread},
 		{"mix-exception", exception_thread},
+		{"mix-plt", plt_thread},
 	};
-	pthread_t threads[4];
-	for (int i = 0; i < 4; i++) {
+	pthread_t threads[std::size(variants)];
+	for (size_t i = 0; i < std::size(variants); i++) {
 		pthread_create(&threads[i], nullptr, variants[i].run, nullptr);
 		pthread_setname_np(threads[i], variants[i].thread_name);
 	}
