@@ -176,12 +176,16 @@ std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::Jit
     } else if (c.kind == Kind::CallStub) {
       // A frame built with push rbp; mov rsp, rbp (HotSpot's enter()).
       add(c.start, EMBER_ROW_CFA_RBP, 16, -2);
-    } else if (c.frame_words == 0 || c.kind == Kind::DispatchStub) {
+    } else if (c.frame_words == 0) {
       add(c.start, EMBER_ROW_CFA_RSP, 8, 0);  // frameless: method-handle intrinsics, dispatch stubs
     } else if (c.frame_words >= 2 && c.complete >= 0 && c.frame_words * 8 <= UINT16_MAX) {
-      // Until its prologue is done, the caller's return address is on top;
-      // then the frame is frame_words words, rbp saved below that address.
+      // Until its prologue starts, the caller's return address is on top;
+      // then the frame grows step by step (push rbp, sub rsp) to
+      // frame_words words, rbp saved below that address.
       if (c.complete > 0) add(c.start, EMBER_ROW_CFA_RSP, 8, 0);
+      for (const auto& step : c.steps)
+        add(c.start + step.offset, EMBER_ROW_CFA_RSP, static_cast<uint16_t>(step.cfa_words * 8),
+            static_cast<int8_t>(step.rbp_slot));
       add(c.start + c.complete, EMBER_ROW_COMPILED, static_cast<uint16_t>(c.frame_words * 8), -2);
     } else {
       add(c.start, EMBER_ROW_NONE, 0, 0);  // frame pointers, if any
