@@ -16,7 +16,8 @@
 // verified entry (_verified_entry_point, _verified_entry_offset). Its kind
 // is a field from JDK 23 on (_kind: CodeBlobKind::Vtable for the blob of
 // the vtable and itable stubs); JDK 17's blobs tell theirs only by their
-// C++ class, whose name in VMStructs is the blob's _name ("vtable chunks").
+// C++ vtable, which VMStructs does not give: there the blob of those stubs
+// is told by the name HotSpot gives it (_name: "vtable chunks").
 //
 // Every read stays inside a code heap's committed memory or its segment
 // map, whatever the blob's bytes say, so a wrong guess costs a missing
