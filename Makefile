@@ -54,8 +54,8 @@ BPF_PARTS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c))
 # -Wno-maybe-uninitialized: GCC 12 warns falsely inside <regex> under ASan.
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized
 UNIT_SRC := $(wildcard tests/unit/*.cpp)
-# The agent's parts that need no JVM: its reader of HotSpot's VMStructs.
-AGENT_UNIT_SRC := agent/vm_structs.cpp agent/code_heap.cpp agent/method_pointers.cpp
+# The agent's parts that need no JVM: its reader of HotSpot's VMStructs, its prologue decoder.
+AGENT_UNIT_SRC := agent/vm_structs.cpp agent/code_heap.cpp agent/method_pointers.cpp agent/prologue.cpp
 UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(AGENT_UNIT_SRC:%.cpp=$(BUILD)/san/%.o) \
 	$(PAGE_OBJ)
 

@@ -69,6 +69,7 @@
 #include "agent/jitmap_writer.h"
 #include "agent/live_objects.h"
 #include "agent/method_pointers.h"
+#include "agent/prologue.h"
 #include "agent/vm_structs.h"
 
 #define EMBER_EXPORT extern "C" __attribute__((visibility("default"))) JNIEXPORT
@@ -605,26 +606,47 @@ int32_t complete_from(uintptr_t start, const BlobFrame& f) {
   return at >= start ? static_cast<int32_t>(at - start) : -1;
 }
 
+// Prologues are a few instructions: what lies further is not one.
+constexpr uint32_t kMaxPrologueBytes = 64;
+
 // With the writer locked, after the L line of a compiled method (alive
 // while its load event runs): its G line, if its blob covers its code.
+// Where its prologue can be decoded, the G line says exactly where the
+// frame grows, and that it is complete as soon as it is built (HotSpot's
+// frame-complete offset may lie further: see agent/prologue.h).
 void publish_compiled_frame(uintptr_t start, uint64_t size) {
   if (!g_code_heap.ready()) return;
   BlobFrame f;
-  if (g_code_heap.blob_at(start, &f) && f.covers(start, size))
-    g_writer.frame(start, f.frame_words, complete_from(start, f));
-  else
+  if (!g_code_heap.blob_at(start, &f) || !f.covers(start, size)) {
     ++g_frames_unmatched;
+    return;
+  }
+  int32_t complete = complete_from(start, f);
+  uintptr_t entry = g_code_heap.verified_entry(f);
+  if (complete > 0 && entry >= start && entry < start + static_cast<uint32_t>(complete)) {
+    uint32_t length = std::min<uint32_t>(start + complete - entry, kMaxPrologueBytes);
+    Prologue p = decode_prologue(reinterpret_cast<const uint8_t*>(entry), length, static_cast<uint32_t>(entry - start),
+                                 f.frame_words);
+    if (p.built >= 0) {
+      g_writer.frame(start, f.frame_words, p.built, p.steps, p.count);
+      return;
+    }
+  }
+  g_writer.frame(start, f.frame_words, complete);
 }
 
 // With the writer locked, after the S line of generated code: a G line for
-// a blob of its own with a frame (RuntimeStub, SafepointBlob, ...). Stubs
-// inside one BufferBlob (StubRoutines, the interpreter) have no frame
-// size: they get none.
+// a blob of its own with a frame (RuntimeStub, SafepointBlob, ...), and a
+// frameless one (0 words) for each vtable and itable stub. Other stubs
+// inside one BufferBlob (StubRoutines, the interpreter) have no frame size:
+// they get none.
 void publish_stub_frame(uintptr_t start, uint64_t size) {
   BlobFrame f;
-  if (g_code_heap.ready() && g_code_heap.blob_at(start, &f) && f.code_begin == start && f.frame_words > 0 &&
-      f.covers(start, size))
+  if (!g_code_heap.ready() || !g_code_heap.blob_at(start, &f) || !f.covers(start, size)) return;
+  if (f.code_begin == start && f.frame_words > 0)
     g_writer.frame(start, f.frame_words, complete_from(start, f));
+  else if (g_code_heap.is_vtable_blob(f))
+    g_writer.frame(start, 0, 0);
 }
 
 void JNICALL on_compiled_method_load(jvmtiEnv*, jmethodID method, jint code_size, const void* code_addr,

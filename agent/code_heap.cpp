@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <sys/uio.h>
+#include <unistd.h>
 
 namespace ember::agent {
 namespace {
@@ -44,6 +46,16 @@ int64_t load_int(const char* p, const VmField& f) {
   }
 }
 
+// `size` bytes at `address` of this process, or false: a pointer read from
+// a blob is not trusted to be mapped.
+bool read_safely(uintptr_t address, void* to, size_t size) {
+  iovec local{to, size}, remote{reinterpret_cast<void*>(address), size};
+  return address && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+}
+
+// HotSpot's name of a VtableBlob (VtableBlob::create), NUL included.
+constexpr char kVtableBlobName[] = "vtable chunks";
+
 }  // namespace
 
 // GrowableArrayBase since JDK 16, GenericGrowableArray before.
@@ -82,11 +94,46 @@ bool CodeHeapReader::discover(const VmStructs& vm, char* missing, size_t size) {
                        : !need(vm, "CodeBlob", "_code_begin", FieldKind::Pointer, &code_begin_, missing, size) ||
                              !need(vm, "CodeBlob", "_code_end", FieldKind::Pointer, &code_end_, missing, size))
     return false;
+  discover_optional(vm);
   blob_extent_ = 0;
   for (const VmField* f : {&frame_size_, &frame_complete_, &code_begin_, &code_end_})
     blob_extent_ = std::max<uint64_t>(blob_extent_, f->offset + (f->size ? f->size : sizeof(void*)));
   ready_ = true;
   return true;
+}
+
+void CodeHeapReader::discover_optional(const VmStructs& vm) {
+  verified_entry_as_offset_ = !vm.field("nmethod", "_verified_entry_point", &verified_entry_);
+  if (verified_entry_as_offset_ &&
+      (!vm.field("nmethod", "_verified_entry_offset", &verified_entry_) || !verified_entry_.is_integer()))
+    verified_entry_ = {};
+  if (vm.field("CodeBlob", "_kind", &kind_) && kind_.is_integer()) {
+    if (!vm.int_constant("CodeBlobKind::Vtable", &vtable_kind_)) kind_ = {};
+  } else {
+    kind_ = {};
+    if (!vm.field("CodeBlob", "_name", &name_) || !name_.is_pointer()) name_ = {};
+  }
+}
+
+bool CodeHeapReader::within(const BlobFrame& blob, const VmField& f) {
+  return f.offset + (f.size ? f.size : sizeof(void*)) <= blob.heap_end - blob.blob;
+}
+
+uintptr_t CodeHeapReader::verified_entry(const BlobFrame& f) const {
+  if (!ready_ || verified_entry_.offset == 0 || !within(f, verified_entry_)) return 0;
+  const char* field = reinterpret_cast<const char*>(f.blob) + verified_entry_.offset;
+  uintptr_t entry = verified_entry_as_offset_ ? f.code_begin + static_cast<uintptr_t>(load_int(field, verified_entry_))
+                                              : load_pointer(field);
+  return entry >= f.code_begin && entry < f.code_end ? entry : 0;
+}
+
+bool CodeHeapReader::is_vtable_blob(const BlobFrame& f) const {
+  if (!ready_) return false;
+  const char* blob = reinterpret_cast<const char*>(f.blob);
+  if (kind_.size) return within(f, kind_) && load_int(blob + kind_.offset, kind_) == vtable_kind_;
+  char name[sizeof kVtableBlobName];
+  return name_.offset && within(f, name_) && read_safely(load_pointer(blob + name_.offset), name, sizeof name) &&
+         std::memcmp(name, kVtableBlobName, sizeof name) == 0;
 }
 
 bool CodeHeapReader::blob_at(uintptr_t pc, BlobFrame* out) const {
@@ -139,6 +186,8 @@ bool CodeHeapReader::blob_in_heap(const char* heap, uintptr_t low, uintptr_t hig
   out->code_end = end;
   out->frame_words = static_cast<int32_t>(words);
   out->frame_complete = complete >= 0 && complete <= static_cast<int64_t>(end - begin) ? static_cast<int32_t>(complete) : -1;
+  out->blob = blob;
+  out->heap_end = high;
   return true;
 }
 

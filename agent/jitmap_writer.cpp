@@ -177,8 +177,10 @@ void JitMapWriter::inline_frames(uint64_t pc_offset, const uint32_t* methods, in
   append(line, static_cast<size_t>(n));
 }
 
-void JitMapWriter::frame(uint64_t start, int32_t frame_words, int32_t complete) {
-  appendf("G %llx %d %d\n", (unsigned long long)start, frame_words, complete);
+void JitMapWriter::frame(uint64_t start, int32_t frame_words, int32_t complete, const FrameStep* steps, int count) {
+  appendf("G %llx %d %d", (unsigned long long)start, frame_words, complete);
+  for (int i = 0; i < count; ++i) appendf(" %u:%d:%d", steps[i].offset, steps[i].cfa_words, steps[i].rbp_slot);
+  append("\n", 1);
 }
 
 void JitMapWriter::compiled_unload(uint64_t start) {

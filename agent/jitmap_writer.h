@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <pthread.h>
 
+#include "agent/prologue.h"
+
 namespace ember::agent {
 
 // Key -> small id, open addressing, grown up to a bound. Not thread-safe
@@ -53,8 +55,9 @@ class JitMapWriter {
   void compiled_load(uint64_t start, uint64_t size, uint32_t method, bool replayed);
   void inline_frames(uint64_t pc_offset, const uint32_t* methods, int count);  // innermost first
   // After the L or S line of the code at `start`: its frame geometry.
-  // `complete`: bytes from start, -1 when never complete (or unknown).
-  void frame(uint64_t start, int32_t frame_words, int32_t complete);
+  // `complete`: bytes from start, -1 when never complete (or unknown);
+  // `steps`: how the prologue builds the frame before that, in order.
+  void frame(uint64_t start, int32_t frame_words, int32_t complete, const FrameStep* steps = nullptr, int count = 0);
   void compiled_unload(uint64_t start);
   // True the first time in a stream for `method` (a jmethodID): its P line
   // is yet to be written.

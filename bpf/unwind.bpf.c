@@ -190,23 +190,48 @@ static __always_inline long signal_step(struct walk *w)
 	return 0;
 }
 
-/* A compiled method caught in its epilogue (the frame popped: add rsp;
- * pop rbp; [return poll]; ret) has its return address on top of the stack.
- * Told by the code: at a ret, or right after pop rbp or leave; then the
- * walk steps from [rsp]. 0: not in an epilogue. */
+/* Whether `c` begins the end of a HotSpot epilogue: [cmp rsp, [r15+poll];
+ * ja <poll stub>;] ret (the return poll, JDK 17 on: its displacement 8 or
+ * 32 bits; the jump rel32, to a stub placed after the method's code). `at`
+ * is a constant on each path the verifier follows. */
+static __always_inline bool returns(const __u8 *c, __u32 at)
+{
+	if (c[at] == 0x49 && c[at + 1] == 0x3b && c[at + 2] == 0x67)
+		at += 4;
+	else if (c[at] == 0x49 && c[at + 1] == 0x3b && c[at + 2] == 0xa7)
+		at += 7;
+	if (c[at] == 0x0f && c[at + 1] == 0x87)
+		at += 6;
+	return c[at] == 0xc3;
+}
+
+/* A compiled method caught tearing its frame down (C2's MachEpilogNode,
+ * C1's return_op: add rsp, F-16; pop rbp; [return poll]; ret): before add
+ * rsp its frame is whole, at pop rbp the caller's rbp is at rsp and its
+ * return address above, after it the return address is at rsp. Told by
+ * decoding forward from pc, the only instructions a thread can be at
+ * there. 0: not in an epilogue's tail. */
 static __always_inline long compiled_epilogue(struct walk *w)
 {
-	__u8 code[2]; /* the byte before pc, the byte at it */
-	__u64 ra;
+	__u8 code[EMBER_EPILOGUE_BYTES];
+	__u64 pair[2]; /* at rsp: the caller's rbp (when popping it) and return address */
+	bool popping;
 
-	if (bpf_probe_read_user(code, sizeof(code), (void *)(w->ip - 1)))
+	if (bpf_probe_read_user(code, sizeof(code), (void *)w->ip))
 		return 0;
-	if (code[1] != 0xc3 && code[0] != 0x5d && code[0] != 0xc9)
+	popping = code[0] == 0x5d;
+	if (!(popping ? returns(code, 1) : returns(code, 0)))
 		return 0;
-	if (read_user(&ra, w->sp) || !ra)
+	if (bpf_probe_read_user(pair, popping ? 16 : 8, (void *)w->sp))
 		return 0;
-	w->sp += 8;
-	w->ip = ra;
+	if (popping) {
+		w->bp = pair[0];
+		pair[0] = pair[1];
+	}
+	if (!pair[0])
+		return 0;
+	w->sp += popping ? 16 : 8;
+	w->ip = pair[0];
 	w->exact = false;
 	return 1;
 }

@@ -22,6 +22,10 @@
 #define EMBER_ROW_COMPILED 8    /* a JIT-compiled method's body: CFA = rsp + cfa, rbp saved at CFA - 16;
                                    as the leaf, checked against its epilogue (see unwind.bpf.c) */
 
+/* The bytes of code read at a compiled leaf to tell its epilogue: pop rbp,
+ * cmp rsp, [r15+disp32], ja rel32, ret. */
+#define EMBER_EPILOGUE_BYTES 16
+
 /* One row: 8 bytes, sorted by pc within a binary's table. */
 struct ember_unwind_row {
 	__u32 pc;      /* offset from the table's base address */

@@ -64,7 +64,7 @@ void JitMap::line(std::string_view s) {
         it = next;
       }
       Blob& blob = live_[b];
-      blob = Blob{b, c, a, UINT64_MAX, static_cast<uint32_t>(d), tag == 'S' ? std::string(rest_of(s)) : "", {}};
+      blob = Blob{b, c, a, UINT64_MAX, static_cast<uint32_t>(d), tag == 'S' ? std::string(rest_of(s)) : "", {}, -1, -1, {}};
       last_loaded_ = tag == 'L' ? &blob : nullptr;
       ++code_version_;
       return;
@@ -80,11 +80,14 @@ void JitMap::line(std::string_view s) {
       };
       if (!number(s, a, 16) || !signed_number(words) || !signed_number(complete)) break;
       auto it = live_.find(a);
+      std::vector<FrameStep> steps;
       if (it == live_.end() || words < -1 || words > INT32_MAX || complete < -1 ||
-          complete > static_cast<int64_t>(it->second.size))
+          complete > static_cast<int64_t>(it->second.size) ||
+          !frame_steps(s, static_cast<int32_t>(words), static_cast<int32_t>(complete), steps))
         break;
       it->second.frame_words = static_cast<int32_t>(words);
       it->second.complete = static_cast<int32_t>(complete);
+      it->second.steps = std::move(steps);
       ++code_version_;
       return;
     }
@@ -145,11 +148,33 @@ void JitMap::line(std::string_view s) {
   ++bad_lines_;
 }
 
+bool JitMap::frame_steps(std::string_view s, int32_t words, int32_t complete, std::vector<FrameStep>& out) {
+  for (s = rest_of(s); !s.empty(); s = rest_of(s)) {
+    FrameStep step;
+    auto field = [&](auto& value, char after) {
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+      if (ec != std::errc() || p == s.data() || (after && (p == s.data() + s.size() || *p != after))) return false;
+      s.remove_prefix(p - s.data() + (after ? 1 : 0));
+      return true;
+    };
+    if (!field(step.offset, ':') || !field(step.cfa_words, ':') || !field(step.rbp_slot, 0)) return false;
+    // Inside the frame being built, in order, before it is complete; rbp
+    // below the return address.
+    bool placed = step.offset < static_cast<uint32_t>(std::max(complete, 0)) &&
+                  (out.empty() || step.offset > out.back().offset);
+    bool sized = step.cfa_words >= 1 && step.cfa_words <= words;
+    bool rbp = step.rbp_slot == 0 || (step.rbp_slot <= -2 && step.rbp_slot >= -step.cfa_words);
+    if (!placed || !sized || !rbp || out.size() == kMaxFrameSteps) return false;
+    out.push_back(step);
+  }
+  return true;
+}
+
 std::vector<JitMap::Code> JitMap::live_code() const {
   std::vector<Code> code;
   code.reserve(live_.size());
   for (const auto& [start, b] : live_) {
-    Code c{Code::Kind::Other, b.start, b.size, b.frame_words, b.complete};
+    Code c{Code::Kind::Other, b.start, b.size, b.frame_words, b.complete, b.steps};
     if (b.method) {
       c.kind = Code::Kind::Compiled;
     } else if (b.stub == "Interpreter") {
@@ -157,8 +182,6 @@ std::vector<JitMap::Code> JitMap::live_code() const {
       c.method_slot = method_slot_;
     } else if (b.stub == "call_stub") {
       c.kind = Code::Kind::CallStub;
-    } else if (b.stub == "vtable stub" || b.stub == "itable stub") {
-      c.kind = Code::Kind::DispatchStub;
     }
     code.push_back(c);
   }

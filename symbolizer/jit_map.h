@@ -12,34 +12,50 @@
 //                                  <pointer> (hex) run method <id>; a later P
 //                                  line for the same pointer replaces it (its
 //                                  class was unloaded, the memory reused)
-//   G <start> <words> <complete>   right after the L or S line of the code at
+//   G <start> <words> <complete> [<offset>:<cfa>:<rbp> ...]
+//                                  right after the L or S line of the code at
 //                                  start: its frame. <words> (decimal): the
 //                                  frame's size in 8-byte words, return address
 //                                  and saved rbp included (HotSpot's
 //                                  CodeBlob::_frame_size: the caller's rsp is
-//                                  rsp + 8 * words once the frame is complete;
-//                                  0: the code builds no frame, the return
-//                                  address stays at rsp: the method-handle
-//                                  intrinsics, which jump on to their target).
+//                                  rsp + 8 * words once the frame is complete,
+//                                  its rbp saved right below the return
+//                                  address; 0: the code builds no frame, the
+//                                  return address stays at rsp: the
+//                                  method-handle intrinsics, which jump on to
+//                                  their target, and the vtable and itable
+//                                  stubs, which jump to theirs).
 //                                  <complete> (decimal): the offset in bytes
-//                                  from start where the frame is complete;
-//                                  before it the prologue is still building it
-//                                  (HotSpot counts in what follows the sub of
-//                                  rsp in the prologue: nothing on JDK 17 with
-//                                  G1, the nmethod entry barrier on JDK 25);
-//                                  the epilogues that tear it down are not
-//                                  marked;
-//                                  -1 when HotSpot says it never is (or it
-//                                  lies before start). Every compiled method
-//                                  gets one unless the agent could not match
-//                                  its code to the code cache (counted: D
-//                                  frames-unmatched); generated code only when
-//                                  it is a blob of its own with a frame
-//                                  (RuntimeStub, SafepointBlob, ...), not the
-//                                  stubs that share one (StubRoutines, the
-//                                  interpreter). None at all after
-//                                  "O frames-unavailable <entry>": the JVM's
-//                                  VMStructs lack <entry>
+//                                  from start where the frame is complete: for
+//                                  a compiled method whose prologue the agent
+//                                  decoded (agent/prologue.h), right after the
+//                                  instruction that finishes it; else
+//                                  HotSpot's frame-complete offset, which may
+//                                  lie further (it counts in what follows the
+//                                  frame's construction: the nmethod entry
+//                                  barrier on JDK 25); -1 when HotSpot says it
+//                                  never is (or it lies before start). Before
+//                                  it the return address is at rsp, except
+//                                  where a step says otherwise: from <offset>
+//                                  (decimal, bytes from start, increasing, each
+//                                  below <complete>) on, the caller's rsp is
+//                                  rsp + 8 * <cfa> and its rbp is saved at
+//                                  that rsp + 8 * <rbp> (negative; 0: still in
+//                                  rbp): a prologue's frame half built (after
+//                                  push rbp, or after sub rsp before rbp is
+//                                  stored), at most 4 steps. The epilogues
+//                                  that tear the frame down are not marked:
+//                                  ember's unwinder reads them (bpf/unwind.bpf.c).
+//                                  Every compiled method gets a G line unless
+//                                  the agent could not match its code to the
+//                                  code cache (counted: D frames-unmatched);
+//                                  generated code when it is a blob of its own
+//                                  with a frame (RuntimeStub, SafepointBlob,
+//                                  ...) or a vtable or itable stub (0 words),
+//                                  not the other stubs that share a blob
+//                                  (StubRoutines, the interpreter). None at all
+//                                  after "O frames-unavailable <entry>": the
+//                                  JVM's VMStructs lack <entry>
 // Times are CLOCK_MONOTONIC nanoseconds, the clock of the BPF samples; an
 // L or S time of 0 is code that was there before the stream began (replayed
 // when the agent attaches to a running JVM, while the recording runs).
@@ -131,13 +147,21 @@ class JitMap {
   // Forgets freed code older than `time_ns` (no pending sample is older).
   void forget_before(uint64_t time_ns);
 
+  // From `offset` (bytes from the code's start) on, the caller's rsp is
+  // rsp + 8 * cfa_words, its rbp saved at that rsp + 8 * rbp_slot (0: in rbp).
+  struct FrameStep {
+    uint32_t offset = 0;
+    int32_t cfa_words = 1, rbp_slot = 0;
+    bool operator==(const FrameStep&) const = default;
+  };
+  static constexpr size_t kMaxFrameSteps = 4;
+
   // Live code and its frames, for the unwinder (user/unwinder.h).
   struct Code {
-    // DispatchStub: HotSpot's vtable and itable stubs, which jump to their
-    // target without a frame (many share a blob, so no G line comes for them).
-    enum class Kind { Compiled, Interpreter, CallStub, DispatchStub, Other } kind = Kind::Other;
+    enum class Kind { Compiled, Interpreter, CallStub, Other } kind = Kind::Other;
     uint64_t start = 0, size = 0;
     int32_t frame_words = -1, complete = -1;  // from G lines; -1: not published
+    std::vector<FrameStep> steps;             // the frame half built, before complete
     int32_t method_slot = 0;  // Interpreter: its frames' Method* at rbp + 8 * this; 0: unknown
   };
   std::vector<Code> live_code() const;
@@ -170,8 +194,11 @@ class JitMap {
     std::string stub;           // generated code's name
     std::vector<InlinePc> pcs;  // sorted by offset
     int32_t frame_words = -1, complete = -1;
+    std::vector<FrameStep> steps;
   };
   void line(std::string_view s);
+  // The steps of a G line (after its complete offset); false if malformed.
+  static bool frame_steps(std::string_view s, int32_t words, int32_t complete, std::vector<FrameStep>& out);
   void retire(std::map<uint64_t, Blob>::iterator it, uint64_t when);
   const Blob* find_blob(uint64_t start, uint64_t load_ns) const;
   static const Blob* containing(const std::multimap<uint64_t, Blob>& blobs, uint64_t address, uint64_t time_ns,

@@ -2,6 +2,7 @@
 
 #include <elfutils/libdwelf.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -22,6 +23,31 @@ std::string hex(const void* bytes, size_t n) {
     out += digits[b & 15];
   }
   return out;
+}
+
+// bpf/unwind.bpf.c's returns(): [cmp rsp, [r15+poll]; ja <stub>;] ret at c + at.
+bool returns(const uint8_t* c, uint32_t at) {
+  if (c[at] == 0x49 && c[at + 1] == 0x3b && c[at + 2] == 0x67)
+    at += 4;
+  else if (c[at] == 0x49 && c[at + 1] == 0x3b && c[at + 2] == 0xa7)
+    at += 7;
+  if (c[at] == 0x0f && c[at + 1] == 0x87) at += 6;
+  return c[at] == 0xc3;
+}
+
+// As bpf/unwind.bpf.c's compiled_epilogue() tells a compiled leaf's
+// epilogue from the code at its pc: the return address's word above rsp
+// (1: at pop rbp, the caller's rbp at rsp), or -1: not in an epilogue.
+int epilogue_return_word(const uint8_t (&code)[EMBER_EPILOGUE_BYTES]) {
+  bool popping = code[0] == 0x5d;
+  if (!returns(code, popping ? 1 : 0)) return -1;
+  return popping ? 1 : 0;
+}
+
+// The code at `address` in process `pid`, as the kernel reads it.
+bool read_code(uint32_t pid, uint64_t address, uint8_t (&code)[EMBER_EPILOGUE_BYTES]) {
+  iovec local{code, sizeof code}, remote{reinterpret_cast<void*>(address), sizeof code};
+  return process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof code);
 }
 
 }  // namespace
@@ -176,12 +202,16 @@ std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::Jit
     } else if (c.kind == Kind::CallStub) {
       // A frame built with push rbp; mov rsp, rbp (HotSpot's enter()).
       add(c.start, EMBER_ROW_CFA_RBP, 16, -2);
-    } else if (c.frame_words == 0 || c.kind == Kind::DispatchStub) {
+    } else if (c.frame_words == 0) {
       add(c.start, EMBER_ROW_CFA_RSP, 8, 0);  // frameless: method-handle intrinsics, dispatch stubs
     } else if (c.frame_words >= 2 && c.complete >= 0 && c.frame_words * 8 <= UINT16_MAX) {
-      // Until its prologue is done, the caller's return address is on top;
-      // then the frame is frame_words words, rbp saved below that address.
+      // Until its prologue starts, the caller's return address is on top;
+      // then the frame grows step by step (push rbp, sub rsp) to
+      // frame_words words, rbp saved below that address.
       if (c.complete > 0) add(c.start, EMBER_ROW_CFA_RSP, 8, 0);
+      for (const auto& step : c.steps)
+        add(c.start + step.offset, EMBER_ROW_CFA_RSP, static_cast<uint16_t>(step.cfa_words * 8),
+            static_cast<int8_t>(step.rbp_slot));
       add(c.start + c.complete, EMBER_ROW_COMPILED, static_cast<uint16_t>(c.frame_words * 8), -2);
     } else {
       add(c.start, EMBER_ROW_NONE, 0, 0);  // frame pointers, if any
@@ -278,9 +308,22 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
     uint64_t cfa;
     switch (row->type) {
       case EMBER_ROW_CFA_RSP: cfa = sp + row->cfa; break;
-      // (The kernel also checks a compiled leaf for its epilogue, in its code,
-      // which the copy does not hold: a stack copied there may stop short.)
-      case EMBER_ROW_COMPILED: cfa = sp + row->cfa; break;
+      case EMBER_ROW_COMPILED: {
+        // A leaf in its epilogue: its code is read from the process (the
+        // copy holds only its stack), as the kernel reads it.
+        uint8_t code[EMBER_EPILOGUE_BYTES];
+        int word = exact && read_code(pid, ip, code) ? epilogue_return_word(code) : -1;
+        uint64_t ra, caller_bp = bp;
+        if (word >= 0 && read(sp + 8 * word, ra) && ra && (word == 0 || read(sp, caller_bp))) {
+          sp += 8 * (word + 1);
+          bp = caller_bp;
+          ip = ra;
+          exact = false;
+          continue;
+        }
+        cfa = sp + row->cfa;
+        break;
+      }
       case EMBER_ROW_CFA_RBP: cfa = bp + row->cfa; break;
       case EMBER_ROW_PLT: cfa = sp + 8 + ((ip & 15) >= row->cfa ? 8 : 0); break;
       case EMBER_ROW_SIGNAL: {

@@ -5,6 +5,8 @@
 #   every compiled method's L line has its G line, with a plausible frame
 #   size and frame-complete offset; stubs that are blobs of their own have
 #   theirs; the stubs inside one blob (the interpreter) none;
+# - every vtable and itable stub has a G line of 0 words (frameless: the
+#   agent tells their blob by its kind, not by their name);
 # - checked against the code itself: the prologue of each method still
 #   entrant, read from the JVM's memory and disassembled with objdump,
 #   builds the frame the G line says (push %rbp; sub $N,%rsp: N/8 + 2
@@ -24,13 +26,13 @@ check_stream() {
 	perl -e '
 		use strict; use warnings; no warnings "portable";
 		my ($label) = @ARGV;
-		my (%name, $last, $kind, $size, $methods, $with_g, $stub_g, @bad);
+		my (%name, $last, $kind, $size, $methods, $with_g, $stub_g, $dispatch, $dispatch_g, @bad);
 		while (<STDIN>) {
 			chomp;
 			if (/^M (\d+) (.*)$/) { $name{$1} = $2; next }
 			if (/^O frames-unavailable (.*)$/) { push @bad, "the agent says frames are unavailable: $1" }
 			if (/^D \d+ frames-unmatched (\d+)$/) { push @bad, "$1 compiled methods unmatched in the code cache" }
-			if (/^G ([0-9a-f]+) (-?\d+) (-?\d+)$/) {
+			if (/^G ([0-9a-f]+) (-?\d+) (-?\d+)((?: \d+:\d+:-?\d+)*)$/) {
 				my ($start, $words, $complete) = ($1, $2, $3);
 				if (!defined $last || $start ne $last) { push @bad, "G line not after its L or S line: $_"; next }
 				if ($kind eq "L") {
@@ -40,19 +42,22 @@ check_stream() {
 					push @bad, "frame of $words words: $_ ($name{$size->[1]})" unless ($words >= 2 && $words <= 1000) || ($mh && $words == 0);
 					push @bad, "frame complete at $complete, outside the method: $_" unless $complete >= 0 && $complete < $size->[0];
 				} else {
-					$stub_g++;
 					push @bad, "a G line for $size->[1], a stub without a frame of its own" if $size->[1] =~ /^Interpreter$/;
-					push @bad, "stub frame of $words words: $_" unless $words >= 2 && $words <= 1000;
+					# vtable and itable stubs jump on to their target without a frame.
+					if ($size->[1] =~ /^(vtable|itable) stub$/) { $dispatch_g++; push @bad, "$size->[1] with a frame: $_" if $words != 0 }
+					else { $stub_g++; push @bad, "stub frame of $words words: $_" unless $words >= 2 && $words <= 1000 }
 				}
 				undef $last;
 				next;
 			}
 			if (/^L \d+ ([0-9a-f]+) ([0-9a-f]+) (\d+)$/) { ($last, $kind, $size) = ($1, "L", [hex $2, $3]); $methods++; next }
-			if (/^S \d+ ([0-9a-f]+) ([0-9a-f]+) (.*)$/) { ($last, $kind, $size) = ($1, "S", [hex $2, $3]); next }
+			if (/^S \d+ ([0-9a-f]+) ([0-9a-f]+) (.*)$/) { ($last, $kind, $size) = ($1, "S", [hex $2, $3]); $dispatch++ if $3 =~ /^(vtable|itable) stub$/; next }
 			undef $last;
 		}
-		$methods //= 0; $with_g //= 0; $stub_g //= 0;
-		print "$label: $with_g of $methods compiled methods with a G line; $stub_g stubs with one\n";
+		$dispatch //= 0;
+		push @bad, "G lines for only " . ($dispatch_g // 0) . " of $dispatch vtable and itable stubs" if ($dispatch_g // 0) < $dispatch;
+		$methods //= 0; $with_g //= 0; $stub_g //= 0; $dispatch_g //= 0;
+		print "$label: $with_g of $methods compiled methods with a G line; $stub_g stubs with one, $dispatch_g vtable and itable stubs\n";
 		push @bad, "only $methods compiled methods" if $methods < 20;
 		push @bad, "G lines for only $with_g of $methods compiled methods" if $with_g < $methods;
 		push @bad, "no stub with a G line (SafepointBlob, RuntimeStubs)" if $stub_g < 3;
@@ -71,7 +76,7 @@ check_prologues() {
 			if (/^M (\d+) (.*)$/) { $name{$1} = $2; next }
 			if (/^U \d+ ([0-9a-f]+)$/) { $unloaded{$1} = 1; next }
 			if (/^L \d+ ([0-9a-f]+) [0-9a-f]+ (\d+)$/) { $last = [$1, $2]; next }
-			if (/^G ([0-9a-f]+) (\d+) (\d+)$/ && $last && $1 eq $last->[0]) { push @methods, [$1, $2, $3, $last->[1]] }
+			if (/^G ([0-9a-f]+) (\d+) (\d+)(?: \d+:\d+:-?\d+)*$/ && $last && $1 eq $last->[0]) { push @methods, [$1, $2, $3, $last->[1]] }
 			undef $last;
 		}
 		open(my $mem, "<", "/proc/$pid/mem") or die "cannot read the memory of JVM $pid: $!\n";

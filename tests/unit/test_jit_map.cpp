@@ -114,6 +114,7 @@ TEST_CASE("jit map: the frames of live code, for the unwinder") {
       "S 0 7f0000002000 40 call_stub\n"
       "S 0 7f0000003000 100 I2C/C2I adapters\n"
       "S 0 7f0000004000 20 vtable stub\n"
+      "G 7f0000004000 0 0\n"
       "L 0 7f0000010000 400 1\n"
       "G 7f0000010000 12 44\n"
       "L 0 7f0000020000 80 2\n"
@@ -125,7 +126,8 @@ TEST_CASE("jit map: the frames of live code, for the unwinder") {
   CHECK(code[1].kind == Kind::CallStub);
   CHECK(code[2].kind == Kind::Other);
   CHECK(code[2].frame_words == -1);  // no G line: not published
-  CHECK(code[3].kind == Kind::DispatchStub);
+  CHECK(code[3].kind == Kind::Other);
+  CHECK(code[3].frame_words == 0);  // frameless, as the agent says (not by its name)
   CHECK(code[4].kind == Kind::Compiled);
   CHECK(code[4].frame_words == 12);
   CHECK(code[4].complete == 44);
@@ -155,6 +157,37 @@ TEST_CASE("jit map: the frames of live code, for the unwinder") {
   CHECK(old_jdk.frames_unavailable() == "CodeBlob::_frame_size");
   CHECK_FALSE(old_jdk.locate(0x7f0000010100, 1).framed);
   CHECK(old_jdk.bad_lines() == 0);
+}
+
+TEST_CASE("jit map: a prologue's steps (G lines): where the frame is half built") {
+  using Step = JitMap::FrameStep;
+  JitMap map;
+  map.feed(
+      "M 1 Foo.hot\n"
+      "L 0 7f0000010000 400 1\n"
+      "G 7f0000010000 10 44 40:2:-2\n"
+      "L 0 7f0000020000 400 1\n"
+      "G 7f0000020000 4 12 7:4:0\n"
+      "L 0 7f0000030000 400 1\n"
+      "G 7f0000030000 4 12\n");
+  auto code = map.live_code();
+  REQUIRE(code.size() == 3);
+  CHECK(code[0].steps == std::vector<Step>{{40, 2, -2}});
+  CHECK(code[1].steps == std::vector<Step>{{7, 4, 0}});
+  CHECK(code[2].steps.empty());
+  CHECK(map.bad_lines() == 0);
+  // Past complete, out of order, larger than the frame, rbp in the return
+  // address's slot or above the caller's rsp, malformed, more than 4.
+  for (const char* bad : {"G 7f0000010000 10 44 44:2:-2\n", "G 7f0000010000 10 44 20:2:-2 10:3:-2\n",
+                          "G 7f0000010000 10 44 20:11:-2\n", "G 7f0000010000 10 44 20:2:-1\n",
+                          "G 7f0000010000 10 44 20:2:-3\n", "G 7f0000010000 10 44 20:2\n",
+                          "G 7f0000010000 10 44 20:2:-2:\n", "G 7f0000010000 10 44 1:1:0 2:2:0 3:3:0 4:4:0 5:5:0\n"}) {
+    CAPTURE(bad);
+    size_t before = map.bad_lines();
+    map.feed(bad);
+    CHECK(map.bad_lines() == before + 1);
+  }
+  CHECK(map.live_code()[0].steps == std::vector<Step>{{40, 2, -2}});
 }
 
 TEST_CASE("jit map: interpreted frames' methods by Method* (P lines)") {

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "symbolizer/jit_map.h"
 #include "symbolizer/proc_maps.h"
 #include "symbolizer/symbolizer.h"
 #include "user/unwinder.h"
@@ -82,5 +84,78 @@ TEST_CASE("unwinder: a copied stack unwinds as glibc's backtrace() does, to the 
   std::vector<uint64_t> theirs, ours(frames + 1, frames + n);
   for (auto it = caller; it != reference.end(); ++it) theirs.push_back(reinterpret_cast<uint64_t>(*it));
   CHECK(ours == theirs);
+  close(rows);
+}
+
+namespace {
+
+// Prologues.middle as C2 compiles it (JDK 17), 4 words: a stack bang, push
+// %rbp (0x7), sub $0x10,%rsp (0x8); its body; then add $0x10,%rsp (0x1a),
+// pop %rbp (0x1e), the return poll cmp 0x340(%r15),%rsp (0x1f), ja (0x26),
+// ret (0x2c). Then JDK 25's tail of the same: pop, cmp 0x28(%r15),%rsp
+// (disp8), ja, ret.
+const uint8_t kMiddle[] = {0x89, 0x84, 0x24, 0x00, 0xc0, 0xfe, 0xff, 0x55, 0x48, 0x83, 0xec, 0x10, 0x8b, 0xee, 0x90,
+                           0xe8, 0xcc, 0xfc, 0xff, 0xff, 0x4c, 0x63, 0xd5, 0x49, 0x33, 0xc2, 0x48, 0x83, 0xc4, 0x10,
+                           0x5d, 0x49, 0x3b, 0xa7, 0x40, 0x03, 0x00, 0x00, 0x0f, 0x87, 0x0e, 0x00, 0x00, 0x00, 0xc3};
+const uint8_t kJdk25Tail[] = {0x5d, 0x49, 0x3b, 0x67, 0x28, 0x0f, 0x87, 0x0e, 0x00, 0x00, 0x00, 0xc3};
+
+}  // namespace
+
+TEST_CASE("unwinder: a compiled leaf caught building or tearing down its frame steps to its caller", "[unwind]") {
+  constexpr uint32_t kRows = 1 << 16;
+  int rows = memfd_create("rows", MFD_CLOEXEC);
+  REQUIRE(rows >= 0);
+  REQUIRE(ftruncate(rows, kRows * sizeof(ember_unwind_row)) == 0);
+  auto unwinder = Unwinder::open({rows, kRows, -1}, EMBER_UNWIND_CFI);
+  REQUIRE(unwinder);
+  // The code, in this process's memory, where the unwinder reads epilogues from.
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto* code = static_cast<uint8_t*>(mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(code != MAP_FAILED);
+  std::memcpy(code, kMiddle, sizeof kMiddle);
+  std::memcpy(code + 0x100, kJdk25Tail, sizeof kJdk25Tail);
+  uint64_t start = reinterpret_cast<uint64_t>(code);
+  uint32_t pid = static_cast<uint32_t>(getpid());
+  symbolizer::Mapping cache{start, start + page, 0, 0, 0, true, ""};
+  std::vector<symbolizer::Symbolizer::MappedFile> files{{&cache, -1}};
+  (*unwinder)->add_process(pid, files);
+  // The agent's G lines: the frame half built from 8 (after push rbp), whole from 12.
+  symbolizer::JitMap map;
+  char lines[256];
+  std::snprintf(lines, sizeof lines, "M 1 Prologues.middle\nL 0 %lx 2d 1\nG %lx 4 12 8:2:-2\nL 0 %lx c 1\nG %lx 4 0\n",
+                (unsigned long)start, (unsigned long)start, (unsigned long)start + 0x100, (unsigned long)start + 0x100);
+  map.feed(lines);
+  REQUIRE(map.bad_lines() == 0);
+  (*unwinder)->set_jit_code(pid, map.live_code());
+
+  // Each pc with the stack as the thread has it there, from rsp up: the
+  // caller's return address is 0x1000 (unmapped: the walk stops after it).
+  constexpr uint64_t kCaller = 0x1000, kCallerRbp = 0x7777, kSp = 0x7ffc0000;
+  struct Case {
+    uint64_t pc;
+    std::vector<__u64> stack;
+  };
+  for (const Case& c : std::vector<Case>{{0x0, {kCaller}},                          // the stack bang
+                                         {0x7, {kCaller}},                          // push rbp
+                                         {0x8, {kCallerRbp, kCaller}},              // sub rsp
+                                         {0x14, {1, 2, kCallerRbp, kCaller}},       // the body
+                                         {0x1a, {1, 2, kCallerRbp, kCaller}},       // add rsp
+                                         {0x1e, {kCallerRbp, kCaller}},             // pop rbp
+                                         {0x1f, {kCaller}},                         // the return poll
+                                         {0x26, {kCaller}},                         // its ja
+                                         {0x2c, {kCaller}},                         // ret
+                                         {0x100, {kCallerRbp, kCaller}},            // JDK 25: pop rbp
+                                         {0x101, {kCaller}},                        // cmp (disp8)
+                                         {0x105, {kCaller}}}) {                     // ja
+    CAPTURE(c.pc);
+    std::vector<__u64> copy{start + c.pc, kSp, 0x5555, 0};
+    copy.insert(copy.end(), c.stack.begin(), c.stack.end());
+    __u64 frames[EMBER_MAX_STACK_DEPTH];
+    auto [n, stop] = (*unwinder)->unwind_copy(pid, copy, frames);
+    REQUIRE(n == 2);
+    CHECK(frames[1] == kCaller);
+    CHECK(stop == EMBER_STOP_UNMAPPED);
+  }
+  munmap(code, page);
   close(rows);
 }

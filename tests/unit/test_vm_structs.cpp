@@ -148,6 +148,33 @@ struct FakeCodeCache {
       jvm.field("CodeBlob", "_frame_size", "int", 44);
       jvm.field("CodeBlob", "_frame_complete_offset", "int16_t", 54);
     }
+    // Optional: a compiled method's verified entry, a blob's kind.
+    if (jdk17) {
+      jvm.field("nmethod", "_verified_entry_point", "address", 224);
+      jvm.field("CodeBlob", "_name", "char*", 96);
+    } else {
+      jvm.field("nmethod", "_verified_entry_offset", "u2", 154);
+      jvm.field("CodeBlob", "_kind", "CodeBlobKind", 56);
+      jvm.types.push_back({"CodeBlobKind", nullptr, 0, 1, 1, 1});
+      jvm.constants.push_back({"CodeBlobKind::Vtable", 4});
+    }
+  }
+  // The verified entry of the nmethod at `blob`, `offset` bytes into its code.
+  void verified_entry(uint8_t* blob, uint16_t offset) const {
+    if (jdk17) {
+      uintptr_t code;
+      std::memcpy(&code, blob + 32, sizeof code);
+      put<uintptr_t>(blob + 224, code + offset);
+    } else {
+      put<uint16_t>(blob + 154, offset);
+    }
+  }
+  // Names blob's kind: JDK 17 by its name (a pointer, maybe a bad one), later by _kind.
+  void kind(uint8_t* blob, const char* name, uint8_t kind) const {
+    if (jdk17)
+      put<const char*>(blob + 96, name);
+    else
+      blob[56] = kind;
   }
   // A used block of `segments` at `first`, as CodeHeap::mark_segmap_as_used
   // marks it: 0, then 1, 2, ... 0xFE, 1, 2, ...; its blob's code at
@@ -285,6 +312,39 @@ TEST_CASE("code heap: the blob of a pc and its frame, through the segment map") 
     CHECK_FALSE(reader.blob_at(cache.at(650), &f));   // free, between blocks
     CHECK_FALSE(reader.blob_at(cache.at(1024), &f));  // past the heap
     CHECK_FALSE(reader.blob_at(cache.at(0) - 16, &f));
+  }
+}
+
+TEST_CASE("code heap: a compiled method's verified entry; the blob of the vtable stubs, by kind or by name") {
+  for (bool jdk17 : {true, false}) {
+    CAPTURE(jdk17);
+    DiscoveredCache discovered(jdk17);
+    FakeCodeCache& cache = discovered.cache;
+    CodeHeapReader& reader = discovered.reader;
+    uint8_t* method = cache.block(3, 30, 256, 200, 6, 44);
+    uint8_t* vtables = cache.block(40, 30, 256, 200, 0, -1);
+    uint8_t* interpreter = cache.block(80, 30, 256, 200, 0, -1);
+    uint8_t* broken = cache.block(120, 30, 256, 200, 0, -1);
+    cache.verified_entry(method, 32);
+    cache.kind(method, "nmethod", 1);
+    cache.kind(vtables, "vtable chunks", 4);
+    cache.kind(interpreter, "Interpreter", 2);
+    cache.kind(broken, reinterpret_cast<const char*>(16), 0);  // a name pointer to nowhere: no fault
+
+    BlobFrame f;
+    REQUIRE(reader.blob_at(reinterpret_cast<uintptr_t>(method + 300), &f));
+    CHECK(reader.verified_entry(f) == reinterpret_cast<uintptr_t>(method + 256 + 32));
+    CHECK_FALSE(reader.is_vtable_blob(f));
+    REQUIRE(reader.blob_at(reinterpret_cast<uintptr_t>(vtables + 300), &f));
+    CHECK(reader.is_vtable_blob(f));
+    REQUIRE(reader.blob_at(reinterpret_cast<uintptr_t>(interpreter + 300), &f));
+    CHECK_FALSE(reader.is_vtable_blob(f));
+    REQUIRE(reader.blob_at(reinterpret_cast<uintptr_t>(broken + 300), &f));
+    CHECK_FALSE(reader.is_vtable_blob(f));
+    // An entry outside the method's code is none.
+    cache.verified_entry(method, 200);
+    REQUIRE(reader.blob_at(reinterpret_cast<uintptr_t>(method + 300), &f));
+    CHECK(reader.verified_entry(f) == 0);
   }
 }
 

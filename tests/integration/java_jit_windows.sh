@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Compiled Java frames caught half built or half torn down: a JVM with
+# default flags spending its time in calls too short to be anything else
+# but prologue and epilogue (tests/java/Prologues.java, kept out of line),
+# ember attached. The agent decodes each compiled method's prologue (where
+# push rbp and sub rsp move the return address), the unwinder reads an
+# epilogue forward from the pc (pop rbp, the return poll, ret): stacks
+# reach the thread's entry. Without either, 9% of these stacks stop on
+# JDK 17 and 26% on JDK 25 (its entry barrier lies in the prologue).
+# On JDK 17 and, if installed, the Temurin JDK 25.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
+javac -d "$TMP/classes" "$ROOT/tests/java/Prologues.java" || fail "javac failed"
+
+# windows JAVA_HOME LABEL
+windows() {
+	local java=$1/bin/java label=$2 jvm whole all
+	"$java" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Prologues::* -XX:+PrintCompilation \
+		-cp "$TMP/classes" Prologues 60 >"$TMP/$label.jit" 2>&1 &
+	jvm=$!
+	BACKGROUND+=($jvm)
+	wait_compiled "$TMP/$label.jit" Prologues::leaf Prologues::middle
+	"$EMBER" record -p "$jvm" -F 999 -d 4 -o "$TMP/$label.folded" 2>"$TMP/$label.err" ||
+		fail "$label: ember exited $?: $(cat "$TMP/$label.err")"
+	grep -A1 -E "^  stacks" "$TMP/$label.err"
+	grep -q "frames-unavailable" "$TMP/$label.err" && skip "$label: the JVM's VMStructs lack what the agent needs"
+	all=$(weight "$TMP/$label.folded" 'Prologues\.(leaf|middle)_\[j\]')
+	whole=$(weight "$TMP/$label.folded" 'JavaMain.*Prologues\.(leaf|middle)_\[j\]')
+	echo "$label: $whole of $all stacks in Prologues.leaf or .middle reach the thread's entry"
+	(( all >= 1000 )) || fail "$label: only $all samples in Prologues.leaf or .middle"
+	(( 1000 * whole >= 995 * all )) || fail "$label: $whole of $all stacks whole, not >= 99.5%: $(grep -v JavaMain "$TMP/$label.folded" | sort -t' ' -k2 -nr | head -3 | cut -c1-300)"
+	kill "$jvm"
+	wait "$jvm" 2>/dev/null || true
+}
+
+windows "$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")" jdk17
+jdk25=$(ls -d /usr/lib/jvm/temurin-25* 2>/dev/null | head -1)
+if [ -n "$jdk25" ]; then
+	windows "$jdk25" jdk25
+else
+	echo "no /usr/lib/jvm/temurin-25*: JDK 25 not checked"
+fi
