@@ -26,9 +26,12 @@ echo "alloc: from C through JNI $((native >> 20)) MiB, from Java $((java >> 20))
 (( native > 0 )) || fail "no stack with the C frames under nativeAlloc: $(grep nativeAlloc "$TMP/alloc.folded" | head -3)"
 (( java > 0 )) || fail "no Java allocation stack: $(head -5 "$TMP/alloc.folded")"
 (( native * 100 / java >= 90 && native * 100 / java <= 110 )) || fail "native:Java = $native:$java, not 1:1 ±10%"
-# All of each site's weight is in the stacks above: nothing of nativeAlloc's
-# without its C frames, no frame of any kind between allocJava and byte[].
-all_native=$(weight "$TMP/alloc.folded" ';AllocNative\.nativeAlloc_\[[ji0]\];')
+# All of each site's arrays are in the stacks above: no byte[] of
+# nativeAlloc's without its C frames, no frame of any kind between allocJava
+# and byte[]. (The JVM allocates under nativeAlloc itself once, linking the
+# native method: a java.lang.String, before any C frame exists, sampled
+# when the sampling threshold falls on it.)
+all_native=$(weight "$TMP/alloc.folded" ';AllocNative\.nativeAlloc_\[[ji0]\];.*;byte\[\] [0-9]+$')
 all_java=$(weight "$TMP/alloc.folded" ';AllocNative\.allocJava_\[[ji0]\];')
 (( all_native == native )) || fail "nativeAlloc stacks without its C frames: $(grep nativeAlloc "$TMP/alloc.folded")"
 (( all_java == java )) || fail "allocJava stacks with other frames: $(grep allocJava "$TMP/alloc.folded")"
