@@ -72,6 +72,16 @@ std::optional<uint64_t> read_encoded(uint8_t encoding, const uint8_t*& p, const 
   }
 }
 
+// An unsigned value of T's size at `p`, advancing `p`.
+template <typename T>
+std::optional<T> read_fixed(const uint8_t*& p, const uint8_t* end) {
+  T value;
+  if (end - p < static_cast<ptrdiff_t>(sizeof value)) return std::nullopt;
+  std::memcpy(&value, p, sizeof value);
+  p += sizeof value;
+  return value;
+}
+
 std::optional<uint64_t> read_uleb(const uint8_t*& p, const uint8_t* end) {
   uint64_t value = 0;
   for (int shift = 0; p < end && shift < 64; shift += 7) {
@@ -299,24 +309,19 @@ bool run_program(const Cie& cie, const uint8_t* p, const uint8_t* end, Rules& ru
     }
     switch (op) {
       case DW_CFA_nop: break;
-      case DW_CFA_advance_loc1:
-        if (end - p < 1 || !advance(*p)) return false;
-        p += 1;
+      case DW_CFA_advance_loc1: {
+        auto delta = read_fixed<uint8_t>(p, end);
+        if (!delta || !advance(*delta)) return false;
         break;
+      }
       case DW_CFA_advance_loc2: {
-        uint16_t delta;
-        if (end - p < 2) return false;
-        std::memcpy(&delta, p, 2);
-        p += 2;
-        if (!advance(delta)) return false;
+        auto delta = read_fixed<uint16_t>(p, end);
+        if (!delta || !advance(*delta)) return false;
         break;
       }
       case DW_CFA_advance_loc4: {
-        uint32_t delta;
-        if (end - p < 4) return false;
-        std::memcpy(&delta, p, 4);
-        p += 4;
-        if (!advance(delta)) return false;
+        auto delta = read_fixed<uint32_t>(p, end);
+        if (!delta || !advance(*delta)) return false;
         break;
       }
       case DW_CFA_offset_extended: {

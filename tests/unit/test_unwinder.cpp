@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,27 +51,33 @@ __attribute__((noinline)) void capture(std::vector<__u64>& copy, std::vector<voi
   asm volatile("" ::: "memory");
 }
 
+// An unwinder whose rows map, of `capacity` rows, is a memfd standing in
+// for the kernel's mmapable array (held open in `rows`).
+std::unique_ptr<Unwinder> open_unwinder(uint32_t capacity, int& rows) {
+  rows = memfd_create("rows", MFD_CLOEXEC);
+  REQUIRE(rows >= 0);
+  REQUIRE(ftruncate(rows, capacity * sizeof(ember_unwind_row)) == 0);
+  auto unwinder = Unwinder::open({rows, capacity, -1}, EMBER_UNWIND_CFI);
+  REQUIRE(unwinder);
+  return std::move(*unwinder);
+}
+
 }  // namespace
 
 TEST_CASE("unwinder: a copied stack unwinds as glibc's backtrace() does, to the thread's root", "[unwind]") {
-  // The rows map: a memfd stands in for the kernel's mmapable array.
-  constexpr uint32_t kRows = 1 << 20;
-  int rows = memfd_create("rows", MFD_CLOEXEC);
-  REQUIRE(rows >= 0);
-  REQUIRE(ftruncate(rows, kRows * sizeof(ember_unwind_row)) == 0);
-  auto unwinder = Unwinder::open({rows, kRows, -1}, EMBER_UNWIND_CFI);
-  REQUIRE(unwinder);
+  int rows;
+  auto unwinder = open_unwinder(1 << 20, rows);
   symbolizer::Symbolizer symbolizer;
   REQUIRE(symbolizer.snapshot_process(static_cast<uint32_t>(getpid())));
-  (*unwinder)->add_process(static_cast<uint32_t>(getpid()), symbolizer.mapped_files(static_cast<uint32_t>(getpid())));
-  CHECK((*unwinder)->stats().tables >= 2);  // this binary and libc at least
-  CHECK((*unwinder)->stats().processes_left_out == 1);  // no kernel map here
+  unwinder->add_process(static_cast<uint32_t>(getpid()), symbolizer.mapped_files(static_cast<uint32_t>(getpid())));
+  CHECK(unwinder->stats().tables >= 2);  // this binary and libc at least
+  CHECK(unwinder->stats().processes_left_out == 1);  // no kernel map here
 
   std::vector<__u64> copy;
   std::vector<void*> reference;
   capture(copy, reference);
   __u64 frames[EMBER_MAX_STACK_DEPTH];
-  auto [n, stop] = (*unwinder)->unwind_copy(static_cast<uint32_t>(getpid()), copy, frames);
+  auto [n, stop] = unwinder->unwind_copy(static_cast<uint32_t>(getpid()), copy, frames);
   INFO("ember: " << n << " frames, stop " << int(stop) << "; backtrace(): " << reference.size() << " frames");
   CHECK(stop == EMBER_STOP_ROOT);
   // ember's frame 0 is capture() itself; backtrace() may add its own (ASan
@@ -102,12 +109,8 @@ const uint8_t kJdk25Tail[] = {0x5d, 0x49, 0x3b, 0x67, 0x28, 0x0f, 0x87, 0x0e, 0x
 }  // namespace
 
 TEST_CASE("unwinder: a compiled leaf caught building or tearing down its frame steps to its caller", "[unwind]") {
-  constexpr uint32_t kRows = 1 << 16;
-  int rows = memfd_create("rows", MFD_CLOEXEC);
-  REQUIRE(rows >= 0);
-  REQUIRE(ftruncate(rows, kRows * sizeof(ember_unwind_row)) == 0);
-  auto unwinder = Unwinder::open({rows, kRows, -1}, EMBER_UNWIND_CFI);
-  REQUIRE(unwinder);
+  int rows;
+  auto unwinder = open_unwinder(1 << 16, rows);
   // The code, in this process's memory, where the unwinder reads epilogues from.
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   auto* code = static_cast<uint8_t*>(mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
@@ -118,7 +121,7 @@ TEST_CASE("unwinder: a compiled leaf caught building or tearing down its frame s
   uint32_t pid = static_cast<uint32_t>(getpid());
   symbolizer::Mapping cache{start, start + page, 0, 0, 0, true, ""};
   std::vector<symbolizer::Symbolizer::MappedFile> files{{&cache, -1}};
-  (*unwinder)->add_process(pid, files);
+  unwinder->add_process(pid, files);
   // The agent's G lines: the frame half built from 8 (after push rbp), whole from 12.
   symbolizer::JitMap map;
   char lines[256];
@@ -126,7 +129,7 @@ TEST_CASE("unwinder: a compiled leaf caught building or tearing down its frame s
                 (unsigned long)start, (unsigned long)start, (unsigned long)start + 0x100, (unsigned long)start + 0x100);
   map.feed(lines);
   REQUIRE(map.bad_lines() == 0);
-  (*unwinder)->set_jit_code(pid, map.live_code());
+  unwinder->set_jit_code(pid, map.live_code());
 
   // Each pc with the stack as the thread has it there, from rsp up: the
   // caller's return address is 0x1000 (unmapped: the walk stops after it).
@@ -151,7 +154,7 @@ TEST_CASE("unwinder: a compiled leaf caught building or tearing down its frame s
     std::vector<__u64> copy{start + c.pc, kSp, 0x5555, 0};
     copy.insert(copy.end(), c.stack.begin(), c.stack.end());
     __u64 frames[EMBER_MAX_STACK_DEPTH];
-    auto [n, stop] = (*unwinder)->unwind_copy(pid, copy, frames);
+    auto [n, stop] = unwinder->unwind_copy(pid, copy, frames);
     REQUIRE(n == 2);
     CHECK(frames[1] == kCaller);
     CHECK(stop == EMBER_STOP_UNMAPPED);
