@@ -117,16 +117,78 @@ struct {
 	__type(value, struct last_sent);
 } last_sent SEC(".maps");
 
-/* Records are too large for the 512-byte BPF stack: build them here.
- * Shared by programs that never interrupt one another on a CPU: perf-event
- * programs are skipped while a uprobe program runs (bpf_prog_active), uprobe
- * programs run with preemption off, sched_switch with interrupts off. */
+/* Records are too large for the 512-byte BPF stack: they are built in
+ * per-CPU slots, one per program building a record on the CPU at a time.
+ * Programs do interrupt one another: a CPU sample (an hrtimer interrupt, an
+ * NMI with a hardware event) lands while a malloc uprobe program builds its
+ * record, and uprobe programs run preemptible (migrate_disable() only), so
+ * another task's uprobe, or sched_switch, can run in the middle of one.
+ * Sharing one buffer mixed stacks: -e cpu-clock,malloc gave malloc records
+ * with the CPU sample's frames. Each program claims a free slot (a bit of
+ * scratch_taken, set and cleared atomically) while it builds its record. */
+#define SCRATCH_SLOTS 4
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ember_sample);
+} scratch SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct ember_sample);
-} scratch SEC(".maps");
+	__type(value, __u64);
+} scratch_taken SEC(".maps");  /* bit i: slot i is being built in on this CPU */
+
+/* Claims a free slot of this CPU's scratch: its number, or -1 when every
+ * slot is in use (counted). Global functions, verified once each: inlined,
+ * the verifier would follow the rest of every program once per slot. */
+__noinline int ember_claim_scratch(void)
+{
+	__u32 zero = 0, i;
+	__u64 *taken = bpf_map_lookup_elem(&scratch_taken, &zero);
+
+	if (!taken)
+		return -1;
+	for (i = 0; i < SCRATCH_SLOTS; i++)
+		if (!(__sync_fetch_and_or(taken, 1ull << i) & (1ull << i)))
+			return i;
+	COUNT(scratch_busy);
+	return -1;
+}
+
+/* (A global function returns a scalar: 0.) */
+__noinline int ember_release_scratch(__u32 slot)
+{
+	__u32 zero = 0;
+	__u64 *taken = bpf_map_lookup_elem(&scratch_taken, &zero);
+
+	if (taken && slot < SCRATCH_SLOTS)
+		__sync_fetch_and_and(taken, ~(1ull << slot));
+	return 0;
+}
+
+/* A slot of this CPU's scratch, this program's until release_scratch(slot). */
+static __always_inline struct ember_sample *claim_scratch(__u32 *slot)
+{
+	struct ember_sample *s;
+	int claimed = ember_claim_scratch();
+
+	if (claimed < 0)
+		return 0;
+	*slot = claimed;
+	s = bpf_map_lookup_elem(&scratch, slot);
+	if (!s)
+		ember_release_scratch(*slot);
+	return s;
+}
+
+static __always_inline void release_scratch(__u32 slot)
+{
+	ember_release_scratch(slot);
+}
 
 static __always_inline long frames(long bytes)
 {
@@ -368,7 +430,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct stack_start start = {};
 	struct ember_sample *s;
-	__u32 zero = 0;
+	__u32 slot = 0;
 	bool user;
 
 	if (!armed)
@@ -382,7 +444,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	COUNT(samples_seen);
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = claim_scratch(&slot);
 	if (!s)
 		return 0;
 	/* Interrupted in user code, the event has its registers and the
@@ -396,6 +458,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	s->kind = EMBER_KIND_CPU;
 	s->waker = EMBER_WAKER_NONE;
 	send(s, 0, true);
+	release_scratch(slot);
 	return 0;
 }
 
@@ -449,22 +512,24 @@ static __always_inline long task_state(struct task_struct *t)
 static __always_inline void send_woken(struct ember_sample *block, struct task_struct *task)
 {
 	struct waker_ips *w = bpf_task_storage_get(&waker_stacks, task, 0, 0);
-	struct ember_sample *s;
-	__u32 zero = 0, n, m;
+	struct ember_sample *s = 0;
+	__u32 slot = 0, n, m;
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!w || !s) {
+	if (w)
+		s = claim_scratch(&slot);
+	if (!s) {
 		block->waker = EMBER_WAKER_UNSEEN;
 		send(block, 0, false);
 		return;
 	}
 	n = block->ustack_len + block->kstack_len;
 	m = block->waker_ustack_len + block->waker_kstack_len;
-	if (n > 2 * EMBER_MAX_STACK_DEPTH || m > 2 * EMBER_MAX_STACK_DEPTH)
-		return;
-	bpf_probe_read_kernel(s, EMBER_SAMPLE_HEADER_SIZE + n * sizeof(__u64), block);
-	bpf_probe_read_kernel(&s->ips[n], m * sizeof(__u64), w->ips);
-	send(s, m, false);
+	if (n <= 2 * EMBER_MAX_STACK_DEPTH && m <= 2 * EMBER_MAX_STACK_DEPTH) {
+		bpf_probe_read_kernel(s, EMBER_SAMPLE_HEADER_SIZE + n * sizeof(__u64), block);
+		bpf_probe_read_kernel(&s->ips[n], m * sizeof(__u64), w->ips);
+		send(s, m, false);
+	}
+	release_scratch(slot);
 }
 
 SEC("tp_btf/sched_switch")
@@ -628,9 +693,9 @@ static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid
 {
 	struct stack_start start = start_at(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), entry);
 	struct ember_sample *s;
-	__u32 zero = 0;
+	__u32 slot = 0;
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = claim_scratch(&slot);
 	if (!s)
 		return;
 	take_stacks(ctx, start, s, pid, tid, false, true);
@@ -639,6 +704,7 @@ static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid
 	s->pad = id;
 	s->waker = EMBER_WAKER_NONE;
 	send(s, 0, true);
+	release_scratch(slot);
 }
 
 static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size, void *pending)

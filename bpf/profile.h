@@ -66,6 +66,7 @@ struct ember_counters {
 	__u64 offcpu_untracked; /* switches out not recorded: offcpu_start full */
 	__u64 malloc_live_full; /* sampled allocations not tracked: live_allocs full */
 	__u64 waker_untracked;  /* --waker: wakers seen whose stacks could not be stored */
+	__u64 scratch_busy;     /* records not built: every scratch slot of the CPU in use */
 };
 
 /* Path of a mapped file as dentry names, leaf first (joined by the

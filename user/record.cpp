@@ -793,6 +793,9 @@ int run_record(const RecordOptions& o) {
                    kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
   }
   std::fprintf(stderr, "  lost        %llu  (ring buffer full)\n", static_cast<unsigned long long>(counters.lost));
+  if (counters.scratch_busy)
+    std::fprintf(stderr, "              %llu  (records not built: programs nested deeper than their buffers on a CPU)\n",
+                 static_cast<unsigned long long>(counters.scratch_busy));
   if (unwinder)
     std::fprintf(stderr,
                  "  truncated   %llu  (stacks at the depth limit: %u kernel frames, raise "

@@ -381,6 +381,7 @@ SamplerCounters Sampler::counters() const {
     sum.offcpu_untracked += c.offcpu_untracked;
     sum.malloc_untracked += c.malloc_live_full;
     sum.waker_untracked += c.waker_untracked;
+    sum.scratch_busy += c.scratch_busy;
   }
   return sum;
 }

@@ -68,6 +68,7 @@ struct SamplerCounters {
   uint64_t malloc_untracked = 0;  // --live: sampled allocations not tracked, table full
   uint64_t waker_untracked = 0;   // --waker: wakeups whose waker's stacks could not be stored
   uint64_t unwind_unsupported = 0;  // frames with CFI the unwinder cannot apply
+  uint64_t scratch_busy = 0;  // records not built: every per-CPU buffer in use by nested programs
 };
 
 using SampleHandler = std::function<void(const ember_sample& sample)>;
