@@ -170,7 +170,7 @@ __noinline int ember_release_scratch(__u32 slot)
 	return 0;
 }
 
-/* A slot of this CPU's scratch, this program's until release_scratch(slot). */
+/* A slot of this CPU's scratch, this program's until ember_release_scratch(slot). */
 static __always_inline struct ember_sample *claim_scratch(__u32 *slot)
 {
 	struct ember_sample *s;
@@ -183,11 +183,6 @@ static __always_inline struct ember_sample *claim_scratch(__u32 *slot)
 	if (!s)
 		ember_release_scratch(*slot);
 	return s;
-}
-
-static __always_inline void release_scratch(__u32 slot)
-{
-	ember_release_scratch(slot);
 }
 
 static __always_inline long frames(long bytes)
@@ -458,7 +453,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	s->kind = EMBER_KIND_CPU;
 	s->waker = EMBER_WAKER_NONE;
 	send(s, 0, true);
-	release_scratch(slot);
+	ember_release_scratch(slot);
 	return 0;
 }
 
@@ -529,7 +524,7 @@ static __always_inline void send_woken(struct ember_sample *block, struct task_s
 		bpf_probe_read_kernel(&s->ips[n], m * sizeof(__u64), w->ips);
 		send(s, m, false);
 	}
-	release_scratch(slot);
+	ember_release_scratch(slot);
 }
 
 SEC("tp_btf/sched_switch")
@@ -704,7 +699,7 @@ static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid
 	s->pad = id;
 	s->waker = EMBER_WAKER_NONE;
 	send(s, 0, true);
-	release_scratch(slot);
+	ember_release_scratch(slot);
 }
 
 static __always_inline int on_alloc(struct pt_regs *ctx, __u64 size, void *pending)
