@@ -42,6 +42,14 @@ HostFacts read_host_facts(const std::string& root) {
   return f;
 }
 
+std::expected<void, std::string> check_frequency(uint64_t hz, const HostFacts& f) {
+  if (hz >= 1 && (!f.max_sample_rate || hz <= f.max_sample_rate)) return {};
+  std::string range = f.max_sample_rate ? "between 1 and " + std::to_string(f.max_sample_rate) +
+                                              " Hz (kernel.perf_event_max_sample_rate)"
+                                        : "of at least 1 Hz";
+  return std::unexpected("frequency " + std::to_string(hz) + " Hz is out of range: use a frequency " + range);
+}
+
 std::expected<void, std::string> check_can_record(const HostFacts& f) {
   if (!f.can_bpf || !f.can_perfmon)
     return std::unexpected(

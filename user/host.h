@@ -22,6 +22,10 @@ HostFacts read_host_facts(const std::string& root = "");
 // The first reason this host cannot record, with the fix; nothing if it can.
 std::expected<void, std::string> check_can_record(const HostFacts& facts);
 
+// Whether the kernel samples at `hz` per CPU: 1 to kernel.perf_event_max_sample_rate.
+// The one rule for record's -F and serve's frequency.
+std::expected<void, std::string> check_frequency(uint64_t hz, const HostFacts& facts);
+
 // Raises RLIMIT_NOFILE to its hard limit: the symbolizer keeps one open file
 // per distinct mapped binary.
 void raise_file_limit();

@@ -445,9 +445,7 @@ int run_record(const RecordOptions& o) {
       return fail("no thread with tid " + std::to_string(tid) + " (--tid)");
 
   HostFacts host = read_host_facts();
-  if (o.frequency < 1 || (host.max_sample_rate && o.frequency > host.max_sample_rate))
-    return fail("frequency " + std::to_string(o.frequency) + " Hz is out of range: use -F between 1 and " +
-                std::to_string(host.max_sample_rate) + " (kernel.perf_event_max_sample_rate)");
+  if (auto r = check_frequency(o.frequency, host); !r) return fail(r.error());
   if (auto r = check_can_record(host); !r) return fail(r.error());
   for (const std::string& out : outputs)
     if (auto r = flamegraph::check_writable(out); !r) return fail(r.error());

@@ -16,6 +16,7 @@
 
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
+#include "user/host.h"
 #include "user/record.h"
 
 namespace ember {
@@ -62,7 +63,8 @@ std::expected<void, std::string> check_request(const RecordRequest& r) {
     return std::unexpected("unknown event '" + r.event + "'");
   if (r.pid && ::kill(static_cast<pid_t>(r.pid), 0) != 0 && errno == ESRCH)
     return std::unexpected("no process with pid " + std::to_string(r.pid));
-  if (r.frequency > 100000) return std::unexpected("frequency " + std::to_string(r.frequency) + " Hz is out of range");
+  if (r.frequency)  // 0: record's default
+    if (auto ok = check_frequency(r.frequency, read_host_facts()); !ok) return ok;
   if (!(r.duration >= 0 && r.duration <= 7 * 86400)) return std::unexpected("duration must be 0 to 604800 seconds");
   // A leading '-' would make it an option of ember record: refused here.
   if (!r.min_block.empty() && (r.min_block.front() == '-' || !parse_duration_ns(r.min_block)))

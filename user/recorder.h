@@ -30,7 +30,7 @@ const std::vector<std::string>& serve_events();
 struct RecordRequest {
   std::string event = "cpu";  // one of serve_events()
   uint32_t pid = 0;           // 0: the whole host
-  uint32_t frequency = 0;     // Hz for cpu and wall; 0: record's default
+  uint64_t frequency = 0;     // Hz for cpu and wall; 0: record's default
   uint64_t interval = 0;      // bytes between samples for alloc and malloc; 0: record's default
   std::string min_block;      // offcpu and lock: shortest block kept ("1ms"); empty: record's default
   double duration = 0;        // seconds; 0: until stopped

@@ -344,9 +344,8 @@ std::expected<RecordRequest, std::string> parse_start(const json& body, const js
     for (const char* key : {"frequency", "interval"})
       if (merged.contains(key) && !merged[key].is_number_unsigned())
         return std::unexpected(std::string(key) + " must be a positive integer");
-    if (merged.contains("frequency") && merged["frequency"].get<uint64_t>() > 100000)
-      return std::unexpected("frequency is out of range");
-    r.frequency = merged.value("frequency", uint32_t{0});
+    // Read whole, judged by check_request (check_frequency), not cut to 32 bits.
+    r.frequency = merged.value("frequency", uint64_t{0});
     r.interval = merged.value("interval", uint64_t{0});
     r.min_block = merged.value("min_block", std::string());
     if (merged.contains("duration") && !merged["duration"].is_number())

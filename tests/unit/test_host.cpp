@@ -37,3 +37,19 @@ TEST_CASE("refusals name the cause and the fix") {
   CHECK(no_cap.error().find("CAP_PERFMON") != std::string::npos);
   CHECK(no_cap.error().find("sudo") != std::string::npos);
 }
+
+TEST_CASE("one frequency rule for record and serve: 1 to kernel.perf_event_max_sample_rate") {
+  HostFacts f;
+  f.max_sample_rate = 25000;
+  CHECK(check_frequency(1, f));
+  CHECK(check_frequency(25000, f));
+  for (uint64_t hz : {uint64_t{0}, uint64_t{25001}, uint64_t{1} << 40}) {
+    auto r = check_frequency(hz, f);
+    REQUIRE(!r);
+    CHECK(r.error() == "frequency " + std::to_string(hz) +
+                           " Hz is out of range: use a frequency between 1 and 25000 Hz (kernel.perf_event_max_sample_rate)");
+  }
+  f.max_sample_rate = 0;  // the sysctl could not be read: the kernel decides
+  CHECK(check_frequency(1000000, f));
+  CHECK(!check_frequency(0, f));
+}
