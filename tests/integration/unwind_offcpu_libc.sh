@@ -41,5 +41,8 @@ truth_ratio=$(awk -v a="$slept" -v b="$waited" 'BEGIN { printf "%.3f", a / b }')
 echo "blocked_in_nanosleep:blocked_in_read = $ratio (expect 3 +- 5%; the workload measured $truth_ratio)"
 awk -v r="$truth_ratio" 'BEGIN { exit !(r >= 2.97 && r <= 3.03) }' || fail "the workload's own split is $truth_ratio, not 3:1: $(cat "$TMP/out")"
 awk -v r="$ratio" 'BEGIN { exit !(r >= 2.85 && r <= 3.15) }' ||
-	fail "blocked_in_nanosleep:blocked_in_read = $(ms "$a"):$(ms "$b") ms = $ratio, not 3 +- 5% (measured $(ms "$slept"):$(ms "$waited") ms)"
+	fail "blocked_in_nanosleep:blocked_in_read = $(ms "$a"):$(ms "$b") ms = $ratio, not 3 +- 5% (measured $(ms "$slept"):$(ms "$waited") ms); heaviest stacks:
+$(stacks)
+the summary:
+$(cat "$TMP/err")"
 true
