@@ -42,7 +42,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
 FLAMEGRAPH_SRC := $(wildcard flamegraph/*.cpp)
 SYMBOLIZER_SRC := $(wildcard symbolizer/*.cpp)
 UNWIND_SRC := $(wildcard unwind/*.cpp)
-USER_SRC := $(filter-out user/main.cpp,$(wildcard user/*.cpp))
+USER_SRC := $(filter-out user/main.cpp,$(wildcard user/*.cpp user/*/*.cpp))
 LIB_SRC := $(FLAMEGRAPH_SRC) $(SYMBOLIZER_SRC) $(UNWIND_SRC) $(USER_SRC)
 PAGE_OBJ := $(BUILD)/obj/flamegraph/html_template.o $(BUILD)/obj/user/serve_page.o
 LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o) $(PAGE_OBJ)

@@ -112,6 +112,13 @@ std::string output_extensions_text() {
   return out;
 }
 
+std::string with_part(const std::string& path, std::string_view part) {
+  for (const OutputExtension& e : kOutputExtensions)
+    if (path.size() > e.extension.size() && path.ends_with(e.extension))
+      return path.substr(0, path.size() - e.extension.size()) + "." + std::string(part) + std::string(e.extension);
+  return path + "." + std::string(part);
+}
+
 std::expected<Format, std::string> format_for_path(const std::string& path) {
   for (const OutputExtension& e : kOutputExtensions)
     if (path.size() > e.extension.size() && path.ends_with(e.extension)) return e.format;

@@ -35,6 +35,10 @@ inline constexpr OutputExtension kOutputExtensions[] = {
 // kOutputExtensions for help texts and errors.
 std::string output_extensions_text();
 
+// `path` with ".PART" before its extension of kOutputExtensions
+// (out.html -> out.PART.html), or after it if it has none.
+std::string with_part(const std::string& path, std::string_view part);
+
 // An extension of kOutputExtensions -> its format.
 std::expected<Format, std::string> format_for_path(const std::string& path);
 

@@ -1,9 +1,11 @@
 #include "user/collector.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <unordered_set>
 
@@ -114,10 +116,59 @@ uint32_t Collector::StackTable::intern(Ips key) {
 
 Collector::Collector(CollectorOptions options, symbolizer::Symbolizer& symbolizer)
     : options_(std::move(options)), symbolizer_(symbolizer) {
+  add_fixed_frames();
+}
+
+// What every window starts with: the fixed JIT tokens (kBrokenChainToken,
+// kUnnamedInterpretedToken) and the name of ember's child before its exec.
+void Collector::add_fixed_frames() {
   jit_frames_.push_back({Frame{"[JIT frames without frame pointers: restart the JVM with -XX:+PreserveFramePointer]",
                                FrameKind::Unknown, {}}});
   jit_frames_.push_back({Frame{"Interpreter", FrameKind::Interpreted, "[jvm generated code]"}});
   if (!options_.before_exec_name.empty()) before_exec_id_ = name_id(options_.before_exec_name);
+}
+
+std::vector<uint32_t> Collector::next_window() {
+  counts_.clear();
+  held_allocations_.clear();
+  ustacks_.clear();
+  kstacks_.clear();
+  unwind_tallies_.clear();
+  stats_ = {};
+  jit_frames_.clear();
+  for (auto& [pid, jvm] : jvms_) {
+    jvm.tokens.clear();
+    jvm.method_tokens.clear();
+  }
+  // Names are interned afresh (a fleet's process names churn), the live
+  // processes' last names carried over.
+  std::vector<std::string> names = std::move(names_);
+  names_.clear();
+  name_ids_.clear();
+  comm_matches_.clear();
+  add_fixed_frames();
+  for (auto& [pid, name] : process_name_) name = name_id(names[name]);
+
+  // A process whose exit went unseen (its mappings lost, or never sampled
+  // since the kernel sends them only for sampled ones) is found gone here.
+  for (const auto& [pid, name] : process_name_)
+    if (pid != 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) exited_.insert(pid);
+  std::vector<uint32_t> forgotten;
+  for (uint32_t pid : exited_before_) {
+    if (copies_waiting_.count(pid)) continue;  // still needed
+    auto jvm = jvms_.find(pid);
+    if (jvm != jvms_.end()) {
+      if (!jvm->second.held.empty()) continue;
+      jvms_.erase(jvm);
+    }
+    process_name_.erase(pid);
+    last_snapshot_.erase(pid);
+    exited_.erase(pid);
+    forgotten.push_back(pid);
+  }
+  exited_before_ = exited_;
+  for (uint32_t pid : forgotten) exited_before_.erase(pid);
+  return forgotten;
 }
 
 Collector::Jvm::~Jvm() {

@@ -113,6 +113,12 @@ class Collector {
   void keep_live_allocations(const std::vector<uint32_t>& ids);
   // The graph of options.views[view].
   flamegraph::Profile build(size_t view = 0);
+  // Starts the next window once its graphs are built: the records taken in
+  // so far, their stacks, names and counts are dropped. Processes seen to
+  // exit before the window now ending began are forgotten and returned
+  // (the symbolizer and the unwinder forget them too): a window of grace
+  // for records that arrive after their process's exit.
+  std::vector<uint32_t> next_window();
   const CollectorStats& stats() const { return stats_; }
   // How the user stacks of a process ended (EMBER_STOP_*), over every record.
   struct UnwindTally {
@@ -160,6 +166,11 @@ class Collector {
     StackTable() : ids_(0, Hash{this}, Equal{this}) {}
     StackTable(const StackTable&) = delete;
     uint32_t intern(std::span<const uint64_t> ips);
+    void clear() {
+      ids_.clear();
+      arena_.clear();
+      spans_.clear();
+    }
     std::span<const uint64_t> get(uint32_t id) const {
       return {arena_.data() + spans_[id].first, spans_[id].second};
     }
@@ -209,6 +220,7 @@ class Collector {
     WakeContext context = WakeContext::Task;
     size_t frames = 0;
   };
+  void add_fixed_frames();
   static Wakeup classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name);
   // Takes in a record whose JIT code, if any, is published by now.
   // `final`: no later chance for a copied stack (see take_in_copies).
@@ -260,6 +272,7 @@ class Collector {
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen
   std::unordered_map<uint32_t, uint64_t> last_snapshot_;  // pid -> when (ns), to rate-limit
   std::unordered_set<uint32_t> exited_;  // pids whose exit-time mappings came in
+  std::unordered_set<uint32_t> exited_before_;  // ...before the current window began
   std::function<void(uint32_t)> on_snapshot_;
   // Records whose user stack is a copy of a process ember has no mappings
   // of (it exited before they were read), by pid: until its exit-time ones come.

@@ -71,4 +71,22 @@ void raise_file_limit() {
   }
 }
 
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+pid_t thread_group_of(uint32_t tid) {
+  std::ifstream in("/proc/" + std::to_string(tid) + "/status");
+  std::string key;
+  pid_t tgid = 0;
+  while (in >> key)
+    if (key == "Tgid:") {
+      in >> tgid;
+      break;
+    }
+  return tgid;
+}
+
 }  // namespace ember

@@ -2,6 +2,8 @@
 // before recording so every refusal can name its cause and its fix.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <expected>
 #include <string>
@@ -25,6 +27,13 @@ std::expected<void, std::string> check_can_record(const HostFacts& facts);
 // Whether the kernel samples at `hz` per CPU: 1 to kernel.perf_event_max_sample_rate.
 // The one rule for record's -F and serve's frequency.
 std::expected<void, std::string> check_frequency(uint64_t hz, const HostFacts& facts);
+
+// This host's name.
+std::string host_name();
+
+// The process a thread belongs to (Tgid in /proc/TID/status; threads
+// resolve there though unlisted), or 0 if there is no such thread.
+pid_t thread_group_of(uint32_t tid);
 
 // Raises RLIMIT_NOFILE to its hard limit: the symbolizer keeps one open file
 // per distinct mapped binary.

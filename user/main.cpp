@@ -5,6 +5,7 @@
 #include <string>
 
 #include "flamegraph/output.h"
+#include "user/events/event.h"
 #include "user/jvm.h"
 #include "user/record.h"
 #include "user/serve.h"
@@ -16,8 +17,11 @@ namespace {
 // -e's help, from the list of events record accepts.
 std::string record_events_help() {
   std::string help = "What to record, one graph each (comma-separated):";
-  for (const ember::RecordEventDoc& e : ember::kRecordEvents)
-    help += (e.name == ember::kRecordEvents[0].name ? " " : "; ") + std::string(e.name) + ": " + std::string(e.what);
+  const char* separator = " ";
+  for (const ember::events::Event* e : ember::events::all()) {
+    help += separator + std::string(e->name) + ": " + std::string(e->help);
+    separator = "; ";
+  }
   return help;
 }
 
@@ -30,60 +34,65 @@ int main(int argc, char** argv) {
 
   ember::RecordOptions rec;
   CLI::App* record = app.add_subcommand("record", "Sample stacks of the whole host, some processes, or a command");
-  record->add_option("-e,--event", rec.events, record_events_help())
+  record->add_option("-e,--event", rec.session.events, record_events_help())
       ->delimiter(',')
       ->capture_default_str();
-  record->add_option("--min-block", rec.min_block, "offcpu: leave out blocks shorter than this (500us, 2ms, 1s)")
+  record->add_option("--min-block", rec.session.settings.min_block, "offcpu: leave out blocks shorter than this (500us, 2ms, 1s)")
       ->capture_default_str();
-  record->add_option("--alloc-interval", rec.alloc_interval, "malloc, alloc: take a sample every this many bytes allocated")
+  record->add_option("--alloc-interval", rec.session.settings.alloc_interval, "malloc, alloc: take a sample every this many bytes allocated")
       ->capture_default_str();
-  record->add_flag("--live", rec.live,
+  record->add_flag("--live", rec.session.settings.live,
                    "malloc, alloc: only allocations still not freed (Java: still reachable) at the end (leaks)");
-  record->add_flag("--waker", rec.waker,
+  record->add_flag("--waker", rec.session.settings.waker,
                    "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
                    "(as BCC's offwaketime)");
-  record->add_option("-F,--freq", rec.frequency, "Samples per second per CPU")->capture_default_str();
+  record->add_option("-F,--freq", rec.session.settings.frequency, "Samples per second per CPU")->capture_default_str();
   record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid or a command)");
-  record->add_option("-p,--pid", rec.pids, "Profile only these processes (comma-separated)")->delimiter(',');
-  record->add_option("--tid", rec.tids, "Profile only these threads (comma-separated)")->delimiter(',');
-  record->add_option("--comm", rec.comm, "Profile only processes or threads whose name matches this (POSIX extended) regex");
+  record->add_option("-p,--pid", rec.session.pids, "Profile only these processes (comma-separated)")->delimiter(',');
+  record->add_option("--tid", rec.session.tids, "Profile only these threads (comma-separated)")->delimiter(',');
+  record->add_option("--comm", rec.session.comm, "Profile only processes or threads whose name matches this (POSIX extended) regex");
   record->add_option("-d,--duration", rec.duration, "Stop after this many seconds (default: Ctrl-C, or when the command exits)");
+  record->add_option("--window", rec.window,
+                     "Cut the recording into windows of this many seconds, each written to its own numbered file "
+                     "(out.0001.html, out.0002.html, ...); the summary covers the last one")
+      ->check(CLI::PositiveNumber);
   record->add_option("-o,--output", rec.output,
                      "Output file; the format follows the extension: " + ember::flamegraph::output_extensions_text() +
                          ". With several events, .html and folded names get one file per event (out.EVENT.html), "
                          "pprof one file with a sample type per event")
       ->capture_default_str();
-  record->add_flag("--threads", rec.thread_frames, "Add a frame per thread under its process");
-  record->add_flag("--pid-frames", rec.pid_frames, "Root frame per process as 'comm (pid)' instead of 'comm'");
-  record->add_flag("--kernel-only", rec.kernel_only, "Keep only kernel frames");
-  record->add_flag("--user-only", rec.user_only, "Keep only user-space frames");
-  record->add_flag("--idle", rec.idle, "Include samples of idle CPUs (swapper)");
-  record->add_flag("--no-java{false}", rec.java, "Do not attach ember's agent to JVMs (Java frames stay unnamed)");
-  record->add_option("--java-attach", rec.java_attach, "Attach the agent only to these JVMs (comma-separated pids)")
+  record->add_flag("--threads", rec.session.thread_frames, "Add a frame per thread under its process");
+  record->add_flag("--pid-frames", rec.session.pid_frames, "Root frame per process as 'comm (pid)' instead of 'comm'");
+  record->add_flag("--kernel-only", rec.session.kernel_only, "Keep only kernel frames");
+  record->add_flag("--user-only", rec.session.user_only, "Keep only user-space frames");
+  record->add_flag("--idle", rec.session.idle, "Include samples of idle CPUs (swapper)");
+  record->add_flag("--no-java{false}", rec.session.java, "Do not attach ember's agent to JVMs (Java frames stay unnamed)");
+  record->add_option("--java-attach", rec.session.java_attach, "Attach the agent only to these JVMs (comma-separated pids)")
       ->delimiter(',');
   record->add_flag("--preserve-frame-pointer", rec.java_frame_pointers,
                    "Add -XX:+PreserveFramePointer to JVMs started by the command (ember steps through their JIT "
                    "frames without it, by the frame sizes its agent publishes; --unwind fp adds it)");
-  record->add_flag("--lines", rec.lines, "Add file:line to frame names (from DWARF)");
-  record->add_flag("--no-inlines{false}", rec.inlines, "Do not show inlined calls as frames of their own");
-  record->add_option("--symbol-memory", rec.symbol_memory_mib,
+  record->add_flag("--lines", rec.session.lines, "Add file:line to frame names (from DWARF)");
+  record->add_flag("--no-inlines{false}", rec.session.inlines, "Do not show inlined calls as frames of their own");
+  record->add_option("--symbol-memory", rec.session.symbol_memory_mib,
                      "MiB of DWARF the symbolizer may hold; past it the largest binaries lose inlined frames")
       ->capture_default_str();
-  record->add_option("--unwind", rec.unwind,
+  record->add_option("--unwind", rec.session.unwind,
                      "How user stacks are unwound, in the kernel: cfi (from each binary's .eh_frame call frame "
                      "information: whole stacks without frame pointers), fp (frame pointers only: cheapest, but "
                      "code built without them loses callers), auto (cfi, and frame pointers for code without CFI, "
                      "such as JIT code)")
       ->check(CLI::IsMember({"auto", "cfi", "fp"}))
       ->capture_default_str();
-  record->add_option("--unwind-memory", rec.unwind_memory_mib,
+  record->add_option("--unwind-memory", rec.session.unwind_memory_mib,
                      "MiB of kernel memory for unwind tables (8 bytes per CFI row: libc takes 0.2 MiB, libjvm 1 "
                      "MiB); binaries past it are walked by frame pointers, and the summary names them")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  record->add_flag("-v,--verbose", rec.verbose, "Show libbpf's messages (verifier log on load failures)");
+  record->add_flag("-v,--verbose", rec.session.verbose, "Show libbpf's messages (verifier log on load failures)");
   record->add_option("--progress-fd", rec.progress_fd,
-                     "Write a line 'SECONDS SAMPLES LOST' to this open file descriptor 4 times a second")
+                     "Report to this open file descriptor as JSON lines: progress 4 times a second, warnings, "
+                     "the error or the files written")
       ->group("Scripting");
   record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
   record->get_option("--kernel-only")->excludes("--user-only");

@@ -15,9 +15,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 
 #include "flamegraph/output.h"
+#include "user/record_channel.h"
 #include "symbolizer/symbolizer.h"
 #include "user/collector.h"
 #include "user/host.h"
@@ -48,14 +50,10 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-int fail(const std::string& message) {
+int print_error(const std::string& message) {
   std::fprintf(stderr, "ember: %s\n", message.c_str());
   return 1;
 }
-
-// The name ember's child carries until it execs the command: the
-// collector leaves its records out (they are ember's, not the command's).
-constexpr char kBeforeExecName[] = "ember-pre-exec";
 
 // A command started stopped at a pipe, so it runs only once sampling does.
 struct Child {
@@ -117,103 +115,6 @@ int exit_code_of(int status) {
   return 1;
 }
 
-// What the -e list asks the kernel for, and the graphs it makes.
-struct EventPlan {
-  bool cpu = false;              // perf-event sampling (for a CPU graph, or for wall)
-  SampleEvent cpu_event = SampleEvent::CpuClock;
-  bool offcpu = false;           // sched_switch records
-  bool wall = false;
-  bool malloc = false;           // uprobes on the C allocator
-  bool java_alloc = false;       // the agent's allocation samples
-  bool java_lock = false;        // the agent's monitor contention
-  std::vector<EventView> views;  // one graph per event, in the order given
-};
-
-std::expected<EventPlan, std::string> plan_events(const std::vector<std::string>& names, uint32_t frequency,
-                                                  uint64_t min_block_ns, bool live) {
-  EventPlan plan;
-  std::string cpu_name;
-  for (const std::string& name : names) {
-    EventView view;
-    view.name = name;
-    if (name == "cpu-clock" || name == "cpu" || name == "cycles") {
-      if (!cpu_name.empty())
-        return std::unexpected("-e " + cpu_name + " and -e " + name + ": one CPU-sampling event per recording");
-      cpu_name = name;
-      plan.cpu = true;
-      plan.cpu_event = name == "cycles" ? SampleEvent::Cycles : SampleEvent::CpuClock;
-    } else if (name == "offcpu") {
-      plan.offcpu = true;
-      view.unit = "ns";
-      view.kinds = 1u << EMBER_KIND_BLOCKED;
-      view.min_blocked_ns = min_block_ns;
-    } else if (name == "wall") {
-      plan.wall = plan.offcpu = true;
-      view.unit = "ns";
-      view.kinds = 1u << EMBER_KIND_CPU | 1u << EMBER_KIND_BLOCKED | 1u << EMBER_KIND_PREEMPTED;
-      view.cpu_weight = 1'000'000'000ull / frequency;
-    } else if (name == "lock") {
-      // Native lock waits: time blocked in a futex wait on a mutex (glibc's
-      // lock slow path). Waits on condition variables, read-write locks and
-      // semaphores (glibc's __futex_abstimed_wait_common) are mostly idle
-      // threads waiting for work: -e offcpu has them. Java monitors come
-      // from the agent, with the monitor's class; HotSpot's own futex
-      // waits under ObjectMonitor would count them twice.
-      plan.offcpu = true;
-      plan.java_lock = true;
-      view.unit = "ns";
-      view.kinds = 1u << EMBER_KIND_BLOCKED;
-      view.min_blocked_ns = min_block_ns;
-      view.kernel_frame_prefix = "futex_wait";
-      view.excluded_frames = {"__futex_abstimed_wait_common", "ObjectMonitor::"};
-    } else if (name == "alloc") {
-      // From the JVMs' agents, not from BPF: no record kind feeds it.
-      plan.java_alloc = true;
-      view.unit = "bytes";
-      view.kinds = 0;
-      view.live_only = live;
-    } else if (name == "malloc") {
-      plan.malloc = true;
-      view.unit = "bytes";
-      view.kinds = 1u << EMBER_KIND_MALLOC;
-      view.live_only = live;
-    } else {
-      std::string known;
-      for (const RecordEventDoc& e : kRecordEvents) known += (known.empty() ? "" : ", ") + std::string(e.name);
-      return std::unexpected("unknown event '" + name + "': ember record samples " + known);
-    }
-    if (std::any_of(plan.views.begin(), plan.views.end(), [&](const EventView& v) { return v.name == name; }))
-      return std::unexpected("-e " + name + " is given twice");
-    plan.views.push_back(view);
-  }
-  // Wall-clock time counts CPU time as the samples of a timer.
-  if (plan.wall && !plan.cpu) plan.cpu = true;
-  return plan;
-}
-
-// What the Java agent reports besides code, as its options.
-std::string java_agent_events(const EventPlan& plan, const RecordOptions& o) {
-  std::string options;
-  if (plan.java_alloc) options += ",alloc=" + std::to_string(o.alloc_interval) + (o.live ? ",live" : "");
-  if (plan.java_lock) options += ",lock";
-  return options;
-}
-
-// The C library a process maps, as a path ember can open (through the
-// process's root, for containers); empty if it maps none (a static binary).
-std::string libc_of(const std::string& proc_dir) {
-  std::ifstream in(proc_dir + "/maps");
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    std::string path = line.substr(slash);
-    if (path.ends_with("/libc.so.6") || path.find("/libc-2.") != std::string::npos)
-      return proc_dir == "/proc/self" ? path : proc_dir + "/root" + path;
-  }
-  return {};
-}
-
 // Where execvp finds `name`: itself if it has a slash, else the first
 // executable of that name in $PATH; empty if none.
 std::string find_command(const std::string& name) {
@@ -229,65 +130,13 @@ std::string find_command(const std::string& name) {
   return {};
 }
 
-// Whether the 64-bit ELF executable at `path` is statically linked (no
-// program interpreter, so no libc.so.6 to probe); nothing when it is not
-// such a file (a script, a 32-bit binary) or cannot be read.
-std::optional<bool> is_static_executable(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  Elf64_Ehdr eh{};
-  if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
-    return std::nullopt;
-  in.seekg(static_cast<std::streamoff>(eh.e_phoff));
-  for (int i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph{};
-    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) return std::nullopt;
-    if (ph.p_type == PT_INTERP) return false;
-  }
-  return true;
-}
-
-// Whether a thread of process `pid` (its main thread named as the process)
-// has a name `comm` finds.
-bool any_thread_matches(pid_t pid, const std::regex& comm) {
-  std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    std::ifstream in(task.path() / "comm");
-    std::string name;
-    if (std::getline(in, name) && std::regex_search(name, comm)) return true;
-  }
-  return false;
-}
-
 // With several events, each graph gets its own file (out.html ->
 // out.offcpu.html), except in pprof, which holds them all in one.
 std::string output_for(const std::string& output, const std::string& event, size_t events) {
   if (events == 1 || flamegraph::format_for_path(output) == flamegraph::Format::Pprof) return output;
-  for (std::string_view ext : {".html", ".folded", ".collapsed", ".txt"})
-    if (output.ends_with(ext)) return output.substr(0, output.size() - ext.size()) + "." + event + std::string(ext);
-  return output + "." + event;
+  return flamegraph::with_part(output, event);
 }
 
-
-// The process a thread belongs to (Tgid in /proc/TID/status; threads
-// resolve there though unlisted), or 0 if there is no such thread.
-pid_t thread_group_of(uint32_t tid) {
-  std::ifstream in("/proc/" + std::to_string(tid) + "/status");
-  std::string key;
-  pid_t tgid = 0;
-  while (in >> key)
-    if (key == "Tgid:") {
-      in >> tgid;
-      break;
-    }
-  return tgid;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 
 class StatusLine {
  public:
@@ -309,27 +158,6 @@ class StatusLine {
   bool enabled_;
   double last_ = 0;
   uint64_t last_samples_ = 0;
-};
-
-// Progress for a program driving ember (ember serve reads it from a pipe).
-// Writes never block: a reader that falls behind misses lines, not samples.
-class ProgressLines {
- public:
-  explicit ProgressLines(int fd) : fd_(fd) {
-    if (fd_ >= 0) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
-  }
-  void update(double elapsed, uint64_t samples, uint64_t lost) {
-    if (fd_ < 0 || elapsed - last_ < 0.25) return;
-    last_ = elapsed;
-    char line[96];
-    int n = std::snprintf(line, sizeof line, "%.2f %llu %llu\n", elapsed, static_cast<unsigned long long>(samples),
-                          static_cast<unsigned long long>(lost));
-    (void)!write(fd_, line, n);
-  }
-
- private:
-  int fd_;
-  double last_ = -1;
 };
 
 // Why user stacks stopped short of their thread's root, in words.
@@ -385,234 +213,209 @@ void print_unwinding(const std::string& mode, const UnwinderStats& u, const std:
   }
 }
 
-}  // namespace
 
-std::optional<uint64_t> parse_duration_ns(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string unit = text.substr(used);
-  double scale = unit == "ns" ? 1 : unit == "us" || unit.empty() ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : -1;
-  if (scale < 0 || !(value >= 0) || std::isinf(value)) return std::nullopt;
-  return static_cast<uint64_t>(value * scale);
+
+// The files of window `n` (1, 2, ...: out.0001.html), or of the whole
+// recording (n 0).
+std::vector<std::string> window_files(const std::vector<std::string>& outputs, unsigned n) {
+  if (n == 0) return outputs;
+  char part[16];
+  std::snprintf(part, sizeof part, "%04u", n);
+  std::vector<std::string> files;
+  for (const std::string& out : outputs) files.push_back(flamegraph::with_part(out, part));
+  return files;
 }
 
-int run_record(const RecordOptions& o) {
-  // Everything a user can get wrong is checked before anything is loaded.
-  auto min_block = parse_duration_ns(o.min_block);
-  if (!min_block) return fail("--min-block '" + o.min_block + "' is not a duration: give e.g. 500us, 2ms or 1s");
-  auto plan = plan_events(o.events, std::max(o.frequency, 1u), *min_block, o.live);  // -F is checked below
-  if (!plan) return fail(plan.error());
-  if (o.live && !plan->malloc && !plan->java_alloc)
-    return fail("--live applies to allocations: add -e malloc (C/C++) or -e alloc (Java)");
-  for (EventView& v : plan->views) v.waker = o.waker && (v.name == "offcpu" || v.name == "lock");
-  if (o.waker && std::none_of(plan->views.begin(), plan->views.end(), [](const EventView& v) { return v.waker; }))
-    return fail("--waker applies to blocked threads: add -e offcpu (or -e lock)");
-  if (plan->java_alloc && !o.java) return fail("-e alloc needs ember's Java agent: drop --no-java");
-  if (o.alloc_interval == 0) return fail("--alloc-interval must be at least 1 byte");
-  std::vector<std::string> outputs;
-  for (const EventView& v : plan->views) outputs.push_back(output_for(o.output, v.name, plan->views.size()));
-  for (const std::string& out : outputs)
-    if (auto r = flamegraph::format_for_path(out); !r) return fail(r.error());
-  if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
-  if (o.all && (!o.pids.empty() || !o.tids.empty() || !o.command.empty()))
-    return fail("-a profiles every process: drop it, or drop -p, --tid and the command");
-  if (o.command.empty() && !o.pids.empty() && !o.tids.empty())
-    return fail("give either -p or --tid, not both");
-  if (!o.command.empty() && (!o.pids.empty() || !o.tids.empty()))
-    return fail("a command (after --) cannot be combined with -p or --tid");
-  std::optional<std::regex> comm;
-  if (!o.comm.empty()) {
-    try {
-      comm.emplace(o.comm, std::regex::extended);
-    } catch (const std::regex_error& e) {
-      return fail("--comm '" + o.comm + "' is not a valid regular expression: " + e.what());
-    }
+// Writes a window's graphs to `files` (one per graph), each whole or not
+// at all; in pprof, one file holds them all.
+std::vector<std::expected<void, std::string>> write_window(const Window& window, const std::vector<std::string>& files) {
+  bool shared = files.size() > 1 && files[1] == files[0];
+  std::vector<std::expected<void, std::string>> written;
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", window.seconds);
+  for (size_t v = 0; v < window.graphs.size(); ++v) {
+    flamegraph::HtmlOptions html;
+    html.title = "ember — " + window.graphs[v].view.name + ", " + secs + " s, host " + host_name();
+    written.push_back(shared ? std::expected<void, std::string>()
+                             : flamegraph::write_profile(window.graphs[v].profile, files[v], html));
   }
-  for (uint32_t pid : o.pids) {
+  if (shared) {
+    std::vector<const flamegraph::Profile*> all;
+    for (const WindowGraph& g : window.graphs) all.push_back(&g.profile);
+    written.front() = flamegraph::write_pprof(all, files[0]);
+  }
+  return written;
+}
+
+// --window: cuts window `n` while recording goes on, writes it and says so
+// in one line.
+std::expected<void, std::string> cut_window(Session& session, const std::vector<std::string>& outputs, unsigned n) {
+  Window window = session.cut(false);
+  std::vector<std::string> files = window_files(outputs, n);
+  std::vector<std::expected<void, std::string>> written = write_window(window, files);
+  for (const auto& w : written)
+    if (!w) return std::unexpected("window " + std::to_string(n) + ": " + w.error());
+  std::string records;
+  for (const WindowGraph& g : window.graphs)
+    records += (records.empty() ? "" : ", ") + std::to_string(g.stats.samples) + " " + g.view.name;
+  std::fprintf(stderr, "ember: window %u: %.1f s, %s records, %llu lost; wrote %s\n", n, window.seconds,
+               records.c_str(), static_cast<unsigned long long>(window.counters.lost), files.front().c_str());
+  return {};
+}
+
+// The summary of a recording, after its graphs were written.
+void print_summary(const Window& w, Session& session, const std::function<void(const std::string&)>& warn) {
+  auto n = [](uint64_t x) { return static_cast<unsigned long long>(x); };
+  const SessionConfig& c = session.config();
+  const SamplerCounters& counters = w.counters;
+  const CollectorStats& stats = w.graphs.front().stats;
+  bool kernel_hidden = session.kernel_symbols_hidden();
+  bool samples_cpu = session.plan().sampler.cpu;
+  for (const std::string& warning : session.symbol_warnings()) warn(warning);
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", w.seconds);
+  std::string names;
+  for (const WindowGraph& g : w.graphs) names += (names.empty() ? "" : ", ") + g.view.name;
+  if (samples_cpu)
+    std::fprintf(stderr, "ember: recorded %s s on %d CPUs at %llu Hz (%s)\n", secs, session.cpus(),
+                 n(c.settings.frequency), names.c_str());
+  else
+    std::fprintf(stderr, "ember: recorded %s s on %d CPUs (%s)\n", secs, session.cpus(), names.c_str());
+  // A lone CPU graph keeps the classic "samples" and "unknown" lines.
+  bool lone_cpu = w.graphs.size() == 1 && w.graphs.front().view.unit == "samples";
+  events::Resolved resolved{c.settings, session.plan().min_block_ns};
+  for (const WindowGraph& g : w.graphs) {
+    std::string label = lone_cpu ? "samples" : g.view.name;
+    std::string line = g.event->summary(resolved, {label, static_cast<double>(g.profile.total()), g.stats.samples});
+    std::fprintf(stderr, "%s\n", line.c_str());
+    if (!lone_cpu)
+      std::fprintf(stderr, "  %-11s %llu addresses not symbolized (in %llu records)%s\n", "unknown",
+                   n(g.stats.unknown_addresses), n(g.stats.unknown_samples),
+                   kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  }
+  std::fprintf(stderr, "  lost        %llu  (ring buffer full)\n", n(counters.lost));
+  if (counters.scratch_busy)
+    std::fprintf(stderr, "              %llu  (records not built: programs nested deeper than their buffers on a CPU)\n",
+                 n(counters.scratch_busy));
+  if (session.unwinder())
+    std::fprintf(stderr,
+                 "  truncated   %llu  (stacks at the depth limit: %u kernel frames, raise "
+                 "kernel.perf_event_max_stack; %d user frames)\n",
+                 n(stats.truncated), session.max_depth(), EMBER_MAX_STACK_DEPTH);
+  else
+    std::fprintf(stderr, "  truncated   %llu  (stacks at the %u-frame limit; raise kernel.perf_event_max_stack)\n",
+                 n(stats.truncated), session.max_depth());
+  if (lone_cpu)
+    std::fprintf(stderr, "  unknown     %llu  addresses not symbolized (in %llu samples)%s\n", n(stats.unknown_addresses),
+                 n(stats.unknown_samples), kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  if (session.plan().sampler.offcpu)
+    std::fprintf(stderr, "  untracked   %llu  (switches off CPU not recorded: the off-CPU table was full)\n",
+                 n(counters.offcpu_untracked));
+  for (const WindowGraph& g : w.graphs)
+    if (g.view.waker)
+      std::fprintf(stderr,
+                   "  waker       %s: %llu blocks woken by threads, %llu by interrupts, %llu without a waker "
+                   "(no wakeup seen, or the kernel could not store its stacks: %llu times)\n",
+                   g.view.name.c_str(), n(g.stats.woken_by_thread), n(g.stats.woken_by_interrupt),
+                   n(g.stats.waker_unseen), n(counters.waker_untracked));
+  if (c.settings.live)
+    std::fprintf(stderr, "  untracked   %llu  (sampled allocations not tracked to their free: the table was full)\n",
+                 n(counters.malloc_untracked));
+  std::fprintf(stderr, "  exits       %llu processes symbolized from their exit-time mappings, %llu mappings lost\n",
+               n(stats.exited_processes), n(counters.mappings_lost));
+  std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n", n(counters.targets_full));
+  if (stats.jvms)
+    std::fprintf(stderr,
+                 "  java        %llu JVMs, %llu JIT frames named, %llu of %llu interpreted frames named, "
+                 "%llu stacks cut at JIT code, %llu code-map lines unreadable\n",
+                 n(stats.jvms), n(stats.jit_frames), n(stats.interpreted_frames - stats.unnamed_interpreted_frames),
+                 n(stats.interpreted_frames), n(stats.broken_java_stacks), n(stats.bad_jit_map_lines));
+  for (const auto& [pid, summary] : session.jvm_summaries())
+    std::fprintf(stderr, "  jvm %-7u %s\n", pid, summary.c_str());
+  for (const std::string& note : w.java_notes) std::fprintf(stderr, "  java        %s\n", note.c_str());
+  for (const Collector::JavaStream& j : session.java_streams())
+    if (session.unwinder() && !j.frames_unavailable.empty())
+      warn("JVM " + std::to_string(j.pid) + ": ember's agent cannot read this JVM's frame layout (its VMStructs lack " +
+           j.frames_unavailable + "): its stacks stop at the first JIT-compiled frame; restart it with " +
+           "-XX:+PreserveFramePointer");
+    else if (session.unwinder() && !j.interpreter_methods_unavailable.empty())
+      warn("JVM " + std::to_string(j.pid) + ": ember's agent cannot tell which method an interpreted frame runs (" +
+           j.interpreter_methods_unavailable + "): those frames are shown as Interpreter");
+  if (!c.comm.empty())
+    std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n", n(stats.comm_filtered));
+  if (!c.idle && samples_cpu)
+    std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n", n(counters.idle));
+  if (session.unwinder())
+    print_unwinding(c.unwind, session.unwinder()->stats(), w.unwind_tallies, counters.unwind_unsupported);
+}
+
+}  // namespace
+
+int run_record(const RecordOptions& o) {
+  using record_channel::Message;
+  record_channel::Writer channel(o.progress_fd);
+  auto fail = [&](const std::string& message) {
+    channel.send({.kind = Message::Kind::Error, .text = message});
+    return print_error(message);
+  };
+  auto warn = [&](const std::string& message) {
+    channel.send({.kind = Message::Kind::Warning, .text = message});
+    std::fprintf(stderr, "ember: warning: %s\n", message.c_str());
+  };
+  // Everything a user can get wrong is checked before anything is loaded.
+  const SessionConfig& c = o.session;
+  std::vector<std::string> outputs;
+  for (const std::string& event : c.events) outputs.push_back(output_for(o.output, event, c.events.size()));
+  if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
+  if (o.all && (!c.pids.empty() || !c.tids.empty() || !o.command.empty()))
+    return fail("-a profiles every process: drop it, or drop -p, --tid and the command");
+  if (o.command.empty() && !c.pids.empty() && !c.tids.empty()) return fail("give either -p or --tid, not both");
+  if (!o.command.empty() && (!c.pids.empty() || !c.tids.empty()))
+    return fail("a command (after --) cannot be combined with -p or --tid");
+  for (uint32_t pid : c.pids) {
     pid_t group = pid > 0 && pid <= INT32_MAX ? thread_group_of(pid) : 0;
     if (group == 0) return fail("no process with pid " + std::to_string(pid) + " (-p)");
     if (group != static_cast<pid_t>(pid))
       return fail("pid " + std::to_string(pid) + " is a thread of process " + std::to_string(group) +
                   ": use --tid " + std::to_string(pid) + ", or -p " + std::to_string(group));
   }
-  for (uint32_t tid : o.tids)
+  for (uint32_t tid : c.tids)
     if (tid == 0 || tid > INT32_MAX || thread_group_of(tid) == 0)
       return fail("no thread with tid " + std::to_string(tid) + " (--tid)");
-
-  HostFacts host = read_host_facts();
-  if (auto r = check_frequency(o.frequency, host); !r) return fail(r.error());
-  if (auto r = check_can_record(host); !r) return fail(r.error());
+  std::vector<std::string> warnings;
+  auto created = Session::create(c, o.command.empty() ? "" : find_command(o.command[0]), warnings);
+  for (const std::string& w : warnings) warn(w);
+  if (!created) return fail(created.error());
+  Session& session = **created;
+  for (const std::string& out : outputs)
+    if (auto r = flamegraph::format_for_path(out); !r) return fail(r.error());
   for (const std::string& out : outputs)
     if (auto r = flamegraph::check_writable(out); !r) return fail(r.error());
 
   // From here on a stop request is honoured, even during JVM attach.
   install_stop_handlers();
-  std::optional<JavaSession> java;
-  if (o.java) {
-    std::string agent = default_agent_path();
-    if (access(agent.c_str(), R_OK) == 0)
-      java.emplace(agent, java_agent_events(*plan, o), o.unwind != "fp");
-    else
-      std::fprintf(stderr,
-                   "ember: warning: no Java agent at %s: Java frames will be unnamed; build it with `make` "
-                   "(needs openjdk-17-jdk-headless), or pass --no-java to silence this\n",
-                   agent.c_str());
-  }
   std::optional<Child> child;
   if (!o.command.empty()) {
     std::vector<std::string> env;
-    if (java) {
-      const char* existing = getenv("JAVA_TOOL_OPTIONS");
-      auto options = java->tool_options(existing ? existing : "", o.java_frame_pointers || o.unwind == "fp");
-      if (!options) return fail("cannot prepare the Java agent for the command: " + options.error());
-      env.push_back("JAVA_TOOL_OPTIONS=" + *options);
-    }
-    auto c = spawn_held(o.command, env);
-    if (!c) return fail("cannot start the command: " + c.error());
-    child = *c;
+    const char* existing = getenv("JAVA_TOOL_OPTIONS");
+    auto options = session.java_tool_options(existing ? existing : "", o.java_frame_pointers);
+    if (!options) return fail("cannot prepare the Java agent for the command: " + options.error());
+    if (*options) env.push_back("JAVA_TOOL_OPTIONS=" + **options);
+    auto spawned = spawn_held(o.command, env);
+    if (!spawned) return fail("cannot start the command: " + spawned.error());
+    child = *spawned;
   }
-  auto abandon_child = [&] {
+  auto started = session.start(child ? std::optional<pid_t>(child->pid) : std::nullopt,
+                               [] { return g_stop_signal != 0; });
+  if (!started) {
     if (child) {
       close(child->go_fd);  // the child reads EOF and exits 127 without running
       waitpid(child->pid, nullptr, 0);
     }
-  };
-
-  SamplerConfig config;
-  config.cpu = plan->cpu;
-  config.event = plan->cpu_event;
-  config.offcpu = plan->offcpu;
-  config.offcpu_preempted = plan->wall;
-  // Wall-clock time takes every block; the offcpu graph drops short ones itself.
-  config.min_block_ns = plan->wall ? 0 : *min_block;
-  config.offcpu_waker = o.waker;
-  if (plan->malloc) {
-    // The targets' own libc (they may live in containers); the host's for
-    // everything else, a command included.
-    std::vector<uint32_t> targets = o.pids;
-    for (uint32_t tid : o.tids) targets.push_back(thread_group_of(tid));
-    for (uint32_t pid : targets) {
-      std::string libc = libc_of("/proc/" + std::to_string(pid));
-      if (libc.empty())
-        std::fprintf(stderr,
-                     "ember: warning: process %u maps no libc.so.6 (a static binary, or its own allocator): "
-                     "-e malloc cannot see its allocations\n",
-                     pid);
-      else if (std::find(config.malloc_libraries.begin(), config.malloc_libraries.end(), libc) ==
-               config.malloc_libraries.end())
-        config.malloc_libraries.push_back(libc);
-    }
-    if (!o.command.empty()) {
-      std::string path = find_command(o.command[0]);
-      if (is_static_executable(path).value_or(false))
-        std::fprintf(stderr,
-                     "ember: warning: %s is statically linked (no libc.so.6): -e malloc cannot see its "
-                     "allocations, only those of the dynamically linked programs it starts\n",
-                     path.c_str());
-    }
-    if (targets.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
-    if (config.malloc_libraries.empty() || config.malloc_libraries.front().empty()) {
-      abandon_child();
-      return fail("-e malloc: none of the targets maps a shared libc.so.6, the allocator ember probes (static "
-                  "binaries and other allocators, such as jemalloc linked in, are not seen): profile their CPU "
-                  "time with -e cpu-clock, or relink them against glibc's malloc");
-    }
-    config.malloc_interval = o.alloc_interval;
-    config.malloc_live = o.live;
+    return fail(started.error());
   }
-  config.frequency = o.frequency;
-  config.kernel_walk_frames = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH);
-  config.unwind = o.unwind == "fp" ? UnwindMode::Fp : o.unwind == "cfi" ? UnwindMode::Cfi : UnwindMode::Auto;
-  config.unwind_memory_bytes = uint64_t(o.unwind_memory_mib) << 20;
-  config.include_idle = o.idle;
-  config.verbose = o.verbose;
-  config.tids = o.tids;
-  if (child) {
-    config.pids = {static_cast<uint32_t>(child->pid)};
-    config.filter_pids = config.follow_forks = true;
-  } else if (!o.pids.empty()) {
-    config.pids = o.pids;
-    config.filter_pids = true;
-  }
-
-  symbolizer::Options sopts;
-  sopts.lines = o.lines;
-  sopts.inlines = o.inlines;
-  sopts.dwarf_memory_bytes = uint64_t(o.symbol_memory_mib) << 20;
-  symbolizer::Symbolizer symbolizer(sopts);
-  CollectorOptions copts;
-  copts.thread_frames = o.thread_frames;
-  copts.pid_frames = o.pid_frames;
-  copts.kernel_only = o.kernel_only;
-  copts.user_only = o.user_only;
-  copts.comm = comm;
-  if (child) copts.before_exec_name = kBeforeExecName;
-  copts.max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH);
-  copts.views = plan->views;
-  Collector collector(copts, symbolizer);
-  // Each process's tables go to the kernel as its mappings are read (at its
-  // first sample); the named targets' before the first sample.
-  std::unique_ptr<Unwinder> unwinder;
-  config.before_sampling = [&](UnwindMode mode, const UnwindMaps& maps) -> std::expected<void, std::string> {
-    auto u = Unwinder::open(maps, static_cast<uint32_t>(mode));
-    if (!u) return std::unexpected(u.error());
-    unwinder = std::move(*u);
-    collector.on_snapshot([&](uint32_t pid) { unwinder->add_process(pid, symbolizer.mapped_files(pid)); });
-    collector.on_copied_stack([&](uint32_t pid, std::span<const __u64> copy, __u64* out) {
-      return unwinder->unwind_copy(pid, copy, out);
-    });
-    collector.on_jit_code([&](uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code) {
-      unwinder->set_jit_code(pid, code);
-    });
-    for (uint32_t pid : o.pids)
-      if (symbolizer.snapshot_process(pid)) unwinder->add_process(pid, symbolizer.mapped_files(pid));
-    return {};
-  };
-  auto sampler = Sampler::start(
-      config, [&](const ember_sample& s) { collector.add(s); },
-      [&](const ember_mapping& m) { collector.add_exit_mapping(m); });
-  // Kallsyms read after the programs load: it then names them too.
-  if (sampler && !o.user_only) symbolizer.prefetch_kernel();
-  if (!sampler) {
-    abandon_child();
-    return fail(sampler.error());
-  }
-  // Agents only once the kernel took every probe: an agent cannot be
-  // unloaded, so none goes into a JVM for a recording that fails to start.
-  if (java) {
-    std::vector<pid_t> jvms;
-    if (!o.java_attach.empty())
-      jvms.assign(o.java_attach.begin(), o.java_attach.end());
-    else if (!o.pids.empty())
-      jvms.assign(o.pids.begin(), o.pids.end());
-    else if (!o.tids.empty())
-      for (uint32_t tid : o.tids) jvms.push_back(thread_group_of(tid));
-    else if (!child)
-      jvms = java::find_jvms();
-    // --comm narrows the scope: a JVM none of whose threads it names is
-    // out of it (unless named with --java-attach).
-    if (comm && o.java_attach.empty())
-      std::erase_if(jvms, [&](pid_t pid) { return !any_thread_matches(pid, *comm); });
-    java->attach(jvms, !o.java_attach.empty(), collector, [] { return g_stop_signal != 0; });
-    // Java events need a JVM: say so for each named target that is not one.
-    if (plan->java_alloc)
-      for (uint32_t pid : o.pids)
-        if (!java::inspect_jvm(static_cast<pid_t>(pid)))
-          std::fprintf(stderr,
-                       "ember: warning: process %u is not a HotSpot JVM: -e alloc sees Java allocations only "
-                       "(for C/C++ code: -e malloc)\n",
-                       pid);
-  }
-  for (const std::string& w : (*sampler)->warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
-  // The code the agents replayed as they attached: its frames reach the
-  // unwinder before the first record.
-  collector.update_jvms(false);
-  (*sampler)->arm();
+  for (const std::string& w : session.warnings()) warn(w);
+  session.arm();
 
   std::optional<int> child_status;
   if (child) {
@@ -629,35 +432,18 @@ int run_record(const RecordOptions& o) {
   raise_file_limit();  // after the fork: the command keeps the limits it was given
 
   using Clock = std::chrono::steady_clock;
-  auto started = Clock::now();
-  uint64_t started_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
-  // Each JVM's heap, GCs and allocation rate over the recording, from its
-  // hsperfdata, read at every turn of the loop so each GC is seen.
-  struct Watched {
-    std::optional<JvmWatch> watch;  // none: no hsperfdata (-XX:-UsePerfData)
-    bool ended = false;             // the JVM exited: its summary stands
-  };
-  std::map<uint32_t, Watched> jvm_watches;
-  auto watch_jvms = [&] {
-    for (uint32_t pid : collector.jvm_pids())
-      if (!jvm_watches.count(pid)) {
-        auto w = JvmWatch::start(static_cast<pid_t>(pid));
-        jvm_watches[pid].watch = w ? std::optional<JvmWatch>(std::move(*w)) : std::nullopt;
-      }
-    for (auto& [pid, w] : jvm_watches)
-      if (w.watch && !w.ended && !w.watch->poll()) w.ended = true;
-  };
+  auto began = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
   StatusLine status;
-  ProgressLines progress(o.progress_fd);
   bool targets_gone = false;
+  unsigned windows = 0;  // written so far (--window)
+  double window_began = 0;
+  const std::vector<uint32_t>& targets = c.pids.empty() ? c.tids : c.pids;
   while (!g_stop_signal) {
     // With JVMs, their newly compiled code reaches the unwinder from here:
     // every 20 ms (javac, compiling all the time: 96% of stacks whole, 89%
     // at 100 ms, where new code ran on frame pointers until then).
-    (*sampler)->poll(collector.jvm_pids().empty() ? 100 : 20);
+    session.poll(session.java_streams().empty() ? 100 : 20);
     if (o.duration > 0 && elapsed() >= o.duration) break;
     if (child) {
       int st = 0;
@@ -666,207 +452,46 @@ int run_record(const RecordOptions& o) {
         break;
       }
     }
-    const std::vector<uint32_t>& targets = o.pids.empty() ? o.tids : o.pids;
     if (!targets.empty() &&
         std::none_of(targets.begin(), targets.end(), [](uint32_t id) { return thread_group_of(id) != 0; })) {
       targets_gone = true;
       break;
     }
-    if (java) java->find_started(collector);
-    collector.update_jvms(false);
-    collector.take_in_copies(false);
-    watch_jvms();
-    SamplerCounters c = (*sampler)->counters();
-    status.update(elapsed(), c.seen, c.lost);
-    if (o.progress_fd >= 0) progress.update(elapsed(), c.seen, c.lost);
+    if (o.window > 0 && elapsed() - window_began >= o.window) {
+      if (auto done = cut_window(session, outputs, ++windows); !done) {
+        status.clear();
+        warn(done.error());
+      }
+      window_began = elapsed();
+    }
+    SamplerCounters counters = session.counters();
+    status.update(elapsed(), counters.seen, counters.lost);
+    channel.progress(elapsed(), counters.seen, counters.lost);
   }
-  double seconds = elapsed();
-  (*sampler)->stop();
-  (*sampler)->poll(0);  // what was queued before the stop
   status.clear();
   if (targets_gone) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
   // The terminal signals the whole process group: forward only what was
   // sent to ember alone, or the command would see it twice.
   if (child && !child_status && g_stop_signal && g_stop_sent) kill(child->pid, g_stop_signal);
 
-  SamplerCounters counters = (*sampler)->counters();
-  int cpus = (*sampler)->cpus();
-  if (o.live) collector.keep_live_allocations((*sampler)->live_allocations());
-  sampler->reset();
-  // Detach first: with --live, the agents' last full GC reports the frees.
-  if (java) {
-    java->find_started(collector);
-    java->detach();
-  }
-  collector.update_jvms(true);
-  collector.take_in_copies(true);
-
-  collector.refresh_processes();
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%.1f", seconds);
-  // One graph per event, each written whole or not at all.
-  struct Graph {
-    flamegraph::Profile profile;
-    CollectorStats stats;
-    std::expected<void, std::string> written;
-  };
-  std::vector<Graph> graphs;
-  std::vector<std::string> java_notes;
-  for (size_t v = 0; v < plan->views.size(); ++v) {
-    const EventView& view = plan->views[v];
-    flamegraph::Profile profile = collector.build(v);
-    profile.start_unix_ns = started_unix_ns;
-    profile.duration_ns = static_cast<uint64_t>(seconds * 1e9);
-    const CollectorStats& stats = collector.stats();
-    // Java allocations and monitor contention come from the agents.
-    JavaProfileOptions jopts{view.live_only, o.thread_frames, o.pid_frames, java_native_namer(symbolizer)};
-    for (const Collector::JavaStream& j : collector.java_streams()) {
-      if (view.name != "alloc" && view.name != "lock") continue;
-      JavaProfileKind kind = view.name == "alloc" ? JavaProfileKind::AllocBytes : JavaProfileKind::Lock;
-      add_java_profile(*j.events, kind, {j.pid, j.name}, jopts, profile);
-      // What the agent could not follow or lost: in the graph and the summary.
-      for (auto& [key, value] : java_profile_info(*j.events, kind, jopts))
-        java_notes.push_back("JVM " + std::to_string(j.pid) + " " + view.name + ": " + key + " " + value);
-    }
-    profile.info = {{"samples", std::to_string(stats.samples)},
-                    {"lost", std::to_string(counters.lost)},
-                    {"truncated", std::to_string(stats.truncated)},
-                    {"unknown addresses", std::to_string(stats.unknown_addresses)},
-                    {"duration", std::string(secs) + " s"},
-                    {"cpus", std::to_string(cpus)},
-                    {"host", host_name()}};
-    if (view.kinds & (1u << EMBER_KIND_CPU))
-      profile.info.insert(profile.info.begin() + 5, {"frequency", std::to_string(o.frequency) + " Hz"});
-    if (view.name == "offcpu") profile.info.insert(profile.info.begin() + 5, {"min-block", o.min_block});
-    if (view.unit == "samples") profile.period_ns = 1'000'000'000ull / o.frequency;
-    flamegraph::HtmlOptions html;
-    html.title = "ember — " + view.name + ", " + secs + " s, host " + host_name();
-    bool shared = outputs.size() > 1 && outputs[1] == outputs[0];  // one pprof for all, written below
-    auto written = shared ? std::expected<void, std::string>() : flamegraph::write_profile(profile, outputs[v], html);
-    graphs.push_back({std::move(profile), stats, std::move(written)});
-  }
-  if (graphs.size() > 1 && outputs[1] == outputs[0]) {
-    std::vector<const flamegraph::Profile*> all;
-    for (const Graph& g : graphs) all.push_back(&g.profile);
-    graphs.front().written = flamegraph::write_pprof(all, outputs[0]);
-  }
-  const CollectorStats& stats = graphs.front().stats;
-  bool kernel_hidden = !o.user_only && symbolizer.kernel_symbols_hidden();
-
-  for (const std::string& w : symbolizer.warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
-  std::string events;
-  for (const EventView& v : plan->views) events += (events.empty() ? "" : ", ") + v.name;
-  if (plan->cpu)
-    std::fprintf(stderr, "ember: recorded %s s on %d CPUs at %u Hz (%s)\n", secs, cpus, o.frequency, events.c_str());
-  else
-    std::fprintf(stderr, "ember: recorded %s s on %d CPUs (%s)\n", secs, cpus, events.c_str());
-  for (size_t v = 0; v < graphs.size(); ++v) {
-    const EventView& view = plan->views[v];
-    const Graph& g = graphs[v];
-    auto n = [](uint64_t x) { return static_cast<unsigned long long>(x); };
-    // One CPU graph keeps the classic "samples" line.
-    std::string label = graphs.size() == 1 && view.unit == "samples" ? "samples" : view.name;
-    if (view.unit == "samples")
-      std::fprintf(stderr, "  %-11s %llu%s\n", label.c_str(), n(g.stats.samples), label == "samples" ? "" : " samples");
-    else if (view.name == "offcpu")
-      std::fprintf(stderr, "  %-11s %.3f s off CPU in %llu blocks of at least %s\n", label.c_str(),
-                   g.profile.total() / 1e9, n(g.stats.samples), o.min_block.c_str());
-    else if (view.name == "lock")
-      std::fprintf(stderr, "  %-11s %.3f s waiting for locks (mutexes, Java monitors), of at least %s each\n",
-                   label.c_str(), g.profile.total() / 1e9, o.min_block.c_str());
-    else if (view.name == "alloc")
-      std::fprintf(stderr, "  %-11s %.1f MiB allocated by Java code, estimated from samples every %llu bytes%s\n",
-                   label.c_str(), g.profile.total() / 1048576.0, n(o.alloc_interval),
-                   o.live ? ", still alive at the end" : "");
-    else if (view.name == "malloc")
-      std::fprintf(stderr, "  %-11s %.1f MiB in %llu samples (one per %llu bytes allocated)%s\n", label.c_str(),
-                   g.profile.total() / 1048576.0, n(g.stats.samples), n(o.alloc_interval),
-                   o.live ? ", still allocated at the end" : "");
-    else
-      std::fprintf(stderr, "  %-11s %.3f s on and off CPU in %llu samples and blocks\n", label.c_str(),
-                   g.profile.total() / 1e9, n(g.stats.samples));
-    if (graphs.size() > 1 || view.unit != "samples")
-      std::fprintf(stderr, "  %-11s %llu addresses not symbolized (in %llu records)%s\n", "unknown",
-                   n(g.stats.unknown_addresses), n(g.stats.unknown_samples),
-                   kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
-  }
-  std::fprintf(stderr, "  lost        %llu  (ring buffer full)\n", static_cast<unsigned long long>(counters.lost));
-  if (counters.scratch_busy)
-    std::fprintf(stderr, "              %llu  (records not built: programs nested deeper than their buffers on a CPU)\n",
-                 static_cast<unsigned long long>(counters.scratch_busy));
-  if (unwinder)
-    std::fprintf(stderr,
-                 "  truncated   %llu  (stacks at the depth limit: %u kernel frames, raise "
-                 "kernel.perf_event_max_stack; %d user frames)\n",
-                 static_cast<unsigned long long>(stats.truncated), copts.max_depth, EMBER_MAX_STACK_DEPTH);
-  else
-    std::fprintf(stderr, "  truncated   %llu  (stacks at the %u-frame limit; raise kernel.perf_event_max_stack)\n",
-                 static_cast<unsigned long long>(stats.truncated), copts.max_depth);
-  if (graphs.size() == 1 && plan->views.front().unit == "samples")
-    std::fprintf(stderr, "  unknown     %llu  addresses not symbolized (in %llu samples)%s\n",
-                 static_cast<unsigned long long>(stats.unknown_addresses),
-                 static_cast<unsigned long long>(stats.unknown_samples),
-                 kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
-  if (plan->offcpu)
-    std::fprintf(stderr, "  untracked   %llu  (switches off CPU not recorded: the off-CPU table was full)\n",
-                 static_cast<unsigned long long>(counters.offcpu_untracked));
-  for (size_t v = 0; v < graphs.size(); ++v)
-    if (plan->views[v].waker)
-      std::fprintf(stderr,
-                   "  waker       %s: %llu blocks woken by threads, %llu by interrupts, %llu without a waker "
-                   "(no wakeup seen, or the kernel could not store its stacks: %llu times)\n",
-                   plan->views[v].name.c_str(), static_cast<unsigned long long>(graphs[v].stats.woken_by_thread),
-                   static_cast<unsigned long long>(graphs[v].stats.woken_by_interrupt),
-                   static_cast<unsigned long long>(graphs[v].stats.waker_unseen),
-                   static_cast<unsigned long long>(counters.waker_untracked));
-  if (o.live)
-    std::fprintf(stderr, "  untracked   %llu  (sampled allocations not tracked to their free: the table was full)\n",
-                 static_cast<unsigned long long>(counters.malloc_untracked));
-  std::fprintf(stderr, "  exits       %llu processes symbolized from their exit-time mappings, %llu mappings lost\n",
-               static_cast<unsigned long long>(stats.exited_processes),
-               static_cast<unsigned long long>(counters.mappings_lost));
-  std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n",
-               static_cast<unsigned long long>(counters.targets_full));
-  if (stats.jvms)
-    std::fprintf(stderr,
-                 "  java        %llu JVMs, %llu JIT frames named, %llu of %llu interpreted frames named, "
-                 "%llu stacks cut at JIT code, %llu code-map lines unreadable\n",
-                 static_cast<unsigned long long>(stats.jvms), static_cast<unsigned long long>(stats.jit_frames),
-                 static_cast<unsigned long long>(stats.interpreted_frames - stats.unnamed_interpreted_frames),
-                 static_cast<unsigned long long>(stats.interpreted_frames),
-                 static_cast<unsigned long long>(stats.broken_java_stacks),
-                 static_cast<unsigned long long>(stats.bad_jit_map_lines));
-  for (const auto& [pid, w] : jvm_watches)
-    if (w.watch) std::fprintf(stderr, "  jvm %-7u %s\n", pid, w.watch->summary().c_str());
-  for (const std::string& note : java_notes) std::fprintf(stderr, "  java        %s\n", note.c_str());
-  for (const Collector::JavaStream& j : collector.java_streams())
-    if (unwinder && !j.frames_unavailable.empty())
-      std::fprintf(stderr,
-                   "ember: warning: JVM %u: ember's agent cannot read this JVM's frame layout (its VMStructs lack "
-                   "%s): its stacks stop at the first JIT-compiled frame; restart it with "
-                   "-XX:+PreserveFramePointer\n",
-                   j.pid, j.frames_unavailable.c_str());
-    else if (unwinder && !j.interpreter_methods_unavailable.empty())
-      std::fprintf(stderr,
-                   "ember: warning: JVM %u: ember's agent cannot tell which method an interpreted frame runs (%s): "
-                   "those frames are shown as Interpreter\n",
-                   j.pid, j.interpreter_methods_unavailable.c_str());
-  if (comm)
-    std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
-                 static_cast<unsigned long long>(stats.comm_filtered));
-  if (!o.idle && plan->cpu)
-    std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n",
-                 static_cast<unsigned long long>(counters.idle));
-  if (unwinder) print_unwinding(o.unwind, unwinder->stats(), collector.unwind_tallies(), counters.unwind_unsupported);
-
-  for (size_t v = 0; v < graphs.size(); ++v) {
-    if (!graphs[v].written) {
+  Window window = session.cut(true);
+  std::vector<std::string> files = window_files(outputs, o.window > 0 ? windows + 1 : 0);
+  std::vector<std::expected<void, std::string>> written = write_window(window, files);
+  print_summary(window, session, warn);
+  for (size_t v = 0; v < window.graphs.size(); ++v) {
+    if (!written[v]) {
       if (child && !child_status) wait_for(child->pid);
-      return fail(graphs[v].written.error());
+      return fail(written[v].error());
     }
-    if (v > 0 && outputs[v] == outputs[0]) continue;
-    std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", outputs[v].c_str(), graphs[v].profile.stacks().size());
+    if (v > 0 && files[v] == files[0]) continue;
+    std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", files[v].c_str(), window.graphs[v].profile.stacks().size());
   }
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  channel.send({.kind = Message::Kind::Done,
+                .seconds = window.seconds,
+                .samples = window.graphs.front().stats.samples,
+                .lost = window.counters.lost,
+                .outputs = files});
   // -d may end the recording before the command: it still runs to its end.
   if (child && !child_status) {
     std::fprintf(stderr, "ember: waiting for '%s' (pid %d) to exit\n", o.command[0].c_str(), child->pid);

@@ -16,7 +16,9 @@
 
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
+#include "user/events/event.h"
 #include "user/host.h"
+#include "user/record_channel.h"
 #include "user/record.h"
 
 namespace ember {
@@ -27,21 +29,19 @@ int64_t now_ms() {
       .count();
 }
 
-// The last thing ember record said went wrong, from its log.
-std::string failure_of(const std::string& log_path, int wait_status) {
-  std::ifstream in(log_path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (line.starts_with("ember: ") && !line.starts_with("ember: warning") && !line.starts_with("ember: recorded"))
-      last = line.substr(7);
-  if (!last.empty()) return last;
+// Why ember record ended without a profile: what it said on the channel,
+// or how it ended.
+std::string failure_of(const std::string& error, int wait_status) {
+  if (!error.empty()) return error;
   if (WIFSIGNALED(wait_status)) return std::string("ember record was killed by ") + strsignal(WTERMSIG(wait_status));
   return "ember record exited with status " + std::to_string(WEXITSTATUS(wait_status)) + " and wrote no profile";
 }
 
-bool uses_frequency(std::string_view event) { return event == "cpu" || event == "wall"; }
-bool uses_interval(std::string_view event) { return event == "alloc" || event == "malloc"; }
-bool uses_min_block(std::string_view event) { return event == "offcpu" || event == "wall" || event == "lock"; }
+// The event a request names, if serve offers it.
+const events::Event* served_event(const std::string& name) {
+  const events::Event* e = events::find(name);
+  return e && e->served ? e : nullptr;
+}
 
 }  // namespace
 
@@ -53,34 +53,52 @@ std::string process_name(uint32_t pid) {
 }
 
 const std::vector<std::string>& serve_events() {
-  static const std::vector<std::string> events = {"cpu", "offcpu", "wall", "alloc", "lock", "malloc"};
-  return events;
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const events::Event* e : events::all())
+      if (e->served) out.emplace_back(e->alias.empty() ? e->name : e->alias);
+    return out;
+  }();
+  return names;
 }
 
 std::expected<void, std::string> check_request(const RecordRequest& r) {
-  const auto& events = serve_events();
-  if (std::find(events.begin(), events.end(), r.event) == events.end())
-    return std::unexpected("unknown event '" + r.event + "'");
+  const events::Event* event = served_event(r.event);
+  if (!event) return std::unexpected("unknown event '" + r.event + "'");
   if (r.pid && ::kill(static_cast<pid_t>(r.pid), 0) != 0 && errno == ESRCH)
     return std::unexpected("no process with pid " + std::to_string(r.pid));
-  if (r.frequency)  // 0: record's default
-    if (auto ok = check_frequency(r.frequency, read_host_facts()); !ok) return ok;
   if (!(r.duration >= 0 && r.duration <= 7 * 86400)) return std::unexpected("duration must be 0 to 604800 seconds");
-  // A leading '-' would make it an option of ember record: refused here.
-  if (!r.min_block.empty() && (r.min_block.front() == '-' || !parse_duration_ns(r.min_block)))
-    return std::unexpected("min_block '" + r.min_block + "' is not a duration (500us, 2ms, 1s)");
+  // The settings given, checked by the event as record checks them (a
+  // leading '-' would make min_block an option of ember record).
+  if (!r.min_block.empty() && r.min_block.front() == '-')
+    return std::unexpected("min_block '" + r.min_block + "' is not a duration: give e.g. 500us, 2ms or 1s");
+  events::Scope scope;
+  if (r.pid) scope.pids = {r.pid};
+  std::vector<std::string> warnings;  // the recording says them
+  auto plan = events::plan({r.event}, settings_of(r), scope, read_host_facts(), warnings, events::Spelling::Field);
+  if (!plan) return std::unexpected(plan.error());
   return {};
 }
 
+events::Settings settings_of(const RecordRequest& r) {
+  events::Settings s;
+  if (r.frequency) s.frequency = r.frequency;
+  if (r.interval) s.alloc_interval = r.interval;
+  if (!r.min_block.empty()) s.min_block = r.min_block;
+  return s;
+}
+
 std::vector<std::string> record_arguments(const RecordRequest& r, const std::string& pprof, int progress_fd) {
-  std::vector<std::string> args = {"record", "-e", r.event == "cpu" ? "cpu-clock" : r.event};
+  const events::Event* event = served_event(r.event);
+  uint32_t takes = event ? event->settings : 0;
+  std::vector<std::string> args = {"record", "-e", event ? std::string(event->name) : r.event};
   if (r.pid)
     args.insert(args.end(), {"-p", std::to_string(r.pid)});
   else
     args.push_back("-a");
-  if (r.frequency && uses_frequency(r.event)) args.insert(args.end(), {"-F", std::to_string(r.frequency)});
-  if (r.interval && uses_interval(r.event)) args.insert(args.end(), {"--alloc-interval", std::to_string(r.interval)});
-  if (!r.min_block.empty() && uses_min_block(r.event)) args.insert(args.end(), {"--min-block", r.min_block});
+  if (r.frequency && takes & events::kFrequency) args.insert(args.end(), {"-F", std::to_string(r.frequency)});
+  if (r.interval && takes & events::kAllocInterval) args.insert(args.end(), {"--alloc-interval", std::to_string(r.interval)});
+  if (!r.min_block.empty() && takes & events::kMinBlock) args.insert(args.end(), {"--min-block", r.min_block});
   if (r.duration > 0) {
     char d[32];
     std::snprintf(d, sizeof d, "%g", r.duration);
@@ -220,9 +238,9 @@ std::expected<std::string, Recorder::Refusal> Recorder::start(const RecordReques
 }
 
 void Recorder::follow(pid_t child, int progress_fd, ResultInfo result) {
-  // Lines "SECONDS SAMPLES LOST" until ember record exits and the pipe closes.
-  std::string pending;
-  char buf[512];
+  // JSON lines (record_channel.h) until ember record exits and the pipe closes.
+  std::string pending, error;
+  char buf[4096];
   bool resent = false;  // the stop, once ember record is sure to take it
   for (ssize_t n; (n = ::read(progress_fd, buf, sizeof buf)) != 0;) {
     if (n < 0) {
@@ -230,29 +248,27 @@ void Recorder::follow(pid_t child, int progress_fd, ResultInfo result) {
       break;
     }
     pending.append(buf, n);
-    size_t end = pending.rfind('\n');
-    if (end == std::string::npos) continue;
-    size_t start = pending.rfind('\n', end - 1);
-    start = start == std::string::npos ? 0 : start + 1;
-    double seconds = 0;
-    unsigned long long samples = 0, lost = 0;
-    if (std::sscanf(pending.c_str() + start, "%lf %llu %llu", &seconds, &samples, &lost) == 3) {
+    for (size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1)) {
+      auto message = record_channel::decode(std::string_view(pending).substr(0, end));
+      if (!message) continue;
+      using Kind = record_channel::Message::Kind;
+      if (message->kind == Kind::Error) error = message->text;
+      if (message->kind != Kind::Progress) continue;
       std::lock_guard g(mutex_);
-      status_.elapsed = seconds;
-      status_.samples = samples;
-      status_.lost = lost;
+      status_.elapsed = message->seconds;
+      status_.samples = message->samples;
+      status_.lost = message->lost;
       if (status_.state == RecorderStatus::State::Stopping && !resent) {
         ::kill(child, SIGTERM);  // not reaped yet: still ember record
         resent = true;
       }
     }
-    pending.erase(0, end + 1);
   }
   ::close(progress_fd);
   int wait_status = 0;
   while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
   }
-  finish(result, wait_status);
+  finish(result, wait_status, error);
   std::lock_guard g(mutex_);
   child_ = 0;
   last_ = result;
@@ -260,14 +276,14 @@ void Recorder::follow(pid_t child, int progress_fd, ResultInfo result) {
   idle_.notify_all();
 }
 
-void Recorder::finish(ResultInfo& result, int wait_status) {
+void Recorder::finish(ResultInfo& result, int wait_status, const std::string& error) {
   auto failed = [&](std::string why) {
     result.status = "failed";
     result.error = std::move(why);
     (void)store_.save(result);
   };
   std::string pprof = store_.path(result.base + ".pb.gz");
-  if (::access(pprof.c_str(), F_OK) != 0) return failed(failure_of(store_.path(result.base + ".log"), wait_status));
+  if (::access(pprof.c_str(), F_OK) != 0) return failed(failure_of(error, wait_status));
   auto read = flamegraph::read_profile(pprof);
   if (!read) return failed(read.error());
   const flamegraph::Profile& profile = read->profile;

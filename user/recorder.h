@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "user/events/event.h"
 #include "user/results.h"
 
 namespace ember {
@@ -38,6 +39,8 @@ struct RecordRequest {
 
 // Checks a request before anything runs: the reason it is wrong, if it is.
 std::expected<void, std::string> check_request(const RecordRequest& request);
+// The settings a request gives, over record's defaults.
+events::Settings settings_of(const RecordRequest& request);
 // `ember record` arguments (after "record") for a request writing `pprof`.
 std::vector<std::string> record_arguments(const RecordRequest& request, const std::string& pprof, int progress_fd);
 
@@ -76,7 +79,8 @@ class Recorder {
 
  private:
   void follow(pid_t child, int progress_fd, ResultInfo result);  // the watcher thread
-  void finish(ResultInfo& result, int wait_status);
+  // `error`: what ember record said went wrong, if it did.
+  void finish(ResultInfo& result, int wait_status, const std::string& error);
 
   const ResultStore& store_;
   std::string ember_path_;

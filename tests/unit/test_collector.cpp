@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -36,4 +38,61 @@ TEST_CASE("collector: a user stack that strays into the kernel half is cut there
   REQUIRE(profile.stacks().size() == 1);
   CHECK(profile.stacks()[0].frames.size() == 3);  // process frame + two user frames
   CHECK(collector.stats().samples == 1);
+}
+
+TEST_CASE("collector: each window's graph holds only its own records, named afresh") {
+  symbolizer::Symbolizer symbolizer;
+  Collector collector({}, symbolizer);
+  auto here = reinterpret_cast<uint64_t>(&getpid);
+  auto first = sample_of({here, here + 16});
+  for (int i = 0; i < 3; ++i) collector.add(*first);
+  auto one = collector.build();
+  REQUIRE(one.stacks().size() == 1);
+  CHECK(one.total() == 3);
+  CHECK(one.frames()[one.stacks()[0].frames[0]].name == "test");
+  CHECK(collector.next_window().empty());
+
+  auto second = sample_of({here});
+  std::strcpy(second->process_comm, "renamed");
+  collector.add(*second);
+  auto two = collector.build();
+  REQUIRE(two.stacks().size() == 1);
+  CHECK(two.total() == 1);
+  CHECK(two.stacks()[0].frames.size() == 2);
+  CHECK(two.frames()[two.stacks()[0].frames[0]].name == "renamed");
+  CHECK(collector.stats().samples == 1);
+
+  // Nothing carried into a window without records.
+  collector.next_window();
+  CHECK(collector.build().stacks().empty());
+  CHECK(collector.stats().samples == 0);
+}
+
+TEST_CASE("collector: a process that exited is forgotten one window after its exit, named until then") {
+  symbolizer::Symbolizer symbolizer;
+  Collector collector({}, symbolizer);
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  auto here = reinterpret_cast<uint64_t>(&getpid);
+  auto s = sample_of({here});
+  s->pid = s->tid = static_cast<uint32_t>(child);
+  collector.add(*s);  // snapshots the child's mappings: ours, it forked from us
+  CHECK(symbolizer.has_process(static_cast<uint32_t>(child)));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+
+  auto one = collector.build();
+  REQUIRE(one.stacks().size() == 1);
+  CHECK(one.frames()[one.stacks()[0].frames.back()].name.ends_with("getpid"));
+  CHECK(collector.next_window().empty());  // its exit is seen: a window of grace
+  // A record of it that arrives late is still named.
+  collector.add(*s);
+  auto two = collector.build();
+  REQUIRE(two.stacks().size() == 1);
+  CHECK(two.frames()[two.stacks()[0].frames.back()].name.ends_with("getpid"));
+  CHECK(collector.next_window() == std::vector<uint32_t>{static_cast<uint32_t>(child)});
+  CHECK(collector.next_window().empty());
 }

@@ -1,0 +1,47 @@
+// Bytes allocated by Java code: the JVMs' agents sample allocations
+// (JVMTI SampledObjectAlloc) and stream them; no kernel records feed it.
+#include "user/events/event.h"
+
+namespace ember::events {
+namespace {
+
+std::expected<void, std::string> check(const Resolved&, const Scope& scope) {
+  if (!scope.java) return std::unexpected("-e alloc needs ember's Java agent: drop --no-java");
+  return {};
+}
+
+std::string agent_options(const Resolved& s) {
+  return ",alloc=" + std::to_string(s.settings.alloc_interval) + (s.settings.live ? ",live" : "");
+}
+
+EventView view(const Resolved& s) {
+  EventView v;
+  v.kinds = 0;
+  v.live_only = s.settings.live;
+  return v;
+}
+
+std::string summary(const Resolved& s, const Outcome& o) {
+  char line[200];
+  std::snprintf(line, sizeof line, "  %-11.*s %.1f MiB allocated by Java code, estimated from samples every %llu bytes%s",
+                static_cast<int>(o.label.size()), o.label.data(), o.total / 1048576.0,
+                static_cast<unsigned long long>(s.settings.alloc_interval),
+                s.settings.live ? ", still alive at the end" : "");
+  return line;
+}
+
+}  // namespace
+
+extern const Event kAlloc = {
+    .name = "alloc",
+    .help = "bytes allocated by Java code, from ember's agent",
+    .unit = "bytes",
+    .settings = kAllocInterval | kLive,
+    .agent_options = agent_options,
+    .java_profile = JavaProfileKind::AllocBytes,
+    .view = view,
+    .summary = summary,
+    .check = check,
+};
+
+}  // namespace ember::events

@@ -1,0 +1,119 @@
+// The events ember records, one file each (cpu.cpp, offcpu.cpp, ...), all
+// listed in registry.cpp: what `record -e`, serve and its JSON API offer.
+// An event declares its name, the settings it takes and how they are
+// checked, what it asks of the kernel (SamplerConfig) and of the JVMs'
+// agents, how its records make a graph (EventView), and its summary line.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "user/collector.h"
+#include "user/host.h"
+#include "user/java_profiles.h"
+#include "user/sampler.h"
+
+namespace ember::events {
+
+// The settings of a recording's events, as record's options and serve's
+// requests give them. Each is checked by the events that take it.
+struct Settings {
+  uint64_t frequency = 99;               // Hz per CPU
+  std::string min_block = "1us";         // blocks shorter than this are left out
+  uint64_t alloc_interval = 512 * 1024;  // a sample per this many bytes allocated
+  bool live = false;                     // allocations: only those not freed by the end
+  bool waker = false;                    // blocks: each with its waker's stacks
+};
+
+enum Setting : uint32_t {
+  kFrequency = 1u << 0,
+  kMinBlock = 1u << 1,
+  kAllocInterval = 1u << 2,
+  kLive = 1u << 3,
+  kWaker = 1u << 4,
+};
+
+// What a recording samples: the events' needs depend on it.
+struct Scope {
+  std::vector<uint32_t> pids;          // named processes (-p, and the threads' of --tid)
+  std::string command;                 // the command's executable as found in $PATH, if one runs
+  bool java = true;                    // ember's agent may be attached
+};
+
+// The settings as an event reads them: min_block parsed.
+struct Resolved {
+  const Settings& settings;
+  uint64_t min_block_ns = 0;
+};
+
+// What an event's summary line reports on.
+struct Outcome {
+  std::string_view label;        // the event's name, or "samples" for a lone CPU graph
+  double total = 0;              // the graph's weight, in the event's unit
+  uint64_t records = 0;          // records taken in (samples, blocks)
+};
+
+struct Event {
+  std::string_view name = {};
+  std::string_view alias = {};  // also accepted for it (e.g. "cpu"), or empty
+  std::string_view help = {};   // for --help and serve's API
+  std::string_view unit = {};   // "samples", "ns" or "bytes"
+  uint32_t settings = 0;    // Setting bits it takes
+  bool samples_cpu = false; // drives the perf-event timer: one such event per recording
+  bool served = true;       // offered by ember serve (not cycles: no PMU in most VMs)
+  // What it asks of the kernel, merged into `config` with the other events'
+  // asks; warnings for what it cannot see. An error refuses the recording.
+  std::expected<void, std::string> (*configure)(const Resolved& s, const Scope& scope, SamplerConfig& config,
+                                                std::vector<std::string>& warnings) = nullptr;
+  // Options of the JVMs' agent for it (",alloc=...,live"); empty: none needed.
+  std::string (*agent_options)(const Resolved& s) = nullptr;
+  // Which of the agents' streams its graph adds, if any.
+  std::optional<JavaProfileKind> java_profile = {};
+  // How the collector builds its graph from the kernel's records.
+  EventView (*view)(const Resolved& s) = nullptr;
+  // Facts of its graph's info beyond the common ones (frequency, min-block).
+  std::vector<std::pair<std::string, std::string>> (*info)(const Resolved& s) = nullptr;
+  // Its line of the summary after a recording, without the newline.
+  std::string (*summary)(const Resolved& s, const Outcome& o) = nullptr;
+  // A further requirement on its settings or scope (alloc needs the agent).
+  std::expected<void, std::string> (*check)(const Resolved& s, const Scope& scope) = nullptr;
+};
+
+// Every event, in the order --help lists them.
+std::span<const Event* const> all();
+// The event named `name` (or its alias), or nothing.
+const Event* find(std::string_view name);
+
+// A --min-block value: "10ms", "500us", "2s", "100" (microseconds) ->
+// nanoseconds; nothing if it is not a duration.
+std::optional<uint64_t> parse_duration_ns(const std::string& text);
+
+// The events of one recording, their settings checked, and what they ask
+// of the kernel and the agents.
+struct Plan {
+  std::vector<const Event*> events;  // in the order given
+  std::vector<EventView> views;      // one graph each
+  SamplerConfig sampler;             // the events' asks (targets, unwinding: the caller's)
+  std::string agent_options;         // for the JVMs' agents
+  uint64_t min_block_ns = 0;
+};
+
+// How errors name a setting: as record's option (--min-block) or as
+// serve's request field (min_block).
+enum class Spelling { Option, Field };
+
+// Checks the event names and the settings they take, once, by the events
+// that take them (a flag no event takes, --live or --waker, is refused),
+// against what `host` allows. `warnings`: what the events cannot see,
+// given even when the plan is refused (they may say why).
+std::expected<Plan, std::string> plan(const std::vector<std::string>& names, const Settings& settings,
+                                      const Scope& scope, const HostFacts& host, std::vector<std::string>& warnings,
+                                      Spelling spelling = Spelling::Option);
+
+}  // namespace ember::events

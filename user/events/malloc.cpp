@@ -1,0 +1,105 @@
+// Bytes allocated by C/C++ code: uprobes on the C library's malloc,
+// calloc, realloc and mmap sample one allocation per --alloc-interval bytes
+// (and, with --live, follow each sampled pointer to its free).
+#include <elf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "user/events/event.h"
+
+namespace ember::events {
+namespace {
+
+// The C library a process maps, as a path ember can open (through the
+// process's root, for containers); empty if it maps none (a static binary).
+std::string libc_of(const std::string& proc_dir) {
+  std::ifstream in(proc_dir + "/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (path.ends_with("/libc.so.6") || path.find("/libc-2.") != std::string::npos)
+      return proc_dir == "/proc/self" ? path : proc_dir + "/root" + path;
+  }
+  return {};
+}
+
+// Whether the 64-bit ELF executable at `path` is statically linked (no
+// program interpreter, so no libc.so.6 to probe); nothing when it is not
+// such a file (a script, a 32-bit binary) or cannot be read.
+std::optional<bool> is_static_executable(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+    return std::nullopt;
+  in.seekg(static_cast<std::streamoff>(eh.e_phoff));
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) return std::nullopt;
+    if (ph.p_type == PT_INTERP) return false;
+  }
+  return true;
+}
+
+// The targets' own libc (they may live in containers); the host's for
+// everything else, a command included.
+std::expected<void, std::string> configure(const Resolved& s, const Scope& scope, SamplerConfig& config,
+                                           std::vector<std::string>& warnings) {
+  for (uint32_t pid : scope.pids) {
+    std::string libc = libc_of("/proc/" + std::to_string(pid));
+    if (libc.empty())
+      warnings.push_back("process " + std::to_string(pid) +
+                         " maps no libc.so.6 (a static binary, or its own allocator): -e malloc cannot see its "
+                         "allocations");
+    else if (std::find(config.malloc_libraries.begin(), config.malloc_libraries.end(), libc) ==
+             config.malloc_libraries.end())
+      config.malloc_libraries.push_back(libc);
+  }
+  if (!scope.command.empty() && is_static_executable(scope.command).value_or(false))
+    warnings.push_back(scope.command +
+                       " is statically linked (no libc.so.6): -e malloc cannot see its allocations, only those of "
+                       "the dynamically linked programs it starts");
+  if (scope.pids.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
+  if (config.malloc_libraries.empty() || config.malloc_libraries.front().empty())
+    return std::unexpected(
+        "-e malloc: none of the targets maps a shared libc.so.6, the allocator ember probes (static binaries and "
+        "other allocators, such as jemalloc linked in, are not seen): profile their CPU time with -e cpu-clock, or "
+        "relink them against glibc's malloc");
+  config.malloc_interval = s.settings.alloc_interval;
+  config.malloc_live = s.settings.live;
+  return {};
+}
+
+EventView view(const Resolved& s) {
+  EventView v;
+  v.kinds = 1u << EMBER_KIND_MALLOC;
+  v.live_only = s.settings.live;
+  return v;
+}
+
+std::string summary(const Resolved& s, const Outcome& o) {
+  char line[200];
+  std::snprintf(line, sizeof line, "  %-11.*s %.1f MiB in %llu samples (one per %llu bytes allocated)%s",
+                static_cast<int>(o.label.size()), o.label.data(), o.total / 1048576.0,
+                static_cast<unsigned long long>(o.records), static_cast<unsigned long long>(s.settings.alloc_interval),
+                s.settings.live ? ", still allocated at the end" : "");
+  return line;
+}
+
+}  // namespace
+
+extern const Event kMalloc = {
+    .name = "malloc",
+    .help = "bytes allocated by C/C++ code",
+    .unit = "bytes",
+    .settings = kAllocInterval | kLive,
+    .configure = configure,
+    .view = view,
+    .summary = summary,
+};
+
+}  // namespace ember::events

@@ -1,0 +1,127 @@
+#include <algorithm>
+#include <cmath>
+
+#include "user/events/event.h"
+
+namespace ember::events {
+
+extern const Event kCpuClock, kCycles, kOffcpu, kWall, kLock, kMalloc, kAlloc;
+
+namespace {
+
+constexpr const Event* kAll[] = {&kCpuClock, &kCycles, &kOffcpu, &kWall, &kLock, &kMalloc, &kAlloc};
+
+// How each setting is spelt, for the messages that name it: record's
+// flag, serve's request field.
+struct Flag {
+  Setting setting;
+  const char* option;
+  const char* field;
+};
+constexpr Flag kFlags[] = {{kFrequency, "-F", "frequency"},
+                           {kMinBlock, "--min-block", "min_block"},
+                           {kAllocInterval, "--alloc-interval", "interval"},
+                           {kLive, "--live", "live"},
+                           {kWaker, "--waker", "waker"}};
+
+// The events of the registry that take `setting`, as "-e a (or -e b)".
+std::string takers(Setting setting) {
+  std::string text;
+  for (const Event* e : kAll)
+    if (e->settings & setting) text += (text.empty() ? "-e " : " or -e ") + std::string(e->name);
+  return text;
+}
+
+std::expected<void, std::string> check_setting(const Flag& flag, const char* name, const Settings& s,
+                                               const HostFacts& host) {
+  switch (flag.setting) {
+    case kFrequency: return check_frequency(s.frequency, host);
+    case kMinBlock:
+      if (!parse_duration_ns(s.min_block))
+        return std::unexpected(std::string(name) + " '" + s.min_block +
+                               "' is not a duration: give e.g. 500us, 2ms or 1s");
+      return {};
+    case kAllocInterval:
+      if (s.alloc_interval == 0) return std::unexpected(std::string(name) + " must be at least 1 byte");
+      return {};
+    default: return {};
+  }
+}
+
+}  // namespace
+
+std::span<const Event* const> all() { return kAll; }
+
+const Event* find(std::string_view name) {
+  for (const Event* e : kAll)
+    if (e->name == name || (!e->alias.empty() && e->alias == name)) return e;
+  return nullptr;
+}
+
+std::optional<uint64_t> parse_duration_ns(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(used);
+  double scale = unit == "ns" ? 1 : unit == "us" || unit.empty() ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : -1;
+  if (scale < 0 || !(value >= 0) || std::isinf(value)) return std::nullopt;
+  return static_cast<uint64_t>(value * scale);
+}
+
+std::expected<Plan, std::string> plan(const std::vector<std::string>& names, const Settings& settings,
+                                      const Scope& scope, const HostFacts& host, std::vector<std::string>& warnings,
+                                      Spelling spelling) {
+  Plan plan;
+  plan.sampler.cpu = false;
+  const Event* cpu = nullptr;
+  uint32_t taken = 0;
+  for (const std::string& name : names) {
+    const Event* e = find(name);
+    if (!e) {
+      std::string known;
+      for (const Event* k : kAll) known += (known.empty() ? "" : ", ") + std::string(k->name);
+      return std::unexpected("unknown event '" + name + "': ember record samples " + known);
+    }
+    if (e->samples_cpu) {
+      if (cpu) return std::unexpected("-e " + std::string(cpu->name) + " and -e " + name +
+                                      ": one CPU-sampling event per recording");
+      cpu = e;
+    }
+    if (std::find(plan.events.begin(), plan.events.end(), e) != plan.events.end())
+      return std::unexpected("-e " + name + " is given twice");
+    plan.events.push_back(e);
+    taken |= e->settings;
+  }
+  // Each setting is checked once, if an event takes it.
+  for (const Flag& f : kFlags)
+    if (taken & f.setting)
+      if (auto ok = check_setting(f, spelling == Spelling::Option ? f.option : f.field, settings, host); !ok)
+        return std::unexpected(ok.error());
+  if (settings.live && !(taken & kLive))
+    return std::unexpected("--live applies to allocations: add " + takers(kLive));
+  if (settings.waker && !(taken & kWaker))
+    return std::unexpected("--waker applies to blocked threads: add " + takers(kWaker));
+
+  plan.min_block_ns = taken & kMinBlock ? *parse_duration_ns(settings.min_block) : 0;
+  Resolved resolved{settings, plan.min_block_ns};
+  for (size_t i = 0; i < plan.events.size(); ++i) {
+    const Event* e = plan.events[i];
+    if (e->check)
+      if (auto ok = e->check(resolved, scope); !ok) return std::unexpected(ok.error());
+    if (e->configure)
+      if (auto ok = e->configure(resolved, scope, plan.sampler, warnings); !ok)
+        return std::unexpected(ok.error());
+    if (e->agent_options) plan.agent_options += e->agent_options(resolved);
+    EventView view = e->view(resolved);
+    view.name = names[i];  // as given: "-e cpu" writes out.cpu.html
+    view.unit = e->unit;
+    plan.views.push_back(std::move(view));
+  }
+  return plan;
+}
+
+}  // namespace ember::events

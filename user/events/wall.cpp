@@ -1,0 +1,49 @@
+// Wall-clock time: CPU time as the samples of a timer, each weighing its
+// period, beside every block off CPU (runnable ones included), in ns.
+#include "user/events/event.h"
+
+namespace ember::events {
+namespace {
+
+std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
+                                           std::vector<std::string>&) {
+  config.cpu = true;  // the timer of a CPU event given beside it, if any
+  config.frequency = static_cast<uint32_t>(s.settings.frequency);
+  config.min_block_ns = 0;  // every block: the offcpu graph drops short ones itself
+  config.offcpu = config.offcpu_preempted = true;
+  return {};
+}
+
+EventView view(const Resolved& s) {
+  EventView v;
+  v.kinds = 1u << EMBER_KIND_CPU | 1u << EMBER_KIND_BLOCKED | 1u << EMBER_KIND_PREEMPTED;
+  v.cpu_weight = 1'000'000'000ull / s.settings.frequency;
+  return v;
+}
+
+std::vector<std::pair<std::string, std::string>> info(const Resolved& s) {
+  return {{"frequency", std::to_string(s.settings.frequency) + " Hz"}};
+}
+
+std::string summary(const Resolved&, const Outcome& o) {
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-11.*s %.3f s on and off CPU in %llu samples and blocks",
+                static_cast<int>(o.label.size()), o.label.data(), o.total / 1e9,
+                static_cast<unsigned long long>(o.records));
+  return line;
+}
+
+}  // namespace
+
+extern const Event kWall = {
+    .name = "wall",
+    .help = "time on and off CPU, in ns",
+    .unit = "ns",
+    .settings = kFrequency,
+    .configure = configure,
+    .view = view,
+    .info = info,
+    .summary = summary,
+};
+
+}  // namespace ember::events
