@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid or a command)");
   record->add_option("-p,--pid", rec.pids, "Profile only these processes (comma-separated)")->delimiter(',');
   record->add_option("--tid", rec.tids, "Profile only these threads (comma-separated)")->delimiter(',');
+  record->add_option("--cgroup", rec.cgroups,
+                     "Profile only tasks in this cgroup (v2) or below it: a directory under the cgroup2 mount, or "
+                     "a path relative to it (system.slice/foo.service); repeat for several")
+      ->allow_extra_args(false);
   record->add_option("--comm", rec.comm, "Profile only processes or threads whose name matches this (POSIX extended) regex");
   record->add_option("-d,--duration", rec.duration, "Stop after this many seconds (default: Ctrl-C, or when the command exits)");
   record->add_option("-o,--output", rec.output,

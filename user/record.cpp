@@ -19,6 +19,7 @@
 
 #include "flamegraph/output.h"
 #include "symbolizer/symbolizer.h"
+#include "user/cgroup.h"
 #include "user/collector.h"
 #include "user/host.h"
 #include "user/java.h"
@@ -419,8 +420,11 @@ int run_record(const RecordOptions& o) {
   for (const std::string& out : outputs)
     if (auto r = flamegraph::format_for_path(out); !r) return fail(r.error());
   if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
-  if (o.all && (!o.pids.empty() || !o.tids.empty() || !o.command.empty()))
-    return fail("-a profiles every process: drop it, or drop -p, --tid and the command");
+  if (o.all && (!o.pids.empty() || !o.tids.empty() || !o.command.empty() || !o.cgroups.empty()))
+    return fail("-a profiles every process: drop it, or drop -p, --tid, --cgroup and the command");
+  if (!o.cgroups.empty() && (!o.pids.empty() || !o.tids.empty() || !o.command.empty()))
+    return fail("--cgroup selects processes by their cgroup: drop -p, --tid and the command, or --cgroup "
+                "(--comm narrows it)");
   if (o.command.empty() && !o.pids.empty() && !o.tids.empty())
     return fail("give either -p or --tid, not both");
   if (!o.command.empty() && (!o.pids.empty() || !o.tids.empty()))
@@ -443,6 +447,8 @@ int run_record(const RecordOptions& o) {
   for (uint32_t tid : o.tids)
     if (tid == 0 || tid > INT32_MAX || thread_group_of(tid) == 0)
       return fail("no thread with tid " + std::to_string(tid) + " (--tid)");
+  auto cgroups = resolve_cgroups(o.cgroups);
+  if (!cgroups) return fail(cgroups.error());
 
   HostFacts host = read_host_facts();
   if (auto r = check_frequency(o.frequency, host); !r) return fail(r.error());
@@ -496,6 +502,7 @@ int run_record(const RecordOptions& o) {
     // everything else, a command included.
     std::vector<uint32_t> targets = o.pids;
     for (uint32_t tid : o.tids) targets.push_back(thread_group_of(tid));
+    for (pid_t pid : processes_in_cgroups(*cgroups)) targets.push_back(pid);
     for (uint32_t pid : targets) {
       std::string libc = libc_of("/proc/" + std::to_string(pid));
       if (libc.empty())
@@ -532,6 +539,7 @@ int run_record(const RecordOptions& o) {
   config.include_idle = o.idle;
   config.verbose = o.verbose;
   config.tids = o.tids;
+  for (const CgroupTarget& c : *cgroups) config.cgroup_dirs.push_back(c.dir);
   if (child) {
     config.pids = {static_cast<uint32_t>(child->pid)};
     config.filter_pids = config.follow_forks = true;
@@ -573,8 +581,13 @@ int run_record(const RecordOptions& o) {
       if (symbolizer.snapshot_process(pid)) unwinder->add_process(pid, symbolizer.mapped_files(pid));
     return {};
   };
+  CgroupTally cgroup_tally;
   auto sampler = Sampler::start(
-      config, [&](const ember_sample& s) { collector.add(s); },
+      config,
+      [&](const ember_sample& s) {
+        collector.add(s);
+        if (!cgroups->empty()) cgroup_tally.add(s.cgroup_id);
+      },
       [&](const ember_mapping& m) { collector.add_exit_mapping(m); });
   // Kallsyms read after the programs load: it then names them too.
   if (sampler && !o.user_only) symbolizer.prefetch_kernel();
@@ -594,10 +607,13 @@ int run_record(const RecordOptions& o) {
       for (uint32_t tid : o.tids) jvms.push_back(thread_group_of(tid));
     else if (!child)
       jvms = java::find_jvms();
-    // --comm narrows the scope: a JVM none of whose threads it names is
-    // out of it (unless named with --java-attach).
+    // --comm and --cgroup narrow the scope: a JVM none of whose threads
+    // --comm names, or outside the cgroups, is out of it (unless named
+    // with --java-attach).
     if (comm && o.java_attach.empty())
       std::erase_if(jvms, [&](pid_t pid) { return !any_thread_matches(pid, *comm); });
+    if (!cgroups->empty() && o.java_attach.empty())
+      std::erase_if(jvms, [&](pid_t pid) { return !process_in_cgroups(pid, *cgroups); });
     java->attach(jvms, !o.java_attach.empty(), collector, [] { return g_stop_signal != 0; });
     // Java events need a JVM: say so for each named target that is not one.
     if (plan->java_alloc)
@@ -854,6 +870,8 @@ int run_record(const RecordOptions& o) {
   if (comm)
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n",
                  static_cast<unsigned long long>(stats.comm_filtered));
+  if (auto mount = cgroup2_mount(); mount && !cgroups->empty())
+    for (const std::string& line : cgroup_tally.summary(*mount, 10)) std::fprintf(stderr, "  cgroup      %s\n", line.c_str());
   if (!o.idle && plan->cpu)
     std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n",
                  static_cast<unsigned long long>(counters.idle));

@@ -36,6 +36,7 @@ struct RecordOptions {
   std::vector<uint32_t> pids;
   std::vector<uint32_t> tids;
   std::string comm;              // POSIX extended regex over process and thread names
+  std::vector<std::string> cgroups;  // only tasks in these cgroups (v2) and below them
   double duration = 0;           // seconds; 0 = until Ctrl-C, SIGTERM or the command exits
   std::string output = "ember.html";
   bool thread_frames = false;
