@@ -92,9 +92,10 @@ struct {
 
 /* A task's cgroup is tested by the kernel's own ancestry check (a level
  * compare and one load, bpf_current_task_under_cgroup, Linux 4.9) rather
- * than by walking the task's cgroup ancestors through BTF: the targets are
- * always the current task (a sampled one, the one switching out, the one
- * allocating). */
+ * than by walking the task's cgroup ancestors through BTF: the task tested
+ * is always the current one (sampled, switching out, allocating). The
+ * woken task of sched_waking is not, but it has a block open only if it
+ * was a target as it switched out. */
 struct {
 	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
 	__uint(max_entries, EMBER_MAX_CGROUPS); /* resized by the collector */

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
                    "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
                    "(as BCC's offwaketime)");
   record->add_option("-F,--freq", rec.frequency, "Samples per second per CPU")->capture_default_str();
-  record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid or a command)");
+  record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid, --cgroup or a command)");
   record->add_option("-p,--pid", rec.pids, "Profile only these processes (comma-separated)")->delimiter(',');
   record->add_option("--tid", rec.tids, "Profile only these threads (comma-separated)")->delimiter(',');
   record->add_option("--cgroup", rec.cgroups,
