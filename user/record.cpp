@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -213,6 +214,23 @@ std::string libc_of(const std::string& proc_dir) {
       return proc_dir == "/proc/self" ? path : proc_dir + "/root" + path;
   }
   return {};
+}
+
+// Adds the library at `path` to `libraries` unless its file is there
+// already: a uprobe goes on the file, not on a path, and one file probed
+// twice (/proc/A/root/... and /proc/B/root/... of two processes sharing
+// the host's root) would run the programs twice per call. The host's own
+// path is kept where it names the same file, so that the probe does not
+// depend on the process that showed it staying alive.
+void add_library(std::vector<std::string>& libraries, const std::string& path) {
+  struct stat file{}, host{}, listed{};
+  if (stat(path.c_str(), &file) != 0) return;  // the process is gone
+  for (const std::string& l : libraries)
+    if (stat(l.c_str(), &listed) == 0 && listed.st_dev == file.st_dev && listed.st_ino == file.st_ino) return;
+  size_t root = path.find("/root/");
+  std::string host_path = path.starts_with("/proc/") && root != std::string::npos ? path.substr(root + 5) : path;
+  bool same = stat(host_path.c_str(), &host) == 0 && host.st_dev == file.st_dev && host.st_ino == file.st_ino;
+  libraries.push_back(same ? host_path : path);
 }
 
 // Where execvp finds `name`: itself if it has a slash, else the first
@@ -502,7 +520,6 @@ int run_record(const RecordOptions& o) {
     // everything else, a command included.
     std::vector<uint32_t> targets = o.pids;
     for (uint32_t tid : o.tids) targets.push_back(thread_group_of(tid));
-    for (pid_t pid : processes_in_cgroups(*cgroups)) targets.push_back(pid);
     for (uint32_t pid : targets) {
       std::string libc = libc_of("/proc/" + std::to_string(pid));
       if (libc.empty())
@@ -510,10 +527,14 @@ int run_record(const RecordOptions& o) {
                      "ember: warning: process %u maps no libc.so.6 (a static binary, or its own allocator): "
                      "-e malloc cannot see its allocations\n",
                      pid);
-      else if (std::find(config.malloc_libraries.begin(), config.malloc_libraries.end(), libc) ==
-               config.malloc_libraries.end())
-        config.malloc_libraries.push_back(libc);
+      else
+        add_library(config.malloc_libraries, libc);
     }
+    // The cgroups' processes are not named one by one: no warning for
+    // those without a libc (kernel threads in the root cgroup among them).
+    for (pid_t pid : processes_in_cgroups(*cgroups))
+      if (std::string libc = libc_of("/proc/" + std::to_string(pid)); !libc.empty())
+        add_library(config.malloc_libraries, libc);
     if (!o.command.empty()) {
       std::string path = find_command(o.command[0]);
       if (is_static_executable(path).value_or(false))
@@ -522,7 +543,9 @@ int run_record(const RecordOptions& o) {
                      "allocations, only those of the dynamically linked programs it starts\n",
                      path.c_str());
     }
-    if (targets.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
+    // Processes that start in an empty cgroup most likely use the host's.
+    if (targets.empty() && config.malloc_libraries.empty())
+      config.malloc_libraries.push_back(libc_of("/proc/self"));
     if (config.malloc_libraries.empty() || config.malloc_libraries.front().empty()) {
       abandon_child();
       return fail("-e malloc: none of the targets maps a shared libc.so.6, the allocator ember probes (static "

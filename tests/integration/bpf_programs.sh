@@ -7,14 +7,18 @@
 # root one: the whole host), which every program then tests.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
+# record_verbose SUFFIX ARGS...: each program's count, SUFFIX after it, into $TMP/insns.
 record_verbose() {
+	local suffix=$1
+	shift
 	"$EMBER" record -v -e cpu-clock,offcpu,malloc --waker --live --no-java -o "$TMP/out.folded" "$@" \
 		>/dev/null 2>"$TMP/err" || fail "ember $* exited $?: $(cat "$TMP/err")"
-	sed -nE 's/^ember: BPF program ([a-z_]+): ([0-9]+) instructions verified$/\1 \2/p' "$TMP/err" | sort
+	sed -nE "s/^ember: BPF program ([a-z_]+): ([0-9]+) instructions verified\$/\\1 \\2$suffix/p" "$TMP/err" |
+		sort >>"$TMP/insns"
 }
-record_verbose -- "$WORKLOADS/alloc_service" 1 >"$TMP/insns"
+record_verbose "" -- "$WORKLOADS/alloc_service" 1
 if grep -q ' - cgroup2 ' /proc/self/mountinfo; then
-	record_verbose --cgroup . -d 0.5 | sed 's/$/ (--cgroup)/' >>"$TMP/insns"
+	record_verbose " (--cgroup)" --cgroup . -d 0.5
 else
 	echo "no cgroup v2 mounted: --cgroup's programs not loaded"
 fi
