@@ -323,6 +323,7 @@ bench: deps-bench
 	$(Q)bench/viewer.sh
 	$(Q)bench/events.sh
 	$(Q)bench/unwind.sh
+	$(Q)bench/cgroup.sh
 	$(Q)bench/symbolize.sh
 
 clean:

@@ -25,6 +25,9 @@ const volatile bool filter_pids = false;   /* only tgids in target_pids */
 const volatile bool filter_tids = false;   /* only tids in target_tids */
 const volatile bool include_idle = false;  /* sample the idle task (pid 0) */
 const volatile bool follow_forks = false;  /* children of targets become targets */
+/* --cgroup: only tasks in the first target_cgroup_count cgroups of
+ * target_cgroups, or below them. */
+const volatile __u32 target_cgroup_count = 0;
 /* Off-CPU time: record threads as they block (and, for wall-clock time,
  * as they are preempted), emit when they run again if off for long enough. */
 const volatile bool offcpu_preempted = false;
@@ -86,6 +89,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } target_tids SEC(".maps");
+
+/* A task's cgroup is tested by the kernel's own ancestry check (a level
+ * compare and one load, bpf_current_task_under_cgroup, Linux 4.9) rather
+ * than by walking the task's cgroup ancestors through BTF: the task tested
+ * is always the current one (sampled, switching out, allocating). The
+ * woken task of sched_waking is not, but it has a block open only if it
+ * was a target as it switched out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, EMBER_MAX_CGROUPS); /* resized by the collector */
+	__type(key, __u32);
+	__type(value, __u32);
+} target_cgroups SEC(".maps");
 
 /* Processes seen lately, with the start of their name. The first sample of
  * a process, and the first after it execs (its name changes), wakes the
@@ -190,11 +206,22 @@ static __always_inline long frames(long bytes)
 	return bytes > 0 ? bytes / sizeof(__u64) : 0;
 }
 
+static __always_inline bool in_target_cgroups(void)
+{
+	for (__u32 i = 0; i < EMBER_MAX_CGROUPS && i < target_cgroup_count; i++)
+		if (bpf_current_task_under_cgroup(&target_cgroups, i) == 1)
+			return true;
+	return false;
+}
+
+/* Whether the current task, `pid` and `tid`, is a target. */
 static __always_inline bool in_scope(__u32 pid, __u32 tid)
 {
 	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid))
 		return false;
 	if (filter_tids && !bpf_map_lookup_elem(&target_tids, &tid))
+		return false;
+	if (target_cgroup_count && !in_target_cgroups())
 		return false;
 	return true;
 }
@@ -343,6 +370,7 @@ static __always_inline void take_stacks(void *ctx, struct stack_start start, str
 	struct task_struct *task = bpf_get_current_task_btf();
 
 	s->time_ns = bpf_ktime_get_ns();
+	s->cgroup_id = bpf_get_current_cgroup_id();
 	s->pid = pid;
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();

@@ -10,6 +10,8 @@
  * limit is min(this, sysctl); the collector counts stacks that hit it. */
 #define EMBER_MAX_STACK_DEPTH 256
 #define EMBER_COMM_LEN 16
+/* Cgroups `record --cgroup` takes at most (the programs test each in turn). */
+#define EMBER_MAX_CGROUPS 16
 
 /* What a record stands for. */
 #define EMBER_KIND_CPU 0         /* a tick of the CPU-sampling event */
@@ -31,6 +33,7 @@
 struct ember_sample {
 	__u64 time_ns;   /* bpf_ktime_get_ns() */
 	__u64 weight;    /* 1 for a CPU sample; nanoseconds off CPU otherwise */
+	__u64 cgroup_id; /* the task's cgroup v2 id: the inode number of its directory */
 	__u32 pid;       /* tgid, in the initial pid namespace */
 	__u32 tid;
 	__u32 cpu;

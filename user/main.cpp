@@ -47,9 +47,13 @@ int main(int argc, char** argv) {
                    "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
                    "(as BCC's offwaketime)");
   record->add_option("-F,--freq", rec.session.settings.frequency, "Samples per second per CPU")->capture_default_str();
-  record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid or a command)");
+  record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid, --cgroup or a command)");
   record->add_option("-p,--pid", rec.session.pids, "Profile only these processes (comma-separated)")->delimiter(',');
   record->add_option("--tid", rec.session.tids, "Profile only these threads (comma-separated)")->delimiter(',');
+  record->add_option("--cgroup", rec.session.cgroups,
+                     "Profile only tasks in this cgroup (v2) or below it: a directory under the cgroup2 mount, or "
+                     "a path relative to it (system.slice/foo.service); repeat for several")
+      ->allow_extra_args(false);
   record->add_option("--comm", rec.session.comm, "Profile only processes or threads whose name matches this (POSIX extended) regex");
   record->add_option("-d,--duration", rec.duration, "Stop after this many seconds (default: Ctrl-C, or when the command exits)");
   record->add_option("--window", rec.window,

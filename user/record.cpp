@@ -19,6 +19,7 @@
 #include <regex>
 
 #include "flamegraph/output.h"
+#include "user/cgroup.h"
 #include "user/record_channel.h"
 #include "symbolizer/symbolizer.h"
 #include "user/collector.h"
@@ -343,6 +344,8 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
            j.interpreter_methods_unavailable + "): those frames are shown as Interpreter");
   if (!c.comm.empty())
     std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n", n(stats.comm_filtered));
+  if (auto mount = cgroup2_mount(); mount && !c.cgroups.empty())
+    for (const std::string& line : w.cgroups.summary(*mount, 10)) std::fprintf(stderr, "  cgroup      %s\n", line.c_str());
   if (!c.idle && samples_cpu)
     std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n", n(counters.idle));
   if (session.unwinder())
@@ -367,8 +370,11 @@ int run_record(const RecordOptions& o) {
   std::vector<std::string> outputs;
   for (const std::string& event : c.events) outputs.push_back(output_for(o.output, event, c.events.size()));
   if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
-  if (o.all && (!c.pids.empty() || !c.tids.empty() || !o.command.empty()))
-    return fail("-a profiles every process: drop it, or drop -p, --tid and the command");
+  if (o.all && (!c.pids.empty() || !c.tids.empty() || !o.command.empty() || !c.cgroups.empty()))
+    return fail("-a profiles every process: drop it, or drop -p, --tid, --cgroup and the command");
+  if (!c.cgroups.empty() && (!c.pids.empty() || !c.tids.empty() || !o.command.empty()))
+    return fail("--cgroup selects processes by their cgroup: drop -p, --tid and the command, or --cgroup "
+                "(--comm narrows it)");
   if (o.command.empty() && !c.pids.empty() && !c.tids.empty()) return fail("give either -p or --tid, not both");
   if (!o.command.empty() && (!c.pids.empty() || !c.tids.empty()))
     return fail("a command (after --) cannot be combined with -p or --tid");

@@ -113,6 +113,17 @@ std::expected<uint64_t, std::string> mmap_cookie(const std::string& library) {
   return *cookie;
 }
 
+// Puts the cgroup at `dir` in slot `slot` of `map` (the map holds the
+// cgroup itself: the directory's descriptor is not kept).
+std::expected<void, std::string> add_target_cgroup(bpf_map* map, uint32_t slot, const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return std::unexpected("cannot open the cgroup " + dir + ": " + errno_text(errno));
+  int err = bpf_map__update_elem(map, &slot, sizeof slot, &fd, sizeof fd, BPF_ANY) ? errno : 0;
+  close(fd);
+  if (err) return std::unexpected("cannot add the cgroup " + dir + " to the targets: " + errno_text(err));
+  return {};
+}
+
 }  // namespace
 
 struct Sampler::State {
@@ -156,6 +167,10 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       std::clamp<uint32_t>(config.kernel_walk_frames, 1, EMBER_MAX_STACK_DEPTH) * sizeof(__u64);
   bpf_map__set_max_entries(skel->maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
   bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
+  if (config.cgroup_dirs.size() > EMBER_MAX_CGROUPS)
+    return std::unexpected("at most " + std::to_string(EMBER_MAX_CGROUPS) + " cgroups (--cgroup)");
+  skel->rodata->target_cgroup_count = static_cast<uint32_t>(config.cgroup_dirs.size());
+  bpf_map__set_max_entries(skel->maps.target_cgroups, std::max<size_t>(config.cgroup_dirs.size(), 1));
   skel->rodata->offcpu_preempted = config.offcpu_preempted;
   skel->rodata->min_block_ns = config.min_block_ns;
   bool waker = config.offcpu && config.offcpu_waker;
@@ -231,6 +246,10 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   for (uint32_t tid : config.tids)
     if (bpf_map__update_elem(skel->maps.target_tids, &tid, sizeof tid, &one, sizeof one, BPF_ANY))
       return std::unexpected("cannot add tid " + std::to_string(tid) + " to the targets: " + errno_text(errno));
+
+  for (uint32_t i = 0; i < config.cgroup_dirs.size(); ++i)
+    if (auto added = add_target_cgroup(skel->maps.target_cgroups, i, config.cgroup_dirs[i]); !added)
+      return std::unexpected(added.error());
 
   if (config.follow_forks) {
     for (bpf_program* prog : {skel->progs.ember_follow_fork, skel->progs.ember_forget_exit}) {

@@ -48,6 +48,9 @@ struct SamplerConfig {
   bool filter_pids = false;
   bool follow_forks = false;         // children of `pids` become targets
   std::vector<uint32_t> tids;        // non-empty: only these threads
+  // Non-empty: only tasks in these cgroup v2 directories or below them
+  // (at most EMBER_MAX_CGROUPS).
+  std::vector<std::string> cgroup_dirs;
   bool include_idle = false;
   UnwindMode unwind = UnwindMode::Fp;
   uint64_t unwind_memory_bytes = 0;  // the kernel's unwind tables at most (not Fp)

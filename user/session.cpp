@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "user/java_attach.h"
 
@@ -68,8 +69,11 @@ std::expected<std::unique_ptr<Session>, std::string> Session::create(SessionConf
       return std::unexpected("--comm '" + config.comm + "' is not a valid regular expression: " + e.what());
     }
   }
+  auto cgroups = resolve_cgroups(config.cgroups);
+  if (!cgroups) return std::unexpected(cgroups.error());
   events::Scope scope;
   scope.pids = config.pids;
+  for (pid_t pid : processes_in_cgroups(*cgroups)) scope.members.push_back(static_cast<uint32_t>(pid));
   for (uint32_t tid : config.tids) scope.pids.push_back(static_cast<uint32_t>(thread_group_of(tid)));
   scope.command = command;
   scope.java = config.java;
@@ -77,13 +81,16 @@ std::expected<std::unique_ptr<Session>, std::string> Session::create(SessionConf
   auto plan = events::plan(config.events, config.settings, scope, host, warnings);
   if (!plan) return std::unexpected(plan.error());
   if (auto ok = check_can_record(host); !ok) return std::unexpected(ok.error());
-  return std::unique_ptr<Session>(new Session(std::move(config), std::move(*plan), host, std::move(comm)));
+  return std::unique_ptr<Session>(
+      new Session(std::move(config), std::move(*plan), host, std::move(comm), std::move(*cgroups)));
 }
 
-Session::Session(SessionConfig config, events::Plan plan, HostFacts host, std::optional<std::regex> comm)
+Session::Session(SessionConfig config, events::Plan plan, HostFacts host, std::optional<std::regex> comm,
+                 std::vector<CgroupTarget> cgroups)
     : config_(std::move(config)),
       plan_(std::move(plan)),
       host_(host),
+      cgroups_(std::move(cgroups)),
       collector_opts_{.views = plan_.views,
                       .thread_frames = config_.thread_frames,
                       .pid_frames = config_.pid_frames,
@@ -124,6 +131,7 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
   config.include_idle = config_.idle;
   config.verbose = config_.verbose;
   config.tids = config_.tids;
+  for (const CgroupTarget& c : cgroups_) config.cgroup_dirs.push_back(c.dir);
   if (command) {
     config.pids = {static_cast<uint32_t>(*command)};
     config.filter_pids = config.follow_forks = true;
@@ -149,7 +157,11 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
     return {};
   };
   auto sampler = Sampler::start(
-      config, [this](const ember_sample& s) { collector_.add(s); },
+      config,
+      [this](const ember_sample& s) {
+        collector_.add(s);
+        if (!cgroups_.empty()) cgroup_tally_.add(s.cgroup_id);
+      },
       [this](const ember_mapping& m) { collector_.add_exit_mapping(m); });
   if (!sampler) return std::unexpected(sampler.error());
   sampler_ = std::move(*sampler);
@@ -168,10 +180,13 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
       for (uint32_t tid : config_.tids) jvms.push_back(thread_group_of(tid));
     else if (!command)
       jvms = java::find_jvms();
-    // --comm narrows the scope: a JVM none of whose threads it names is
-    // out of it (unless named with --java-attach).
+    // --comm and --cgroup narrow the scope: a JVM none of whose threads
+    // --comm names, or outside the cgroups, is out of it (unless named
+    // with --java-attach).
     if (collector_opts_.comm && config_.java_attach.empty())
       std::erase_if(jvms, [&](pid_t pid) { return !any_thread_matches(pid, *collector_opts_.comm); });
+    if (!cgroups_.empty() && config_.java_attach.empty())
+      std::erase_if(jvms, [&](pid_t pid) { return !process_in_cgroups(pid, cgroups_); });
     java_->attach(jvms, !config_.java_attach.empty(), collector_, stopping);
     // Java events need a JVM: say so for each named target that is not one.
     bool java_alloc = std::any_of(plan_.events.begin(), plan_.events.end(), [](const events::Event* e) {
@@ -277,6 +292,7 @@ Window Session::cut(bool final) {
     window.graphs.push_back({event, view, std::move(profile), stats});
   }
   window.unwind_tallies = collector_.unwind_tallies();
+  window.cgroups = std::exchange(cgroup_tally_, {});
   collector_.next_window();
   window_start_s_ = now_s();
   window_start_unix_ns_ = unix_ns();

@@ -18,6 +18,7 @@
 
 #include "flamegraph/profile.h"
 #include "symbolizer/symbolizer.h"
+#include "user/cgroup.h"
 #include "user/collector.h"
 #include "user/events/event.h"
 #include "user/java.h"
@@ -33,6 +34,7 @@ struct SessionConfig {
   // Targets: the whole host, unless pids, tids or a command are given.
   std::vector<uint32_t> pids;
   std::vector<uint32_t> tids;
+  std::vector<std::string> cgroups;  // only tasks in these cgroups (v2) and below them
   std::string comm;   // POSIX extended regex over process and thread names
   bool idle = false;  // samples of idle CPUs
   // Stacks and their names.
@@ -70,6 +72,7 @@ struct Window {
   SamplerCounters counters;         // over the window
   std::vector<std::string> java_notes;  // what the agents could not follow or lost
   std::vector<Collector::UnwindTally> unwind_tallies;
+  CgroupTally cgroups;  // records per cgroup, with --cgroup
 };
 
 class Session {
@@ -118,12 +121,15 @@ class Session {
   std::vector<std::pair<uint32_t, std::string>> jvm_summaries() const;
 
  private:
-  Session(SessionConfig config, events::Plan plan, HostFacts host, std::optional<std::regex> comm);
+  Session(SessionConfig config, events::Plan plan, HostFacts host, std::optional<std::regex> comm,
+          std::vector<CgroupTarget> cgroups);
   void watch_jvms();
 
   SessionConfig config_;
   events::Plan plan_;
   HostFacts host_;
+  std::vector<CgroupTarget> cgroups_;
+  CgroupTally cgroup_tally_;  // of the window now open
   std::vector<std::string> warnings_;
   CollectorOptions collector_opts_;
   symbolizer::Symbolizer symbolizer_;

@@ -42,6 +42,7 @@ enum Setting : uint32_t {
 // What a recording samples: the events' needs depend on it.
 struct Scope {
   std::vector<uint32_t> pids;          // named processes (-p, and the threads' of --tid)
+  std::vector<uint32_t> members;       // the processes of the targeted cgroups now (--cgroup)
   std::string command;                 // the command's executable as found in $PATH, if one runs
   bool java = true;                    // ember's agent may be attached
 };

@@ -2,6 +2,7 @@
 // calloc, realloc and mmap sample one allocation per --alloc-interval bytes
 // (and, with --live, follow each sampled pointer to its free).
 #include <elf.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -25,6 +26,23 @@ std::string libc_of(const std::string& proc_dir) {
       return proc_dir == "/proc/self" ? path : proc_dir + "/root" + path;
   }
   return {};
+}
+
+// Adds the library at `path` to `libraries` unless its file is there
+// already: a uprobe goes on the file, not on a path, and one file probed
+// twice (/proc/A/root/... and /proc/B/root/... of two processes sharing
+// the host's root) would run the programs twice per call. The host's own
+// path is kept where it names the same file, so that the probe does not
+// depend on the process that showed it staying alive.
+void add_library(std::vector<std::string>& libraries, const std::string& path) {
+  struct stat file{}, host{}, listed{};
+  if (stat(path.c_str(), &file) != 0) return;  // the process is gone
+  for (const std::string& l : libraries)
+    if (stat(l.c_str(), &listed) == 0 && listed.st_dev == file.st_dev && listed.st_ino == file.st_ino) return;
+  size_t root = path.find("/root/");
+  std::string host_path = path.starts_with("/proc/") && root != std::string::npos ? path.substr(root + 5) : path;
+  bool same = stat(host_path.c_str(), &host) == 0 && host.st_dev == file.st_dev && host.st_ino == file.st_ino;
+  libraries.push_back(same ? host_path : path);
 }
 
 // Whether the 64-bit ELF executable at `path` is statically linked (no
@@ -55,15 +73,20 @@ std::expected<void, std::string> configure(const Resolved& s, const Scope& scope
       warnings.push_back("process " + std::to_string(pid) +
                          " maps no libc.so.6 (a static binary, or its own allocator): -e malloc cannot see its "
                          "allocations");
-    else if (std::find(config.malloc_libraries.begin(), config.malloc_libraries.end(), libc) ==
-             config.malloc_libraries.end())
-      config.malloc_libraries.push_back(libc);
+    else
+      add_library(config.malloc_libraries, libc);
   }
+  // The cgroups' processes are not named one by one: no warning for those
+  // without a libc (kernel threads in the root cgroup among them).
+  for (uint32_t pid : scope.members)
+    if (std::string libc = libc_of("/proc/" + std::to_string(pid)); !libc.empty())
+      add_library(config.malloc_libraries, libc);
   if (!scope.command.empty() && is_static_executable(scope.command).value_or(false))
     warnings.push_back(scope.command +
                        " is statically linked (no libc.so.6): -e malloc cannot see its allocations, only those of "
                        "the dynamically linked programs it starts");
-  if (scope.pids.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
+  // Processes that start in an empty cgroup most likely use the host's.
+  if (scope.pids.empty() && config.malloc_libraries.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
   if (config.malloc_libraries.empty() || config.malloc_libraries.front().empty())
     return std::unexpected(
         "-e malloc: none of the targets maps a shared libc.so.6, the allocator ember probes (static binaries and "
