@@ -94,10 +94,13 @@ UnwinderStats Unwinder::stats() const {
 // inside one RCU read section: a walk that could still hold a process
 // entry replaced or deleted before this call has ended after it.
 bool Unwinder::wait_for_readers() {
+  using Clock = std::chrono::steady_clock;
+  auto started = Clock::now();
   int key = 0;
   if (grace_fd_ >= 0 && bpf_map_update_elem(grace_fd_, &key, &grace_inner_fd_, BPF_ANY) != 0) return false;
   space_.grace_passed();
   ++stats_.reader_waits;
+  stats_.reader_wait_ms += std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   return true;
 }
 

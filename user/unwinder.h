@@ -44,6 +44,7 @@ struct UnwinderStats {
   uint64_t rows_capacity = 0;
   uint64_t rows_waiting = 0;  // given back, reusable after the next wait for the kernel's readers
   uint64_t reader_waits = 0;  // such waits (each an RCU grace period)
+  double reader_wait_ms = 0;  // time spent in them
   uint64_t tables_evicted = 0;
   double build_ms = 0;        // time spent building tables
   uint64_t processes = 0;     // processes given to the kernel

@@ -177,11 +177,11 @@ int main(int argc, char** argv) {
       UnwinderStats s = (*unwinder)->stats();
       std::printf(
           "processes %u: rows %llu waiting %llu tables %llu idle %llu entries %llu held %llu evicted %llu "
-          "waits %llu over_cap %zu left_out %llu build_ms %.0f\n",
+          "waits %llu wait_ms %.0f over_cap %zu left_out %llu build_ms %.0f\n",
           i, (unsigned long long)s.rows, (unsigned long long)s.rows_waiting, (unsigned long long)s.tables,
           (unsigned long long)s.idle_tables, (unsigned long long)map_entries(processes_fd),
           (unsigned long long)s.processes_held, (unsigned long long)s.tables_evicted,
-          (unsigned long long)s.reader_waits, s.over_cap.size(), (unsigned long long)s.processes_left_out,
+          (unsigned long long)s.reader_waits, s.reader_wait_ms, s.over_cap.size(), (unsigned long long)s.processes_left_out,
           s.build_ms);
       std::fflush(stdout);
     }
