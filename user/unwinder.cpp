@@ -105,8 +105,9 @@ bool Unwinder::wait_for_readers() {
 }
 
 std::optional<uint32_t> Unwinder::allocate_rows(uint64_t rows) {
-  // A wait lasts an RCU grace period (14 ms on the 2-core test machine): each
-  // makes room for the tables to come too, a sixteenth of the rows at least.
+  // A wait lasts an RCU grace period (12 ms on the loaded 2-core test
+  // machine): each makes room for the tables to come too, a sixteenth of
+  // the rows at least.
   const uint64_t room = std::max<uint64_t>(rows, space_.capacity() / 16);
   for (;;) {
     if (auto first = space_.allocate(rows)) return first;
