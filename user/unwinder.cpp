@@ -252,7 +252,7 @@ void Unwinder::remove_process(uint32_t pid) {
   // Its exit may have taken the entry already (ember_unwind_exit).
   if (maps_.processes_fd >= 0) bpf_map_delete_elem(maps_.processes_fd, &pid);
   for (Table* t : p.tables) unuse(*t);
-  if (p.jit.capacity) space_.release(p.jit.region[0], 2 * p.jit.capacity);
+  space_.release(p.jit.first, p.jit.rows);
   processes_.erase(found);
 }
 
@@ -271,7 +271,7 @@ void Unwinder::publish(uint32_t pid, Process& p) {
     // A JVM's code cache: the rows made from what its agent published.
     if (m.inode == 0 && jit.rows && m.start < jit.end && jit.base < m.end) {
       e.base = jit.base;
-      e.first = jit.region[jit.active];
+      e.first = jit.first;
       e.rows = jit.rows;
       continue;
     }
@@ -346,30 +346,22 @@ void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> 
   JitCode& jit = p.jit;
   uint64_t base = code.front().start;
   std::vector<ember_unwind_row> rows = jit_rows(code, base);
-  std::optional<std::pair<uint32_t, uint32_t>> outgrown;  // the regions given back once the kernel moved on
-  if (rows.size() > jit.capacity) {
-    // Two halves: the kernel reads one while the other is rewritten.
-    uint64_t capacity = std::max<uint64_t>(kJitRowsMin, rows.size() * 2);
-    std::optional<uint32_t> first = allocate_rows(2 * capacity);
-    if (!first) {
-      if (!jit.over_cap) stats_.over_cap.push_back("JIT code of process " + std::to_string(pid));
-      jit.over_cap = true;
-      return;
-    }
-    if (jit.capacity) outgrown = {jit.region[0], 2 * jit.capacity};
-    jit.region[0] = *first;
-    jit.region[1] = static_cast<uint32_t>(*first + capacity);
-    jit.capacity = static_cast<uint32_t>(capacity);
-    jit.active = 1;
+  // Rows a walk may be reading are never rewritten: the code gets a fresh
+  // range, and gives back the old once the kernel's entry moved on.
+  std::optional<uint32_t> first = allocate_rows(rows.size());
+  if (!first) {
+    if (!jit.over_cap) stats_.over_cap.push_back("JIT code of process " + std::to_string(pid));
+    jit.over_cap = true;
+    return;
   }
-  int next = 1 - jit.active;
-  std::memcpy(rows_ + jit.region[next], rows.data(), rows.size() * sizeof(ember_unwind_row));
-  jit.active = next;
+  std::memcpy(rows_ + *first, rows.data(), rows.size() * sizeof(ember_unwind_row));
+  JitCode old = jit;
+  jit.first = *first;
   jit.rows = static_cast<uint32_t>(rows.size());
   jit.base = base;
   jit.end = code.back().start + code.back().size;
   if (p.entry) publish(pid, p);
-  if (outgrown) space_.release(outgrown->first, outgrown->second);
+  space_.release(old.first, old.rows);
 }
 
 // The kernel's walk (bpf/unwind.bpf.c's unwind_step), over a copy of the

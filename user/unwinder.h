@@ -101,13 +101,9 @@ class Unwinder {
     std::vector<FileId> files;    // its entries in by_file_, while it has users
     std::optional<std::list<Table*>::iterator> idle;  // its place in idle_
   };
-  // Rows kept for a JVM's code at least (twice: see set_jit_code).
-  static constexpr uint64_t kJitRowsMin = 16384;
   struct JitCode {
-    uint32_t region[2] = {}, capacity = 0;  // two halves of capacity rows in the rows map
-    int active = 0;                         // the half the kernel reads
-    uint32_t rows = 0;
-    uint64_t base = 0, end = 0;             // the code's range; rows are relative to base
+    uint32_t first = 0, rows = 0;  // in the rows map: a fresh range at each change
+    uint64_t base = 0, end = 0;    // the code's range; rows are relative to base
     bool over_cap = false;
   };
   struct Process {

@@ -368,31 +368,58 @@ TEST_CASE("unwinder: processes come and go, a stream of binaries through a small
   close(rows);
 }
 
-TEST_CASE("unwinder: a removed process gives back its JIT code's rows; grown code gives back its old halves",
+TEST_CASE("unwinder: JIT code changes into fresh rows, never over rows a walk may read; a removed process gives "
+          "them back",
           "[unwind]") {
   int rows;
   auto unwinder = open_unwinder(1 << 20, rows);
+  const auto* map = static_cast<const ember_unwind_row*>(
+      mmap(nullptr, (1 << 20) * sizeof(ember_unwind_row), PROT_READ, MAP_SHARED, rows, 0));
+  REQUIRE(map != MAP_FAILED);
   uint32_t pid = 77;
   symbolizer::Mapping cache{0x10000000, 0x20000000, 0, 0, 0, true, ""};
   std::vector<symbolizer::Symbolizer::MappedFile> files{{&cache, -1}};
   unwinder->add_process(pid, files);
-  auto code = [](size_t methods) {
+  // `methods` frameless methods of `size` bytes, 0x100 apart: 2 rows each.
+  auto code = [](size_t methods, uint32_t size) {
     std::vector<symbolizer::JitMap::Code> code(methods);
     for (size_t i = 0; i < methods; ++i) {
       code[i].start = 0x10000000 + i * 0x100;
-      code[i].size = 0x80;
+      code[i].size = size;
       code[i].frame_words = 0;
     }
     return code;
   };
-  unwinder->set_jit_code(pid, code(10));
-  CHECK(unwinder->stats().rows == 2 * 16384);
-  unwinder->set_jit_code(pid, code(20000));  // 40,000 rows: halves of 80,000
-  CHECK(unwinder->stats().rows == 2 * 80000);
-  CHECK(unwinder->stats().rows_waiting == 2 * 16384);
+  // Each version's rows, as the kernel's entry saw them: none is written
+  // over by the versions after it (the kernel may still be reading one).
+  std::vector<std::vector<ember_unwind_row>> versions;
+  std::vector<const ember_unwind_row*> at;
+  // (Two halves rewritten in turn would put the third over the first.)
+  const std::vector<std::pair<size_t, uint32_t>> changes{{10, 0x40}, {10, 0x50}, {10, 0x60}, {20000, 0x70}, {5, 0x78}};
+  for (auto [methods, size] : changes) {
+    unwinder->set_jit_code(pid, code(methods, size));
+    CHECK(unwinder->stats().rows == 2 * methods);
+    // The new rows, found in the map by their content (each version's own).
+    std::vector<ember_unwind_row> expected;
+    for (size_t i = 0; i < methods; ++i) {
+      expected.push_back({uint32_t(i * 0x100), 8, EMBER_ROW_CFA_RSP, 0});
+      expected.push_back({uint32_t(i * 0x100 + size), 0, EMBER_ROW_NONE, 0});
+    }
+    const ember_unwind_row* found = nullptr;
+    for (uint32_t first = 0; first + expected.size() <= (1u << 20) && !found; ++first)
+      if (std::memcmp(map + first, expected.data(), expected.size() * sizeof(ember_unwind_row)) == 0)
+        found = map + first;
+    REQUIRE(found);
+    versions.push_back(expected);
+    at.push_back(found);
+    for (size_t v = 0; v < versions.size(); ++v)
+      CHECK(std::memcmp(at[v], versions[v].data(), versions[v].size() * sizeof(ember_unwind_row)) == 0);
+  }
+  CHECK(unwinder->stats().rows_waiting == 2 * (10 + 10 + 10 + 20000));
   unwinder->remove_process(pid);
   CHECK(unwinder->stats().rows == 0);
   CHECK(unwinder->stats().processes_held == 0);
+  munmap(const_cast<ember_unwind_row*>(map), (1 << 20) * sizeof(ember_unwind_row));
   close(rows);
 }
 
