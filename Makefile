@@ -303,9 +303,18 @@ $(BUILD)/tools/java_events_dump: $(JAVA_EVENTS_DUMP_OBJ)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
+# tests/integration/unwind_churn.sh: the unwinder through 20,000 short-lived
+# processes, with the kernel's maps but no programs.
+UNWIND_CHURN_OBJ := $(BUILD)/obj/tests/tools/unwind_churn.o $(BUILD)/obj/user/unwinder.o \
+	$(filter $(BUILD)/obj/symbolizer/% $(BUILD)/obj/unwind/% $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
+$(BUILD)/tools/unwind_churn: $(UNWIND_CHURN_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
-		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%) $(BUILD)/tools/java_events_dump
+		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%) $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn
 	$(Q)tests/run.sh
 
 # bench/symbolize.sh's in-process half: the symbolizer library, no BPF.

@@ -183,11 +183,11 @@ void print_unwinding(const std::string& mode, const UnwinderStats& u, const std:
   auto mib = [](uint64_t rows) { return rows * sizeof(ember_unwind_row) / 1048576.0; };
   std::fprintf(stderr, "  unwinding   %s: tables of %llu binaries, %.1f of %.0f MiB (--unwind-memory), built in %.0f ms\n",
                mode.c_str(), static_cast<unsigned long long>(u.tables), mib(u.rows), mib(u.rows_capacity), u.build_ms);
-  auto list = [](const std::vector<std::string>& paths, const char* why) {
+  auto list = [](const BinaryList& paths, const char* why) {
     if (paths.empty()) return;
     std::string text;
-    for (size_t i = 0; i < paths.size() && i < 5; ++i) text += (i ? ", " : "") + paths[i];
-    if (paths.size() > 5) text += ", and " + std::to_string(paths.size() - 5) + " more";
+    for (size_t i = 0; i < paths.first.size() && i < 5; ++i) text += (i ? ", " : "") + paths.first[i];
+    if (paths.count > 5) text += ", and " + std::to_string(paths.count - 5) + " more";
     std::fprintf(stderr, "              frame pointers only (%s): %s\n", why, text.c_str());
   };
   list(u.over_cap, "their tables are past --unwind-memory: raise it");

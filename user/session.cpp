@@ -293,7 +293,8 @@ Window Session::cut(bool final) {
   }
   window.unwind_tallies = collector_.unwind_tallies();
   window.cgroups = std::exchange(cgroup_tally_, {});
-  collector_.next_window();
+  for (uint32_t pid : collector_.next_window())
+    if (unwinder_) unwinder_->remove_process(pid);
   window_start_s_ = now_s();
   window_start_unix_ns_ = unix_ns();
   return window;

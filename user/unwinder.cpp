@@ -60,32 +60,84 @@ std::expected<std::unique_ptr<Unwinder>, std::string> Unwinder::open(UnwindMaps 
   if (rows == MAP_FAILED) return std::unexpected(std::string("cannot map the unwind tables: ") + std::strerror(errno));
   u->rows_ = static_cast<ember_unwind_row*>(rows);
   u->stats_.rows_capacity = maps.rows_capacity;
+  // Without a process table, no kernel reads the rows (the unit tests).
+  if (maps.processes_fd >= 0) {
+    u->grace_inner_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, nullptr, 4, 4, 1, nullptr);
+    LIBBPF_OPTS(bpf_map_create_opts, outer, .inner_map_fd = static_cast<__u32>(u->grace_inner_fd_));
+    if (u->grace_inner_fd_ >= 0)
+      u->grace_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "ember_grace", 4, 4, 1, &outer);
+    if (u->grace_fd_ < 0)
+      return std::unexpected(std::string("cannot create the unwinder's grace map: ") + std::strerror(errno));
+  }
   return u;
 }
 
 Unwinder::~Unwinder() {
   if (rows_) munmap(rows_, mapped_bytes_);
+  if (grace_fd_ >= 0) close(grace_fd_);
+  if (grace_inner_fd_ >= 0) close(grace_inner_fd_);
 }
 
-Unwinder::Table Unwinder::place(unwind::CfiTable table, const std::string& name) {
-  Table t;
+UnwinderStats Unwinder::stats() const {
+  UnwinderStats s = stats_;
+  s.rows = space_.used();
+  s.rows_waiting = space_.waiting();
+  s.idle_tables = idle_.size();
+  s.processes_held = processes_.size();
+  return s;
+}
+
+// Updating a map-in-map returns only after an RCU grace period, once every
+// BPF program that was running has returned (kernel/bpf/syscall.c's
+// maybe_wait_bpf_programs(), Linux 4.20; the kernel's own selftests wait so,
+// test_btf_map_in_map.c). Every ember program is non-sleepable, so runs
+// inside one RCU read section: a walk that could still hold a process
+// entry replaced or deleted before this call has ended after it.
+bool Unwinder::wait_for_readers() {
+  using Clock = std::chrono::steady_clock;
+  auto started = Clock::now();
+  int key = 0;
+  if (grace_fd_ >= 0 && bpf_map_update_elem(grace_fd_, &key, &grace_inner_fd_, BPF_ANY) != 0) return false;
+  space_.grace_passed();
+  ++stats_.reader_waits;
+  stats_.reader_wait_ms += std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  return true;
+}
+
+std::optional<uint32_t> Unwinder::allocate_rows(uint64_t rows) {
+  // A wait lasts an RCU grace period (12 ms on the loaded 2-core test
+  // machine): each makes room for the tables to come too, a sixteenth of
+  // the rows at least.
+  const uint64_t room = std::max<uint64_t>(rows, space_.capacity() / 16);
+  for (;;) {
+    if (auto first = space_.allocate(rows)) return first;
+    while (space_.waiting() < room) {
+      auto oldest = std::find_if(idle_.begin(), idle_.end(), [](const Table* t) { return t->rows > 0; });
+      if (oldest == idle_.end()) break;
+      evict(**oldest);
+    }
+    if (space_.waiting() == 0 || !wait_for_readers()) return std::nullopt;
+  }
+}
+
+void Unwinder::place(Table& t, unwind::CfiTable table, const std::string& name) {
   t.base = table.base;
   t.segments = std::move(table.segments);
-  if (table.rows.size() > stats_.rows_capacity - stats_.rows) {
-    stats_.over_cap.push_back(name);
-    return t;
+  if (table.rows.empty()) return;
+  std::optional<uint32_t> first = allocate_rows(table.rows.size());
+  if (!first) {
+    stats_.over_cap.add(name);
+    return;
   }
-  t.first = static_cast<uint32_t>(stats_.rows);
+  t.first = *first;
   t.rows = static_cast<uint32_t>(table.rows.size());
-  // The kernel reads these rows only once a process entry points at them.
+  // The kernel reads these rows only once a process entry points at them;
+  // none did since they were given back (allocate_rows waited for that).
   std::memcpy(rows_ + t.first, table.rows.data(), table.rows.size() * sizeof(ember_unwind_row));
-  stats_.rows += t.rows;
   ++stats_.tables;
-  return t;
 }
 
-const Unwinder::Table& Unwinder::table_for(const symbolizer::Mapping& m, int fd) {
-  static const Table kNone;
+Unwinder::Table* Unwinder::table_for(const symbolizer::Mapping& m, int fd) {
   using Clock = std::chrono::steady_clock;
   auto timed = [&](auto build) {
     auto started = Clock::now();
@@ -94,7 +146,7 @@ const Unwinder::Table& Unwinder::table_for(const symbolizer::Mapping& m, int fd)
     return table;
   };
   auto failed = [&](const unwind::TableError& e) {
-    (e.reason == unwind::NoTable::Unreadable ? stats_.unreadable : stats_.without_cfi).push_back(m.path);
+    (e.reason == unwind::NoTable::Unreadable ? stats_.unreadable : stats_.without_cfi).add(m.path);
   };
   if (m.path == "[vdso]") {
     if (!vdso_) {
@@ -102,54 +154,113 @@ const Unwinder::Table& Unwinder::table_for(const symbolizer::Mapping& m, int fd)
       std::string_view image = symbolizer::own_vdso_image();
       auto table = timed([&] { return unwind::build_cfi_table(image); });
       if (table)
-        *vdso_ = place(std::move(*table), m.path);
+        place(*vdso_, std::move(*table), m.path);
       else
         failed(table.error());
     }
-    return *vdso_;
+    return vdso_.get();
   }
-  if (m.inode == 0) return kNone;  // anonymous code: a JIT's
-  auto [known, inserted] = by_file_.try_emplace({m.dev, m.inode}, nullptr);
-  if (!inserted) return known->second ? *known->second : kNone;
-  if (fd < 0) {
-    stats_.unreadable.push_back(m.path);
-    return kNone;
-  }
+  if (m.inode == 0) return nullptr;  // anonymous code: a JIT's
+  FileId file{m.dev, m.inode};
+  if (auto known = by_file_.find(file); known != by_file_.end()) return known->second;
   elf_version(EV_CURRENT);
-  std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr), elf_end);
+  std::unique_ptr<Elf, int (*)(Elf*)> elf(fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, nullptr) : nullptr, elf_end);
   // One table per build: a container's copy of a library is the same file.
+  // Files are matched to builds again once idle: an inode can be reused.
   const void* id = nullptr;
   ssize_t id_size = elf ? dwelf_elf_gnu_build_id(elf.get(), &id) : -1;
   std::string key = id_size > 0 ? hex(id, static_cast<size_t>(id_size))
                                 : "file " + std::to_string(m.dev) + ":" + std::to_string(m.inode);
   auto [it, fresh] = by_build_.try_emplace(key);
-  known->second = &it->second;
+  Table& t = it->second;
   if (fresh) {
-    auto table = timed([&] { return unwind::build_cfi_table(elf.get()); });
-    if (table)
-      it->second = place(std::move(*table), m.path);
-    else
-      failed(table.error());
+    t.key = key;
+    if (!elf) {
+      stats_.unreadable.add(m.path);
+    } else {
+      auto table = timed([&] { return unwind::build_cfi_table(elf.get()); });
+      if (table)
+        place(t, std::move(*table), m.path);
+      else
+        failed(table.error());
+    }
   }
-  return it->second;
+  t.files.push_back(file);
+  by_file_.emplace(file, &t);
+  return &t;
+}
+
+const Unwinder::Table* Unwinder::known_table(const symbolizer::Mapping& m) const {
+  if (m.path == "[vdso]") return vdso_.get();
+  auto known = by_file_.find({m.dev, m.inode});
+  return m.inode && known != by_file_.end() ? known->second : nullptr;
+}
+
+void Unwinder::use(Table& t) {
+  if (t.users++ == 0 && t.idle) {
+    idle_.erase(*t.idle);
+    t.idle.reset();
+  }
+}
+
+// A table no process maps stays, idle, for the next process of its binary
+// (a shell's short commands would rebuild libc's at each): its rows go
+// only when needed, or when too many are idle.
+void Unwinder::unuse(Table& t) {
+  if (--t.users > 0) return;
+  for (const FileId& file : t.files) by_file_.erase(file);
+  t.files.clear();
+  t.idle = idle_.insert(idle_.end(), &t);
+  while (idle_.size() > kIdleTables) evict(*idle_.front());
+}
+
+// The table goes; its rows are reused once the kernel's readers moved on
+// (no process entry points at them: it has no users).
+void Unwinder::evict(Table& t) {
+  if (t.rows) {
+    space_.release(t.first, t.rows);
+    --stats_.tables;
+  }
+  ++stats_.tables_evicted;
+  idle_.erase(*t.idle);
+  by_build_.erase(t.key);
 }
 
 void Unwinder::add_process(uint32_t pid, std::span<const symbolizer::Symbolizer::MappedFile> files) {
-  std::vector<symbolizer::Mapping>& mappings = mappings_[pid];
-  mappings.clear();
+  Process& p = processes_[pid];
+  std::vector<Table*> tables;
+  p.mappings.clear();
   for (const auto& [m, fd] : files)
     if (m->executable) {
-      table_for(*m, fd);  // built now, while the file is open
-      mappings.push_back(*m);
+      Table* t = table_for(*m, fd);  // built now, while the file is open
+      if (t && t != vdso_.get() && std::find(tables.begin(), tables.end(), t) == tables.end()) {
+        use(*t);  // at once: building the next table may evict idle ones
+        tables.push_back(t);
+      }
+      p.mappings.push_back(*m);
     }
-  publish(pid);
+  publish(pid, p);
+  // Only now that the kernel's entry no longer points at them.
+  for (Table* t : p.tables) unuse(*t);
+  p.tables = std::move(tables);
 }
 
-void Unwinder::publish(uint32_t pid) {
+void Unwinder::remove_process(uint32_t pid) {
+  auto found = processes_.find(pid);
+  if (found == processes_.end()) return;
+  Process& p = found->second;
+  // Its exit may have taken the entry already (ember_unwind_exit).
+  if (maps_.processes_fd >= 0) bpf_map_delete_elem(maps_.processes_fd, &pid);
+  for (Table* t : p.tables) unuse(*t);
+  space_.release(p.jit.first, p.jit.rows);
+  processes_.erase(found);
+}
+
+void Unwinder::publish(uint32_t pid, Process& p) {
   auto entry = std::make_unique<ember_unwind_process>();
   std::memset(entry.get(), 0, sizeof *entry);
-  auto jit = jit_.find(pid);
-  for (const symbolizer::Mapping& m : mappings_[pid]) {
+  const JitCode& jit = p.jit;
+  for (const symbolizer::Mapping& m : p.mappings) {
     if (entry->count == EMBER_UNWIND_MAPPINGS) {
       ++stats_.mappings_left_out;
       continue;
@@ -158,30 +269,35 @@ void Unwinder::publish(uint32_t pid) {
     e.start = m.start;
     e.end = m.end;
     // A JVM's code cache: the rows made from what its agent published.
-    if (m.inode == 0 && jit != jit_.end() && jit->second.rows && m.start < jit->second.end &&
-        jit->second.base < m.end) {
-      e.base = jit->second.base;
-      e.first = jit->second.region[jit->second.active];
-      e.rows = jit->second.rows;
+    if (m.inode == 0 && jit.rows && m.start < jit.end && jit.base < m.end) {
+      e.base = jit.base;
+      e.first = jit.first;
+      e.rows = jit.rows;
       continue;
     }
-    const Table& t = table_for(m, -1);
+    const Table* t = known_table(m);
+    if (!t) continue;
     // Where the file's addresses land in this mapping: by the loadable
     // segment its bytes come from (address - offset is constant in one).
     uint64_t length = m.end - m.start;
-    for (const auto& s : t.segments)
-      if (t.rows && s.offset < m.offset + length && m.offset < s.offset + s.size) {
-        e.base = m.start - m.offset + s.offset - s.vaddr + t.base;
-        e.first = t.first;
-        e.rows = t.rows;
+    for (const auto& s : t->segments)
+      if (t->rows && s.offset < m.offset + length && m.offset < s.offset + s.size) {
+        e.base = m.start - m.offset + s.offset - s.vaddr + t->base;
+        e.first = t->first;
+        e.rows = t->rows;
         break;
       }
   }
-  if (bpf_map_update_elem(maps_.processes_fd, &pid, entry.get(), BPF_ANY) != 0)
-    ++stats_.processes_left_out;
-  else if (!processes_.count(pid))
-    ++stats_.processes;
-  processes_[pid] = std::move(entry);
+  if (bpf_map_update_elem(maps_.processes_fd, &pid, entry.get(), BPF_ANY) == 0) {
+    if (!p.given) ++stats_.processes;
+    p.given = true;
+  } else {
+    // An entry left from before would point at tables this one replaced.
+    if (maps_.processes_fd >= 0) bpf_map_delete_elem(maps_.processes_fd, &pid);
+    if (!p.left_out) ++stats_.processes_left_out;
+    p.left_out = true;
+  }
+  p.entry = std::move(entry);
 }
 
 std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::JitMap::Code> code, uint64_t base) {
@@ -226,30 +342,26 @@ void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> 
   std::erase_if(code, [](const auto& c) { return c.size == 0; });
   if (code.empty()) return;
   std::sort(code.begin(), code.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
-  JitCode& jit = jit_[pid];
+  Process& p = processes_[pid];
+  JitCode& jit = p.jit;
   uint64_t base = code.front().start;
   std::vector<ember_unwind_row> rows = jit_rows(code, base);
-  if (rows.size() > jit.capacity) {
-    // Two halves: the kernel reads one while the other is rewritten.
-    uint64_t capacity = std::max<uint64_t>(kJitRowsMin, rows.size() * 2);
-    if (2 * capacity > stats_.rows_capacity - stats_.rows) {
-      if (!jit.over_cap) stats_.over_cap.push_back("JIT code of process " + std::to_string(pid));
-      jit.over_cap = true;
-      return;
-    }
-    jit.region[0] = static_cast<uint32_t>(stats_.rows);
-    jit.region[1] = static_cast<uint32_t>(stats_.rows + capacity);
-    jit.capacity = static_cast<uint32_t>(capacity);
-    stats_.rows += 2 * capacity;
-    jit.active = 1;
+  // Rows a walk may be reading are never rewritten: the code gets a fresh
+  // range, and gives back the old once the kernel's entry moved on.
+  std::optional<uint32_t> first = allocate_rows(rows.size());
+  if (!first) {
+    if (!jit.over_cap) stats_.over_cap.add("JIT code of process " + std::to_string(pid));
+    jit.over_cap = true;
+    return;
   }
-  int next = 1 - jit.active;
-  std::memcpy(rows_ + jit.region[next], rows.data(), rows.size() * sizeof(ember_unwind_row));
-  jit.active = next;
+  std::memcpy(rows_ + *first, rows.data(), rows.size() * sizeof(ember_unwind_row));
+  JitCode old = jit;
+  jit.first = *first;
   jit.rows = static_cast<uint32_t>(rows.size());
   jit.base = base;
   jit.end = code.back().start + code.back().size;
-  if (mappings_.count(pid)) publish(pid);
+  if (p.entry) publish(pid, p);
+  space_.release(old.first, old.rows);
 }
 
 // The kernel's walk (bpf/unwind.bpf.c's unwind_step), over a copy of the
@@ -259,8 +371,8 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
   if (copy.size() < EMBER_COPY_HEADER) return {0, EMBER_STOP_BAD_READ};
   uint64_t ip = copy[EMBER_COPY_IP], sp = copy[EMBER_COPY_SP], bp = copy[EMBER_COPY_BP];
   bool exact = !copy[EMBER_COPY_RETURN_ADDRESS];
-  if (found == processes_.end()) return {0, EMBER_STOP_NOT_LOADED};
-  const ember_unwind_process& process = *found->second;
+  if (found == processes_.end() || !found->second.entry) return {0, EMBER_STOP_NOT_LOADED};
+  const ember_unwind_process& process = *found->second.entry;
   const uint64_t stack = copy[EMBER_COPY_SP], words = copy.size() - EMBER_COPY_HEADER;
   // A read past the copy: the stack went on beyond what the kernel copied.
   auto read = [&](uint64_t address, uint64_t& value) {

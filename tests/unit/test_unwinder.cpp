@@ -1,20 +1,27 @@
 #include <catch2/catch.hpp>
 
+#include <elfutils/libdwelf.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "symbolizer/jit_map.h"
 #include "symbolizer/proc_maps.h"
 #include "symbolizer/symbolizer.h"
+#include "temp_dir.h"
+#include "unwind/row_space.h"
 #include "user/unwinder.h"
 
 using namespace ember;
@@ -51,6 +58,29 @@ __attribute__((noinline)) void capture(std::vector<__u64>& copy, std::vector<voi
   asm volatile("" ::: "memory");
 }
 
+// Unwinds this thread's stack from a copy, as the kernel sends it, with the
+// tables `unwinder` holds for this process: as backtrace() has it.
+void check_unwinds_as_backtrace(const Unwinder& unwinder) {
+  std::vector<__u64> copy;
+  std::vector<void*> reference;
+  capture(copy, reference);
+  __u64 frames[EMBER_MAX_STACK_DEPTH];
+  auto [n, stop] = unwinder.unwind_copy(static_cast<uint32_t>(getpid()), copy, frames);
+  INFO("ember: " << n << " frames, stop " << int(stop) << "; backtrace(): " << reference.size() << " frames");
+  CHECK(stop == EMBER_STOP_ROOT);
+  // ember's frame 0 is capture() itself; backtrace() may add its own (ASan
+  // intercepts it): from capture()'s caller on, both list return addresses.
+  for (size_t i = 0; i < std::max(n, reference.size()); ++i)
+    UNSCOPED_INFO(i << ": ember 0x" << std::hex << (i < n ? frames[i] : 0) << ", backtrace 0x"
+                    << (i < reference.size() ? reinterpret_cast<uint64_t>(reference[i]) : 0));
+  REQUIRE(n >= 5);
+  auto caller = std::find(reference.begin(), reference.end(), reinterpret_cast<void*>(frames[1]));
+  REQUIRE(caller != reference.end());
+  std::vector<uint64_t> theirs, ours(frames + 1, frames + n);
+  for (auto it = caller; it != reference.end(); ++it) theirs.push_back(reinterpret_cast<uint64_t>(*it));
+  CHECK(ours == theirs);
+}
+
 // An unwinder whose rows map, of `capacity` rows, is a memfd standing in
 // for the kernel's mmapable array (held open in `rows`).
 std::unique_ptr<Unwinder> open_unwinder(uint32_t capacity, int& rows) {
@@ -73,24 +103,7 @@ TEST_CASE("unwinder: a copied stack unwinds as glibc's backtrace() does, to the 
   CHECK(unwinder->stats().tables >= 2);  // this binary and libc at least
   CHECK(unwinder->stats().processes_left_out == 1);  // no kernel map here
 
-  std::vector<__u64> copy;
-  std::vector<void*> reference;
-  capture(copy, reference);
-  __u64 frames[EMBER_MAX_STACK_DEPTH];
-  auto [n, stop] = unwinder->unwind_copy(static_cast<uint32_t>(getpid()), copy, frames);
-  INFO("ember: " << n << " frames, stop " << int(stop) << "; backtrace(): " << reference.size() << " frames");
-  CHECK(stop == EMBER_STOP_ROOT);
-  // ember's frame 0 is capture() itself; backtrace() may add its own (ASan
-  // intercepts it): from capture()'s caller on, both list return addresses.
-  for (size_t i = 0; i < std::max(n, reference.size()); ++i)
-    UNSCOPED_INFO(i << ": ember 0x" << std::hex << (i < n ? frames[i] : 0) << ", backtrace 0x"
-                    << (i < reference.size() ? reinterpret_cast<uint64_t>(reference[i]) : 0));
-  REQUIRE(n >= 5);
-  auto caller = std::find(reference.begin(), reference.end(), reinterpret_cast<void*>(frames[1]));
-  REQUIRE(caller != reference.end());
-  std::vector<uint64_t> theirs, ours(frames + 1, frames + n);
-  for (auto it = caller; it != reference.end(); ++it) theirs.push_back(reinterpret_cast<uint64_t>(*it));
-  CHECK(ours == theirs);
+  check_unwinds_as_backtrace(*unwinder);
   close(rows);
 }
 
@@ -160,5 +173,267 @@ TEST_CASE("unwinder: a compiled leaf caught building or tearing down its frame s
     CHECK(stop == EMBER_STOP_UNMAPPED);
   }
   munmap(code, page);
+  close(rows);
+}
+
+TEST_CASE("row space: a range given back is reused only after the readers' grace, merged with its neighbours",
+          "[unwind]") {
+  unwind::RowSpace space(100);
+  REQUIRE(space.allocate(30) == 0u);
+  REQUIRE(space.allocate(30) == 30u);
+  REQUIRE(space.allocate(40) == 60u);
+  CHECK(space.used() == 100);
+  CHECK(!space.allocate(1));
+  CHECK(!space.allocate(0));
+  space.release(30, 30);
+  CHECK(space.used() == 70);
+  CHECK(space.waiting() == 30);
+  CHECK(!space.allocate(1));  // a walk may still be reading it
+  space.grace_passed();
+  CHECK(space.waiting() == 0);
+  space.release(0, 30);
+  space.grace_passed();
+  CHECK(space.free_ranges() == 1);  // [0, 60) whole again
+  CHECK(space.largest_free() == 60);
+  CHECK(space.allocate(60) == 0u);
+  CHECK(!space.allocate(101));
+}
+
+TEST_CASE("row space: the smallest free range that fits is taken, large ones stay whole", "[unwind]") {
+  unwind::RowSpace space(1000);
+  for (uint32_t i = 0; i < 10; ++i) REQUIRE(space.allocate(100) == i * 100);
+  space.release(100, 100);  // a hole of 100
+  space.release(400, 100);  // and one of 300, once merged
+  space.release(500, 100);
+  space.release(600, 100);
+  space.grace_passed();
+  CHECK(space.free_ranges() == 2);
+  CHECK(space.allocate(50) == 100u);   // into the hole of 100, not the 300
+  CHECK(space.allocate(300) == 400u);  // the 300 still whole
+  CHECK(space.allocate(50) == 150u);
+  CHECK(space.free_ranges() == 0);
+}
+
+TEST_CASE("row space: churn of tables of every size never overlaps two live ranges and gives every row back",
+          "[unwind]") {
+  constexpr uint32_t kCapacity = 1 << 20;
+  unwind::RowSpace space(kCapacity);
+  std::mt19937 random(14);
+  // Sizes as binaries have them: mostly small, a few of 100,000 rows and more.
+  auto size = [&] { return 1 + uint32_t(std::exponential_distribution<double>(1.0 / 8000)(random)) % 300000; };
+  std::vector<uint8_t> owner(kCapacity);  // 0 free, 1 live, 2 given back, waiting
+  struct Range {
+    uint32_t first, rows;
+  };
+  std::vector<Range> live, waiting;
+  uint64_t used = 0, failed = 0;
+  for (int step = 0; step < 50000; ++step) {
+    int what = std::uniform_int_distribution<int>(0, 9)(random);
+    if (what < 5) {
+      uint32_t rows = size();
+      auto first = space.allocate(rows);
+      if (!first) {
+        ++failed;
+        CHECK(space.largest_free() < rows);
+        continue;
+      }
+      REQUIRE(uint64_t(*first) + rows <= kCapacity);
+      auto range = owner.begin() + *first;
+      // Neither live nor waiting for the grace.
+      REQUIRE(std::all_of(range, range + rows, [](uint8_t o) { return o == 0; }));
+      std::fill(range, range + rows, 1);
+      live.push_back({*first, rows});
+      used += rows;
+    } else if (what < 9 && !live.empty()) {
+      size_t i = std::uniform_int_distribution<size_t>(0, live.size() - 1)(random);
+      Range r = live[i];
+      live[i] = live.back();
+      live.pop_back();
+      space.release(r.first, r.rows);
+      std::fill(owner.begin() + r.first, owner.begin() + r.first + r.rows, 2);
+      waiting.push_back(r);
+      used -= r.rows;
+    } else {
+      space.grace_passed();
+      for (const Range& r : waiting) std::fill(owner.begin() + r.first, owner.begin() + r.first + r.rows, 0);
+      waiting.clear();
+    }
+    REQUIRE(space.used() == used);
+  }
+  INFO(failed << " allocations did not fit");
+  CHECK(failed > 0);  // the space was full at times: fragmentation was tested
+  for (const Range& r : live) space.release(r.first, r.rows);
+  space.grace_passed();
+  CHECK(space.used() == 0);
+  CHECK(space.free_ranges() == 1);
+  CHECK(space.largest_free() == kCapacity);
+}
+
+namespace {
+
+// Copies of a binary, each with a build-id of its own: as many binaries to
+// the unwinder, with the same table.
+struct DistinctBuilds {
+  TempDir dir;
+  std::string image;
+  size_t id_at = 0, id_size = 0;
+
+  explicit DistinctBuilds(const char* path) {
+    std::ifstream in(path, std::ios::binary);
+    image.assign(std::istreambuf_iterator<char>(in), {});
+    elf_version(EV_CURRENT);
+    Elf* elf = elf_memory(image.data(), image.size());
+    REQUIRE(elf);
+    const void* id = nullptr;
+    ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+    REQUIRE(n > 0);
+    id_at = static_cast<const char*>(id) - image.data();
+    id_size = static_cast<size_t>(n);
+    elf_end(elf);
+  }
+  // Build `i`, open; and its mapping, as /proc/PID/maps lists a program's code.
+  int open(uint32_t i, symbolizer::Mapping& m) {
+    std::string copy = image;
+    std::memcpy(copy.data() + id_at, &i, std::min(sizeof i, id_size));
+    std::string path = (dir.path / ("build-" + std::to_string(i))).string();
+    std::ofstream(path, std::ios::binary) << copy;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    struct stat st;
+    REQUIRE(fstat(fd, &st) == 0);
+    m = {0x400000, 0x400000 + 0x10000, 0, st.st_dev, st.st_ino, true, path};
+    return fd;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("unwinder: processes come and go, a stream of binaries through a small row space; tables reused, "
+          "rows bounded, unwinding still exact",
+          "[unwind]") {
+  DistinctBuilds builds("/bin/true");
+  // Room for the tables of about 8 such binaries, and of this test's process.
+  int rows;
+  auto probe = open_unwinder(1 << 16, rows);
+  symbolizer::Mapping m;
+  int fd = builds.open(0, m);
+  std::vector<symbolizer::Symbolizer::MappedFile> files{{&m, fd}};
+  probe->add_process(1, files);
+  const uint64_t table_rows = probe->stats().rows;
+  REQUIRE(table_rows > 0);
+  close(fd);
+  close(rows);
+
+  symbolizer::Symbolizer symbolizer;
+  uint32_t self = static_cast<uint32_t>(getpid());
+  REQUIRE(symbolizer.snapshot_process(self));
+  auto unwinder = open_unwinder(1 << 20, rows);
+  unwinder->add_process(self, symbolizer.mapped_files(self));
+  const uint64_t self_rows = unwinder->stats().rows;
+  close(rows);
+  unwinder = open_unwinder(static_cast<uint32_t>(self_rows + 8 * table_rows), rows);
+  unwinder->add_process(self, symbolizer.mapped_files(self));
+
+  // A short-lived process of each build in turn; then, at once, a process
+  // of each build still idle (the latest): their tables are not rebuilt.
+  constexpr uint32_t kBuilds = 300;
+  for (uint32_t i = 0; i < kBuilds; ++i) {
+    fd = builds.open(i, m);
+    files = {{&m, fd}};
+    unwinder->add_process(1000 + i, files);
+    close(fd);
+    unwinder->remove_process(1000 + i);
+    REQUIRE(unwinder->stats().rows <= self_rows + 8 * table_rows);
+    REQUIRE(unwinder->stats().over_cap.empty());
+  }
+  UnwinderStats s = unwinder->stats();
+  CHECK(s.processes_held == 1);
+  CHECK(s.tables_evicted >= kBuilds - 8);
+  REQUIRE(s.idle_tables >= 1);
+  CHECK(s.idle_tables <= 8);
+  CHECK(s.reader_waits > 0);
+  for (uint32_t i = kBuilds - s.idle_tables; i < kBuilds; ++i) {
+    fd = builds.open(i, m);
+    files = {{&m, fd}};
+    unwinder->add_process(2000 + i, files);
+    close(fd);
+  }
+  CHECK(unwinder->stats().build_ms == s.build_ms);  // nothing built again
+  CHECK(unwinder->stats().tables == s.tables);
+  CHECK(unwinder->stats().idle_tables == 0);
+  for (uint32_t i = kBuilds - s.idle_tables; i < kBuilds; ++i) unwinder->remove_process(2000 + i);
+
+  // This process's tables were never moved nor overwritten.
+  check_unwinds_as_backtrace(*unwinder);
+  close(rows);
+}
+
+TEST_CASE("unwinder: JIT code changes into fresh rows, never over rows a walk may read; a removed process gives "
+          "them back",
+          "[unwind]") {
+  int rows;
+  auto unwinder = open_unwinder(1 << 20, rows);
+  const auto* map = static_cast<const ember_unwind_row*>(
+      mmap(nullptr, (1 << 20) * sizeof(ember_unwind_row), PROT_READ, MAP_SHARED, rows, 0));
+  REQUIRE(map != MAP_FAILED);
+  uint32_t pid = 77;
+  symbolizer::Mapping cache{0x10000000, 0x20000000, 0, 0, 0, true, ""};
+  std::vector<symbolizer::Symbolizer::MappedFile> files{{&cache, -1}};
+  unwinder->add_process(pid, files);
+  // `methods` frameless methods of `size` bytes, 0x100 apart: 2 rows each.
+  auto code = [](size_t methods, uint32_t size) {
+    std::vector<symbolizer::JitMap::Code> code(methods);
+    for (size_t i = 0; i < methods; ++i) {
+      code[i].start = 0x10000000 + i * 0x100;
+      code[i].size = size;
+      code[i].frame_words = 0;
+    }
+    return code;
+  };
+  // Each version's rows, as the kernel's entry saw them: none is written
+  // over by the versions after it (the kernel may still be reading one).
+  std::vector<std::vector<ember_unwind_row>> versions;
+  std::vector<const ember_unwind_row*> at;
+  // (Two halves rewritten in turn would put the third over the first.)
+  const std::vector<std::pair<size_t, uint32_t>> changes{{10, 0x40}, {10, 0x50}, {10, 0x60}, {20000, 0x70}, {5, 0x78}};
+  for (auto [methods, size] : changes) {
+    unwinder->set_jit_code(pid, code(methods, size));
+    CHECK(unwinder->stats().rows == 2 * methods);
+    // The new rows, found in the map by their content (each version's own).
+    std::vector<ember_unwind_row> expected;
+    for (size_t i = 0; i < methods; ++i) {
+      expected.push_back({uint32_t(i * 0x100), 8, EMBER_ROW_CFA_RSP, 0});
+      expected.push_back({uint32_t(i * 0x100 + size), 0, EMBER_ROW_NONE, 0});
+    }
+    const ember_unwind_row* found = nullptr;
+    for (uint32_t first = 0; first + expected.size() <= (1u << 20) && !found; ++first)
+      if (std::memcmp(map + first, expected.data(), expected.size() * sizeof(ember_unwind_row)) == 0)
+        found = map + first;
+    REQUIRE(found);
+    versions.push_back(expected);
+    at.push_back(found);
+    for (size_t v = 0; v < versions.size(); ++v)
+      CHECK(std::memcmp(at[v], versions[v].data(), versions[v].size() * sizeof(ember_unwind_row)) == 0);
+  }
+  CHECK(unwinder->stats().rows_waiting == 2 * (10 + 10 + 10 + 20000));
+  unwinder->remove_process(pid);
+  CHECK(unwinder->stats().rows == 0);
+  CHECK(unwinder->stats().processes_held == 0);
+  munmap(const_cast<ember_unwind_row*>(map), (1 << 20) * sizeof(ember_unwind_row));
+  close(rows);
+}
+
+TEST_CASE("unwinder: a process the kernel has no room for is counted once, however often it is given", "[unwind]") {
+  int rows;
+  auto unwinder = open_unwinder(1 << 16, rows);  // no kernel map: every process is left out
+  std::vector<symbolizer::Symbolizer::MappedFile> none;
+  unwinder->add_process(5, none);
+  unwinder->add_process(5, none);  // its mappings read again
+  unwinder->add_process(6, none);
+  CHECK(unwinder->stats().processes_left_out == 2);
+  unwinder->remove_process(5);
+  unwinder->add_process(5, none);  // a new process with the pid
+  CHECK(unwinder->stats().processes_left_out == 3);
+  CHECK(unwinder->stats().processes_held == 2);
   close(rows);
 }
