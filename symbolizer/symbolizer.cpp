@@ -13,8 +13,6 @@
 
 namespace ember::symbolizer {
 
-using flamegraph::Frame;
-using flamegraph::FrameKind;
 
 // One binary's names: its symbols (merged with those of its debug file or
 // MiniDebugInfo when it is stripped), its DWARF when admitted, and every
@@ -22,7 +20,7 @@ using flamegraph::FrameKind;
 struct Symbolizer::Module {
   std::string path;  // as the first process that mapped it sees it
   std::string root;  // that process's root, for its debug files
-  std::string error;  // why it could not be read; then elf is null
+  std::optional<Unknown> unreadable;  // why it could not be read; then elf is null
   std::unique_ptr<ElfSymbols> elf;
   std::optional<DebugFile> debug;
   std::unique_ptr<ElfSymbols> mini;
@@ -35,17 +33,6 @@ struct Symbolizer::Module {
 };
 
 namespace {
-
-std::string basename_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 
@@ -170,9 +157,9 @@ Symbolizer::Module* Symbolizer::module_of(OpenFile& file, const std::string& pat
   module->path = path;
   module->root = root;
   if (file.fd < 0) {
-    module->error = "cannot open " + path;
+    module->unreadable = Unknown::Unreadable;
   } else if (auto elf = ElfSymbols::read(file.fd, path); !elf) {
-    module->error = elf.error();
+    module->unreadable = Unknown::BadElf;
     warnings_.push_back(elf.error());
   } else {
     // The same build (a container's copy of libc) is read once.
@@ -273,7 +260,7 @@ const Symbol& Symbolizer::symbolize_in_module(Module& module, uint64_t vaddr) {
     }
   }
   if (raw.empty() && source.empty()) {
-    out.unknown = "no symbol covers this address";
+    out.unknown = module.elf->has_symtab() ? Unknown::NoSymbol : Unknown::Stripped;
     return out;
   }
   auto name_of = [&](std::string_view mangled, bool* cpp) -> const std::string& {
@@ -282,19 +269,22 @@ const Symbol& Symbolizer::symbolize_in_module(Module& module, uint64_t vaddr) {
     *cpp = d->second.second;
     return d->second.first;
   };
-  auto with_line = [&](std::string name, const SourceFrame* f) {
-    if (options_.lines && f && f->line != 0)
-      name += " (" + basename_of(f->file) + ":" + std::to_string(f->line) + ")";
-    return name;
+  auto frame = [&](std::string name, FrameKind kind, const SourceFrame* f) {
+    Frame out(std::move(name), kind, module.path);
+    if (options_.lines && f) {
+      out.file = f->file;
+      out.line = f->line;
+    }
+    return out;
   };
   bool cpp = false;
   // The symbol table names the function (as every other tool does); DWARF
   // adds what was inlined into it here.
   std::string outer = raw.empty() ? demangle(source[0].name, &cpp) : name_of(raw, &cpp);
-  out.frames.push_back({with_line(std::move(outer), source.empty() ? nullptr : &source[0]),
-                        cpp ? FrameKind::Cpp : FrameKind::Native, module.path});
+  out.frames.push_back(
+      frame(std::move(outer), cpp ? FrameKind::Cpp : FrameKind::Native, source.empty() ? nullptr : &source[0]));
   for (size_t i = 1; i < source.size(); ++i)
-    out.frames.push_back({with_line(demangle(source[i].name), &source[i]), FrameKind::Inlined, module.path});
+    out.frames.push_back(frame(demangle(source[i].name), FrameKind::Inlined, &source[i]));
   return out;
 }
 
@@ -325,7 +315,7 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
   std::vector<Symbol> out(addresses.size());
   auto it = processes_.find(pid);
   if (it == processes_.end()) {
-    for (Symbol& s : out) s = {{Frame{"[unknown]", FrameKind::Unknown, {}}}, "the process exited before ember saw its mappings"};
+    for (Symbol& s : out) s.unknown = Unknown::NoProcess;
     return out;
   }
   Process& p = it->second;
@@ -356,28 +346,27 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
     const Where& w = where[i];
     const Mapping* m = w.mapping;
     uint64_t offset = m ? addresses[i] - m->start + m->offset : 0;
-    auto placeholder = [&](const std::string& why) {
-      out[i] = {{Frame{basename_of(m->path) + "+" + hex(offset), FrameKind::Unknown, m->path}}, why};
+    auto unknown = [&](Unknown why) {
+      out[i].unknown = why;
+      out[i].module = m->path;
+      out[i].offset = offset;
     };
     if (w.module && w.vaddr) {
       const Symbol& s = symbolize_in_module(*w.module, *w.vaddr);
       if (s.known())
         out[i] = s;
       else
-        placeholder(s.unknown);
+        unknown(*s.unknown);
     } else if (w.module) {
-      placeholder(w.module->error.empty() ? "outside the file's code segments" : w.module->error);
-    } else if (m && m->inode != 0) {
-      placeholder("cannot read " + m->path);
+      unknown(w.module->unreadable.value_or(Unknown::OutsideCode));
     } else if (const PerfMapEntry* e = perf_map(pid, p).find(addresses[i])) {
-      out[i] = {{Frame{e->name, FrameKind::Jit, {}}}, {}};
+      out[i].frames.push_back(Frame(e->name, FrameKind::Jit));
     } else if (!m) {
-      out[i] = {{Frame{"[unknown]", FrameKind::Unknown, {}}}, "not in any mapping of the process"};
+      out[i].unknown = Unknown::Unmapped;
     } else {
       // [anon] (JIT code without a perf map), [heap], [stack], [vdso] unread...
-      std::string label = m->path.empty() ? "[anon]" : m->path;
-      out[i] = {{Frame{label, FrameKind::Unknown, label}},
-                m->path.empty() ? "anonymous memory: JIT code without a perf-PID.map" : "no symbols for " + label};
+      unknown(m->path.empty() ? Unknown::Anonymous : Unknown::SpecialMapping);
+      if (m->path.empty()) out[i].module = "[anon]";
     }
   }
   return out;
@@ -392,10 +381,14 @@ std::vector<Symbol> Symbolizer::symbolize_file(const std::string& path, std::spa
   out.reserve(addresses.size());
   for (uint64_t a : addresses) {
     const Symbol* s = module->elf ? &symbolize_in_module(*module, a) : nullptr;
-    if (s && s->known())
+    if (s && s->known()) {
       out.push_back(*s);
-    else
-      out.push_back({{Frame{basename_of(path) + "+" + hex(a), FrameKind::Unknown, path}}, s ? s->unknown : module->error});
+      continue;
+    }
+    Symbol& unknown = out.emplace_back();
+    unknown.unknown = s ? *s->unknown : *module->unreadable;
+    unknown.module = path;
+    unknown.offset = a;
   }
   return out;
 }
@@ -429,16 +422,35 @@ std::vector<Symbol> Symbolizer::symbolize_kernel(std::span<const uint64_t> addre
   out.reserve(addresses.size());
   const KernelSymbols* k = kernel();
   for (uint64_t address : addresses) {
-    auto s = k ? k->find(address) : std::nullopt;
-    if (s)
-      out.push_back({{Frame{std::string(s->name), FrameKind::Kernel,
-                            s->module.empty() ? "[kernel]" : "[" + std::string(s->module) + "]"}},
-                     {}});
+    Symbol& symbol = out.emplace_back();
+    if (auto s = k ? k->find(address) : std::nullopt)
+      symbol.frames.emplace_back(std::string(s->name), FrameKind::Kernel,
+                                 s->module.empty() ? "[kernel]" : "[" + std::string(s->module) + "]");
     else
-      out.push_back({{Frame{"[unknown]", FrameKind::Kernel, "[kernel]"}},
-                     k ? "no kernel symbol covers this address" : "kernel symbols unavailable"});
+      symbol.unknown = !k ? Unknown::KernelUnavailable
+                       : k->addresses_hidden() ? Unknown::KernelHidden
+                                               : Unknown::KernelNoSymbol;
   }
   return out;
+}
+
+const char* describe(Unknown why) {
+  switch (why) {
+    case Unknown::NoProcess: return "the process exited before ember saw its mappings";
+    case Unknown::Unmapped: return "not in any mapping of the process";
+    case Unknown::Anonymous: return "anonymous memory: JIT code without a perf-PID.map";
+    case Unknown::JitNotPublished: return "JIT code its JVM's agent has not described";
+    case Unknown::SpecialMapping: return "a mapping without a file, and without symbols";
+    case Unknown::Unreadable: return "its file cannot be opened";
+    case Unknown::BadElf: return "its file is not ELF, or is damaged";
+    case Unknown::OutsideCode: return "outside the file's code segments";
+    case Unknown::Stripped: return "no symbol covers this address, and the file is stripped (no debug file found)";
+    case Unknown::NoSymbol: return "no symbol covers this address";
+    case Unknown::KernelHidden: return "kernel addresses are hidden (kernel.kptr_restrict)";
+    case Unknown::KernelUnavailable: return "kernel symbols unavailable";
+    case Unknown::KernelNoSymbol: return "no kernel symbol covers this address";
+  }
+  return "unknown";
 }
 
 }  // namespace ember::symbolizer

@@ -17,12 +17,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "flamegraph/profile.h"
 #include "symbolizer/debug_info.h"
 #include "symbolizer/dwarf_index.h"
 #include "symbolizer/elf_symbols.h"
 #include "symbolizer/kallsyms.h"
 #include "symbolizer/proc_maps.h"
+#include "symbolizer/symbol.h"
 
 namespace ember::symbolizer {
 
@@ -37,14 +37,6 @@ struct Options {
   // binaries are named from their symbol tables only, with a warning.
   uint64_t dwarf_memory_bytes = 256ull << 20;
   DebugSearch debug;
-};
-
-struct Symbol {
-  // Caller first: the function, then the calls inlined into it at this
-  // address (kind Inlined). One placeholder frame when unknown.
-  std::vector<flamegraph::Frame> frames;
-  std::string unknown;  // why the address has no name; empty when it has one
-  bool known() const { return unknown.empty(); }
 };
 
 class Symbolizer {

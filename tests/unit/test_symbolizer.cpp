@@ -11,6 +11,7 @@
 
 #include <sys/auxv.h>
 
+#include <array>
 #include <csignal>
 #include <set>
 
@@ -20,9 +21,10 @@
 #include <sstream>
 
 #include "symbolizer/symbolizer.h"
+#include "user/symbol_frames.h"
 
 using namespace ember::symbolizer;
-using ember::flamegraph::FrameKind;
+using ember::symbolizer::FrameKind;
 namespace fs = std::filesystem;
 
 namespace {
@@ -172,13 +174,15 @@ TEST_CASE("symbolizer: perf maps, anonymous memory, unknown addresses") {
   CHECK(out[0].frames.front().name == "LFoo;::bar");
   CHECK(out[0].frames.front().kind == FrameKind::Jit);
   CHECK(out[1].frames.front().name == "Interpreter");  // the later entry for a reused range wins
-  CHECK(out[2].frames.front().name == "[anon]");
-  CHECK_FALSE(out[2].known());
-  CHECK(out[3].frames.front().name == "libgone.so+0x2010");  // module and file offset kept
-  CHECK(out[3].frames.front().kind == FrameKind::Unknown);
-  CHECK(out[4].frames.front().name.starts_with("[vdso]"));  // the ELF header: no function there
-  CHECK(out[5].frames.front().name == "[unknown]");
-  CHECK_FALSE(out[5].known());
+  CHECK(out[2].unknown == Unknown::Anonymous);
+  CHECK(out[2].module == "[anon]");
+  CHECK(out[3].unknown == Unknown::Unreadable);
+  CHECK(out[3].module == "/nonexistent/libgone.so");  // module and file offset kept
+  CHECK(out[3].offset == 0x2010);
+  CHECK(out[4].unknown == Unknown::OutsideCode);  // the ELF header: no function there
+  CHECK(out[4].module == "[vdso]");
+  CHECK(out[5].unknown == Unknown::Unmapped);
+  CHECK(out[5].module.empty());
 }
 
 TEST_CASE("symbolizer reads one build once, whatever the copies and paths") {
@@ -281,7 +285,7 @@ TEST_CASE("kallsyms: text symbols, modules, and kptr_restrict") {
   CHECK(out[1].frames.front().name == "do_one_thing");  // data symbols are not functions
   CHECK(out[2].frames.front().name == "kvm_thing");
   CHECK(out[2].frames.front().module == "[kvm]");
-  CHECK_FALSE(out[3].known());
+  CHECK(out[3].unknown == Unknown::KernelNoSymbol);
   CHECK_FALSE(sym.kernel_symbols_hidden());
 
   write_file(dir.path / "hidden", "0000000000000000 T _stext\n0000000000000000 t do_one_thing\n");
@@ -290,6 +294,11 @@ TEST_CASE("kallsyms: text symbols, modules, and kptr_restrict") {
   CHECK(hidden.kernel_symbols_hidden());
   REQUIRE(hidden.warnings().size() == 1);
   CHECK(hidden.warnings()[0].find("kptr_restrict") != std::string::npos);
+  CHECK(hidden.symbolize_kernel(addrs)[0].unknown == Unknown::KernelHidden);
+
+  opts.kallsyms_path = (dir.path / "absent").string();
+  Symbolizer absent(opts);
+  CHECK(absent.symbolize_kernel(addrs)[0].unknown == Unknown::KernelUnavailable);
 }
 
 TEST_CASE("proc maps parser") {
@@ -314,4 +323,41 @@ TEST_CASE("demangle drops symbol versions, C and C++") {
   std::string name = demangle("_ZNSs9_M_assignEPcmc@@GLIBCXX_3.4.5", &cpp);
   CHECK(cpp);
   CHECK(name.ends_with("::_M_assign(char*, unsigned long, char)"));
+}
+
+TEST_CASE("symbolizer: why a file's address has no name") {
+  TempDir dir;
+  write_file(dir.path / "not-elf.so", std::string(4096, 'x'));
+  // The stripped fixture keeps .dynsym only: its local function has no name.
+  Symbolizer sym;
+  auto stripped = sym.symbolize_file(fixture_path("libfixture-stripped.so"), std::array<uint64_t, 1>{1});
+  CHECK(stripped[0].unknown == Unknown::Stripped);
+  CHECK(stripped[0].module == fixture_path("libfixture-stripped.so"));
+  CHECK(stripped[0].offset == 1);
+  CHECK(sym.symbolize_file(fixture_path("libfixture.so"), std::array<uint64_t, 1>{1})[0].unknown ==
+        Unknown::NoSymbol);
+  CHECK(sym.symbolize_file((dir.path / "not-elf.so").string(), std::array<uint64_t, 1>{1})[0].unknown ==
+        Unknown::BadElf);
+  CHECK(sym.symbolize_file((dir.path / "absent.so").string(), std::array<uint64_t, 1>{1})[0].unknown ==
+        Unknown::Unreadable);
+  for (auto why : {Unknown::NoProcess, Unknown::JitNotPublished, Unknown::KernelNoSymbol})
+    CHECK(std::string(describe(why)).size() > 10);
+}
+
+TEST_CASE("symbol frames: placeholders and lines as profiles show them") {
+  using ember::profile_frames;
+  using PFK = ember::flamegraph::FrameKind;
+  Symbol file{{}, Unknown::NoSymbol, "/usr/lib/libc.so.6", 0x27249};
+  CHECK(profile_frames(file) == std::vector<ember::flamegraph::Frame>{{"libc.so.6+0x27249", PFK::Unknown, "/usr/lib/libc.so.6"}});
+  Symbol anon{{}, Unknown::Anonymous, "[anon]", 0};
+  CHECK(profile_frames(anon).front() == ember::flamegraph::Frame{"[anon]", PFK::Unknown, "[anon]"});
+  Symbol nowhere{{}, Unknown::Unmapped, {}, 0};
+  CHECK(profile_frames(nowhere).front() == ember::flamegraph::Frame{"[unknown]", PFK::Unknown, {}});
+  Symbol kernel{{}, Unknown::KernelNoSymbol, {}, 0};
+  CHECK(profile_frames(kernel).front() == ember::flamegraph::Frame{"[unknown]", PFK::Kernel, "[kernel]"});
+  Symbol inlined{{Frame{"outer", FrameKind::Cpp, "/bin/x", "/src/a.c", 58}, Frame{"leaf", FrameKind::Inlined, "/bin/x"}}};
+  auto frames = profile_frames(inlined);
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[0] == ember::flamegraph::Frame{"outer (a.c:58)", PFK::Cpp, "/bin/x"});
+  CHECK(frames[1] == ember::flamegraph::Frame{"leaf", PFK::Inlined, "/bin/x"});
 }
