@@ -297,7 +297,7 @@ demo: deps
 # tests/integration/java_alloc_lock.sh: a JVM's Java events (agent options
 # alloc, live, lock) as folded stacks through user/java_profiles, no recording.
 JAVA_EVENTS_DUMP_OBJ := $(BUILD)/obj/tests/tools/java_events_dump.o $(BUILD)/obj/symbolizer/java_events.o \
-	$(BUILD)/obj/user/java_profiles.o $(filter $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
+	$(BUILD)/obj/user/java_profiles.o $(BUILD)/obj/user/symbol_frames.o $(filter $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
 $(BUILD)/tools/java_events_dump: $(JAVA_EVENTS_DUMP_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
