@@ -303,6 +303,14 @@ $(BUILD)/tools/java_events_dump: $(JAVA_EVENTS_DUMP_OBJ)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
+# The symbolizer through a stream of short-lived processes, windows cut
+# as a session would: RSS and open files per window (issue 14).
+SYMBOLIZER_CHURN_OBJ := $(BUILD)/obj/tests/tools/symbolizer_churn.o $(filter $(BUILD)/obj/symbolizer/%,$(LIB_OBJ))
+$(BUILD)/tools/symbolizer_churn: $(SYMBOLIZER_CHURN_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
 		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%) $(BUILD)/tools/java_events_dump
