@@ -297,13 +297,13 @@ demo: deps
 # tests/integration/java_alloc_lock.sh: a JVM's Java events (agent options
 # alloc, live, lock) as folded stacks through user/java_profiles, no recording.
 JAVA_EVENTS_DUMP_OBJ := $(BUILD)/obj/tests/tools/java_events_dump.o $(BUILD)/obj/symbolizer/java_events.o \
-	$(BUILD)/obj/user/java_profiles.o $(filter $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
+	$(BUILD)/obj/user/java_profiles.o $(BUILD)/obj/user/symbol_frames.o $(filter $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
 $(BUILD)/tools/java_events_dump: $(JAVA_EVENTS_DUMP_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
-# tests/integration/unwind_churn.sh: the unwinder through 20,000 short-lived
+# tests/integration/unwind_churn.sh: the unwinder through thousands of short-lived
 # processes, with the kernel's maps but no programs.
 UNWIND_CHURN_OBJ := $(BUILD)/obj/tests/tools/unwind_churn.o $(BUILD)/obj/user/unwinder.o \
 	$(filter $(BUILD)/obj/symbolizer/% $(BUILD)/obj/unwind/% $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))

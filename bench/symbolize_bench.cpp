@@ -88,7 +88,7 @@ struct Batch {
 };
 
 size_t digest(const ember::symbolizer::Symbol& s) {
-  size_t h = std::hash<std::string>()(s.unknown);
+  size_t h = s.unknown ? size_t(*s.unknown) + 1 : 0;
   for (const auto& f : s.frames) h = h * 31 + std::hash<std::string>()(f.name) + size_t(f.kind);
   return h;
 }

@@ -39,6 +39,11 @@ namespace {
 // Malformed DWARF can nest without end; real code stays far below this.
 constexpr int kMaxDepth = 256;
 
+// What libdw holds per row of a line table (struct Dwarf_Line_s, elfutils
+// 0.188), and an unordered_map node beside its value.
+constexpr uint64_t kLineBytes = 56;
+constexpr uint64_t kNodeBytes = 32;
+
 bool has_code_inside(int tag) {
   switch (tag) {
     case DW_TAG_subprogram:
@@ -212,6 +217,10 @@ std::unique_ptr<DwarfIndex> DwarfIndex::open(void* elf) {
   }
   if (index->unit_ranges_.empty()) return nullptr;
   index->units_.resize(index->unit_offsets_.size());
+  index->memory_bytes_ = sizeof(DwarfIndex) + index->unit_ranges_.capacity() * sizeof(UnitRange) +
+                         index->units_.capacity() * sizeof(index->units_[0]) +
+                         index->unit_offsets_.capacity() * sizeof(uint64_t) +
+                         index->die_sections_.capacity() * sizeof(index->die_sections_[0]);
   std::sort(index->unit_ranges_.begin(), index->unit_ranges_.end(),
             [](const UnitRange& a, const UnitRange& b) { return a.lo < b.lo; });
   return index;
@@ -251,6 +260,7 @@ DwarfIndex::Unit& DwarfIndex::unit(uint32_t i) {
       sorted.push_back(e);
     }
     entries = std::move(sorted);
+    memory_bytes_ += sizeof(Unit) + u->nodes.capacity() * sizeof(Unit::Node) + entries.capacity() * sizeof(Unit::Entry);
   }
   units_[i] = std::move(u);
   return *units_[i];
@@ -258,6 +268,7 @@ DwarfIndex::Unit& DwarfIndex::unit(uint32_t i) {
 
 const std::string& DwarfIndex::name_of(uint64_t die_offset) {
   auto [it, fresh] = names_.try_emplace(die_offset);
+  if (fresh) memory_bytes_ += kNodeBytes + sizeof *it;
   Dwarf_Die die;
   if (!fresh || !dwarf_offdie(static_cast<Dwarf*>(dwarf_), die_offset, &die)) return it->second;
   Dwarf_Attribute attr;
@@ -267,6 +278,7 @@ const std::string& DwarfIndex::name_of(uint64_t die_offset) {
     if (dwarf_attr_integrate(&die, name, &attr) && string_bounded(&attr))
       if (const char* s = dwarf_formstring(&attr); s && *s) {
         it->second = s;
+        if (it->second.capacity() > 15) memory_bytes_ += it->second.capacity() + 1;
         break;
       }
   return it->second;
@@ -294,6 +306,8 @@ std::vector<SourceFrame> DwarfIndex::lookup(uint64_t vaddr, bool lines) {
     if (dwarf_getsrclines(&u.cu_die, &table, &count) != 0) {
       u.lines_safe = false;
       ++damaged_units_;
+    } else {
+      memory_bytes_ += count * kLineBytes;
     }
   }
   lines = lines && u.lines_safe;

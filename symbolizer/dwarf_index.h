@@ -39,6 +39,10 @@ class DwarfIndex {
   // DWARF): their functions may lack inlined frames or lines.
   size_t damaged_units() const { return damaged_units_; }
 
+  // The bytes of the tables built so far: unit ranges, the units read and
+  // their line tables (libdw's), names. Not the DWARF sections themselves.
+  uint64_t memory_bytes() const { return memory_bytes_; }
+
   struct Unit;  // one compile unit's table (dwarf_index.cpp)
 
  private:
@@ -58,6 +62,7 @@ class DwarfIndex {
   std::vector<std::unique_ptr<Unit>> units_;  // built on first use
   std::vector<uint64_t> unit_offsets_;  // DIE offset of each unit
   size_t damaged_units_ = 0;
+  uint64_t memory_bytes_ = 0;
   std::vector<std::pair<const char*, const char*>> die_sections_;  // .debug_info/.debug_types bytes
   std::unordered_map<uint64_t, std::string> names_;  // by DIE offset
 };

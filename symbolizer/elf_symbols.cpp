@@ -21,7 +21,69 @@ uint8_t binding_rank(unsigned char binding) {
   }
 }
 
+// The GNU build-id note's bytes as lowercase hex, or empty.
+std::string build_id_of(Elf* elf) {
+  std::string id;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn && id.empty(); scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    GElf_Nhdr nh;
+    size_t off = 0, name_off, desc_off;
+    while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+          std::string_view(static_cast<const char*>(data->d_buf) + name_off, 3) == "GNU") {
+        static const char digits[] = "0123456789abcdef";
+        auto desc = static_cast<const unsigned char*>(data->d_buf) + desc_off;
+        for (size_t i = 0; i < nh.n_descsz; ++i) {
+          id += digits[desc[i] >> 4];
+          id += digits[desc[i] & 15];
+        }
+      }
+    }
+  }
+  return id;
+}
+
+// Sections that parse() reads whole (libelf keeps them in memory).
+bool read_whole(const GElf_Shdr& sh, std::string_view name) {
+  switch (sh.sh_type) {
+    case SHT_SYMTAB:
+    case SHT_DYNSYM:
+    case SHT_STRTAB:
+    case SHT_NOTE:
+    case SHT_RELA:
+      return true;
+    default:
+      return name == ".gnu_debuglink" || (name.starts_with(".plt") && (sh.sh_flags & SHF_EXECINSTR));
+  }
+}
+
+// A string's bytes outside the object (past the small-string buffer).
+uint64_t heap_bytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+
 }  // namespace
+
+std::string ElfSymbols::read_build_id(int fd) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return {};
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  if (!elf) return {};
+  std::string id = elf_kind(elf) == ELF_K_ELF ? build_id_of(elf) : std::string();
+  elf_end(elf);
+  return id;
+}
+
+void ElfSymbols::release_file() {
+  if (elf_ && !image_) elf_cntl(static_cast<Elf*>(elf_), ELF_C_FDDONE);
+}
+
+uint64_t ElfSymbols::memory_bytes() const {
+  uint64_t bytes = sizeof *this + (image_ ? image_->size() : sections_read_bytes_);
+  bytes += segments_.capacity() * sizeof(Segment) + symbols_.capacity() * sizeof(Symbol);
+  bytes += plt_.capacity() * sizeof plt_[0] + plt_entries_.capacity() * sizeof(PltEntry);
+  for (const PltEntry& e : plt_entries_) bytes += heap_bytes(e.name);
+  return bytes;
+}
 
 ElfSymbols::~ElfSymbols() {
   if (elf_) elf_end(static_cast<Elf*>(elf_));
@@ -88,22 +150,8 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::parse(void* 
     if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
     const char* sname = elf_strptr(elf, shstrndx, sh.sh_name);
     std::string_view section = sname ? sname : "";
-    if (sh.sh_type == SHT_NOTE && out->build_id_.empty()) {
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      GElf_Nhdr nh;
-      size_t off = 0, name_off, desc_off;
-      while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-            std::string_view(static_cast<const char*>(data->d_buf) + name_off, 3) == "GNU") {
-          static const char digits[] = "0123456789abcdef";
-          auto desc = static_cast<const unsigned char*>(data->d_buf) + desc_off;
-          for (size_t i = 0; i < nh.n_descsz; ++i) {
-            out->build_id_ += digits[desc[i] >> 4];
-            out->build_id_ += digits[desc[i] & 15];
-          }
-        }
-      }
-    } else if (section == ".gnu_debuglink") {
+    if (read_whole(sh, section)) out->sections_read_bytes_ += sh.sh_size + sizeof sh;
+    if (section == ".gnu_debuglink") {
       Elf_Data* data = elf_getdata(scn, nullptr);
       if (data && data->d_size >= 8) {
         auto bytes = static_cast<const char*>(data->d_buf);
@@ -142,6 +190,7 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::parse(void* 
       out->symbols_.push_back({sym.st_value, sym.st_size, symname, rank});
     }
   }
+  out->build_id_ = build_id_of(elf);
   out->sort_symbols();
   out->name_plt_entries();
   return out;

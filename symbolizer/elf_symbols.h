@@ -23,6 +23,9 @@ class ElfSymbols {
   // Reads an ELF image held in memory (a decompressed MiniDebugInfo, the vDSO).
   static std::expected<std::unique_ptr<ElfSymbols>, std::string> read_memory(std::string image,
                                                                              const std::string& name);
+  // Only the GNU build-id of the file behind `fd` (its notes: a few hundred
+  // bytes read, where read() reads the symbol tables), or empty.
+  static std::string read_build_id(int fd);
   ~ElfSymbols();
   ElfSymbols(const ElfSymbols&) = delete;
   ElfSymbols& operator=(const ElfSymbols&) = delete;
@@ -51,6 +54,13 @@ class ElfSymbols {
   // The xz-compressed ELF image of .gnu_debugdata (MiniDebugInfo), or empty.
   std::string_view minidebuginfo() const;
   void* elf() const { return elf_; }  // Elf*, for libdw
+  // Reads nothing more from the file: what was read stays usable (symbols,
+  // and DWARF already given to libdw), later reads fail. Then the fd may close.
+  void release_file();
+  // The bytes this holds: the sections libelf read into memory (symbol and
+  // string tables, notes, PLT and its relocations; the whole image when
+  // read from memory) and the symbol tables built from them.
+  uint64_t memory_bytes() const;
  private:
   ElfSymbols() = default;
   struct Segment {
@@ -79,6 +89,7 @@ class ElfSymbols {
   uint32_t debuglink_crc_ = 0;
   bool has_symtab_ = false;
   uint64_t dwarf_bytes_ = 0;
+  uint64_t sections_read_bytes_ = 0;  // see memory_bytes()
   void* debugdata_ = nullptr;  // Elf_Scn* of .gnu_debugdata
 };
 

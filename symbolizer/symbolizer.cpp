@@ -10,19 +10,16 @@
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 namespace ember::symbolizer {
 
-using flamegraph::Frame;
-using flamegraph::FrameKind;
-
 // One binary's names: its symbols (merged with those of its debug file or
-// MiniDebugInfo when it is stripped), its DWARF when admitted, and every
-// answer given so far.
+// MiniDebugInfo when it is stripped), its DWARF when admitted, and the
+// answers given since its caches were last dropped.
 struct Symbolizer::Module {
   std::string path;  // as the first process that mapped it sees it
   std::string root;  // that process's root, for its debug files
-  std::string error;  // why it could not be read; then elf is null
   std::unique_ptr<ElfSymbols> elf;
   std::optional<DebugFile> debug;
   std::unique_ptr<ElfSymbols> mini;
@@ -32,19 +29,37 @@ struct Symbolizer::Module {
   bool damage_reported = false;
   std::unordered_map<uint64_t, Symbol> answers;  // by vaddr
   std::unordered_map<const char*, std::pair<std::string, bool>> demangled;  // raw -> display, is C++
+  uint64_t cache_bytes = 0;  // of answers and demangled
+  uint64_t dwarf_bytes = 0;  // counted in dwarf_bytes_used_ while held
+  uint32_t files = 0;        // OpenFile entries pointing to it
+  uint64_t used_window = 0;    // the last window it named an address in
+  uint64_t mapped_window = 0;  // the last window a remembered process mapped it
+
+  void drop_caches() {
+    answers = {};
+    demangled = {};
+    cache_bytes = 0;
+  }
+  uint64_t memory_bytes() const {
+    uint64_t bytes = sizeof *this + cache_bytes + elf->memory_bytes() + dwarf_bytes;
+    if (debug) bytes += debug->elf->memory_bytes();
+    if (mini) bytes += mini->memory_bytes();
+    if (dwarf) bytes += dwarf->memory_bytes();
+    return bytes;
+  }
 };
 
 namespace {
 
-std::string basename_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+// An unordered_map node beside its value (next pointer, cached hash), and
+// a string's bytes past its inline buffer.
+constexpr uint64_t kNodeBytes = 32;
+uint64_t heap_bytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
+uint64_t answer_bytes(const Symbol& s) {
+  uint64_t bytes = kNodeBytes + sizeof(uint64_t) + sizeof s + s.frames.capacity() * sizeof(Frame) + heap_bytes(s.module);
+  for (const Frame& f : s.frames) bytes += heap_bytes(f.name) + heap_bytes(f.module) + heap_bytes(f.file);
+  return bytes;
 }
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
@@ -80,13 +95,8 @@ bool same_file(const std::string& a, const std::string& b) {
 Symbolizer::Symbolizer(Options options) : options_(std::move(options)), debug_finder_(options_.debug) {}
 
 Symbolizer::~Symbolizer() {
-  // Modules read from the files: end them before closing the files.
-  vdso_.reset();
-  modules_.clear();
-  for (auto& [key, f] : files_)
-    if (f.fd >= 0) close(f.fd);
-  for (auto& [key, f] : files_by_path_)
-    if (f.fd >= 0) close(f.fd);
+  for (auto& [key, f] : files_) close_file(f);
+  for (auto& [key, f] : files_by_path_) close_file(f);
 }
 
 bool Symbolizer::snapshot_process(uint32_t pid) {
@@ -111,8 +121,20 @@ void Symbolizer::add_mapping(uint32_t pid, Mapping mapping) {
   merge_mappings(pid, std::move(fresh));
 }
 
+namespace {
+
+std::set<std::pair<uint64_t, uint64_t>> files_mapped(const std::vector<Mapping>& mappings) {
+  std::set<std::pair<uint64_t, uint64_t>> keys;
+  for (const Mapping& m : mappings)
+    if (m.inode != 0) keys.emplace(m.dev, m.inode);
+  return keys;
+}
+
+}  // namespace
+
 void Symbolizer::merge_mappings(uint32_t pid, std::vector<Mapping> fresh) {
   Process& p = processes_[pid];
+  std::set<FileKey> before = files_mapped(p.mappings);
   // Mappings seen earlier that nothing replaced stay: the code may have
   // been unmapped after it was sampled.
   for (Mapping& old : p.mappings) {
@@ -122,8 +144,33 @@ void Symbolizer::merge_mappings(uint32_t pid, std::vector<Mapping> fresh) {
   }
   std::sort(fresh.begin(), fresh.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   p.mappings = std::move(fresh);
+  std::set<FileKey> after = files_mapped(p.mappings);
+  // A file counts this process once, however many of its mappings map it.
+  std::set<FileKey> counted = before;
   for (const Mapping& m : p.mappings)
-    if (m.inode != 0) file_for(pid, m);
+    if (m.inode != 0 && counted.insert({m.dev, m.inode}).second) ++file_for(pid, m).processes;
+  for (const FileKey& key : before)
+    if (!after.count(key)) release_file(key);
+}
+
+void Symbolizer::forget_process(uint32_t pid) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return;
+  for (const FileKey& key : files_mapped(it->second.mappings)) release_file(key);
+  processes_.erase(it);
+}
+
+void Symbolizer::release_file(const FileKey& key) {
+  auto it = files_.find(key);
+  if (it == files_.end() || --it->second.processes != 0) return;
+  close_file(it->second);
+  files_.erase(it);
+}
+
+void Symbolizer::close_file(OpenFile& file) {
+  if (file.module) --file.module->files;
+  if (file.fd >= 0) close(file.fd);
+  file = {};
 }
 
 bool Symbolizer::maps(uint32_t pid, uint64_t address) const {
@@ -166,26 +213,32 @@ Symbolizer::OpenFile& Symbolizer::file_for(uint32_t pid, const Mapping& m) {
 Symbolizer::Module* Symbolizer::module_of(OpenFile& file, const std::string& path, const std::string& root) {
   if (file.read_attempted) return file.module;
   file.read_attempted = true;
-  auto module = std::make_unique<Module>();
-  module->path = path;
-  module->root = root;
   if (file.fd < 0) {
-    module->error = "cannot open " + path;
-  } else if (auto elf = ElfSymbols::read(file.fd, path); !elf) {
-    module->error = elf.error();
-    warnings_.push_back(elf.error());
-  } else {
-    // The same build (a container's copy of libc) is read once.
-    if (const std::string& id = (*elf)->build_id(); !id.empty()) {
-      if (auto known = modules_by_build_id_.find(id); known != modules_by_build_id_.end())
-        return file.module = known->second;
-      modules_by_build_id_[id] = module.get();
-    }
-    module->elf = std::move(*elf);
+    file.unreadable = Unknown::Unreadable;
+    return nullptr;
   }
-  file.module = module.get();
-  modules_.push_back(std::move(module));
-  return file.module;
+  // The same build (a container's copy of libc, the next process of a
+  // binary) is read once: its build-id costs a few hundred bytes of reading.
+  Module* module = nullptr;
+  if (std::string id = ElfSymbols::read_build_id(file.fd); !id.empty())
+    if (auto known = modules_by_build_id_.find(id); known != modules_by_build_id_.end()) module = known->second;
+  if (!module) {
+    auto elf = ElfSymbols::read(file.fd, path);
+    if (!elf) {
+      file.unreadable = Unknown::BadElf;
+      warnings_.push_back(elf.error());
+      return nullptr;
+    }
+    auto fresh = std::make_unique<Module>();
+    fresh->path = path;
+    fresh->root = root;
+    fresh->elf = std::move(*elf);
+    fresh->used_window = window_;
+    if (const std::string& id = fresh->elf->build_id(); !id.empty()) modules_by_build_id_[id] = fresh.get();
+    module = modules_.emplace_back(std::move(fresh)).get();
+  }
+  ++module->files;
+  return file.module = module;
 }
 
 Symbolizer::Module* Symbolizer::vdso() {
@@ -217,7 +270,27 @@ void Symbolizer::load_debug_info(Module& module) {
     elf.merge(*module.mini);
 }
 
-void Symbolizer::admit_dwarf(std::vector<Module*> modules) {
+void Symbolizer::prepare(std::vector<Module*> modules) {
+  std::sort(modules.begin(), modules.end());
+  modules.erase(std::unique(modules.begin(), modules.end()), modules.end());
+  for (Module* m : modules) {
+    load_debug_info(*m);
+    m->used_window = window_;
+  }
+  std::vector<Module*> batch = modules;
+  admit_dwarf(batch);
+  // libdw read its sections whole as it opened them.
+  for (Module* m : modules) {
+    m->elf->release_file();
+    if (m->debug && m->debug->fd >= 0) {
+      m->debug->elf->release_file();
+      close(m->debug->fd);
+      m->debug->fd = -1;
+    }
+  }
+}
+
+void Symbolizer::admit_dwarf(std::vector<Module*>& modules) {
   if (!options_.inlines && !options_.lines) return;
   auto source = [](Module* m) -> ElfSymbols* {
     if (m->elf && m->elf->has_dwarf()) return m->elf.get();
@@ -226,13 +299,10 @@ void Symbolizer::admit_dwarf(std::vector<Module*> modules) {
   };
   std::erase_if(modules, [&](Module* m) {
     if (m->dwarf_state != Module::Dwarf::kUnplanned) return true;
-    load_debug_info(*m);
     if (source(m)) return false;
     m->dwarf_state = Module::Dwarf::kNone;
     return true;
   });
-  std::sort(modules.begin(), modules.end());
-  modules.erase(std::unique(modules.begin(), modules.end()), modules.end());
   // Smallest first: past the bound, the largest go without.
   std::sort(modules.begin(), modules.end(),
             [&](Module* a, Module* b) { return source(a)->dwarf_bytes() < source(b)->dwarf_bytes(); });
@@ -253,7 +323,8 @@ void Symbolizer::admit_dwarf(std::vector<Module*> modules) {
       continue;
     }
     m->dwarf_state = Module::Dwarf::kLoaded;
-    dwarf_bytes_used_ += from->dwarf_bytes();
+    m->dwarf_bytes = from->dwarf_bytes();
+    dwarf_bytes_used_ += m->dwarf_bytes;
   }
 }
 
@@ -261,7 +332,12 @@ const Symbol& Symbolizer::symbolize_in_module(Module& module, uint64_t vaddr) {
   auto [it, inserted] = module.answers.try_emplace(vaddr);
   Symbol& out = it->second;
   if (!inserted) return out;
-  load_debug_info(module);
+  answer(module, vaddr, out);
+  module.cache_bytes += answer_bytes(out);
+  return out;
+}
+
+void Symbolizer::answer(Module& module, uint64_t vaddr, Symbol& out) {
   std::string_view raw = module.elf->find(vaddr);
   std::vector<SourceFrame> source;
   if (module.dwarf) {
@@ -273,29 +349,34 @@ const Symbol& Symbolizer::symbolize_in_module(Module& module, uint64_t vaddr) {
     }
   }
   if (raw.empty() && source.empty()) {
-    out.unknown = "no symbol covers this address";
-    return out;
+    out.unknown = module.elf->has_symtab() ? Unknown::NoSymbol : Unknown::Stripped;
+    return;
   }
   auto name_of = [&](std::string_view mangled, bool* cpp) -> const std::string& {
     auto [d, fresh] = module.demangled.try_emplace(mangled.data());
-    if (fresh) d->second.first = demangle(mangled, &d->second.second);
+    if (fresh) {
+      d->second.first = demangle(mangled, &d->second.second);
+      module.cache_bytes += kNodeBytes + sizeof *d + heap_bytes(d->second.first);
+    }
     *cpp = d->second.second;
     return d->second.first;
   };
-  auto with_line = [&](std::string name, const SourceFrame* f) {
-    if (options_.lines && f && f->line != 0)
-      name += " (" + basename_of(f->file) + ":" + std::to_string(f->line) + ")";
-    return name;
+  auto frame = [&](std::string name, FrameKind kind, const SourceFrame* f) {
+    Frame frame(std::move(name), kind, module.path);
+    if (options_.lines && f) {
+      frame.file = f->file;
+      frame.line = f->line;
+    }
+    return frame;
   };
   bool cpp = false;
   // The symbol table names the function (as every other tool does); DWARF
   // adds what was inlined into it here.
   std::string outer = raw.empty() ? demangle(source[0].name, &cpp) : name_of(raw, &cpp);
-  out.frames.push_back({with_line(std::move(outer), source.empty() ? nullptr : &source[0]),
-                        cpp ? FrameKind::Cpp : FrameKind::Native, module.path});
+  out.frames.push_back(
+      frame(std::move(outer), cpp ? FrameKind::Cpp : FrameKind::Native, source.empty() ? nullptr : &source[0]));
   for (size_t i = 1; i < source.size(); ++i)
-    out.frames.push_back({with_line(demangle(source[i].name), &source[i]), FrameKind::Inlined, module.path});
-  return out;
+    out.frames.push_back(frame(demangle(source[i].name), FrameKind::Inlined, &source[i]));
 }
 
 const PerfMap& Symbolizer::perf_map(uint32_t pid, Process& p) {
@@ -325,7 +406,7 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
   std::vector<Symbol> out(addresses.size());
   auto it = processes_.find(pid);
   if (it == processes_.end()) {
-    for (Symbol& s : out) s = {{Frame{"[unknown]", FrameKind::Unknown, {}}}, "the process exited before ember saw its mappings"};
+    for (Symbol& s : out) s.unknown = Unknown::NoProcess;
     return out;
   }
   Process& p = it->second;
@@ -334,6 +415,7 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
     const Mapping* mapping = nullptr;
     Module* module = nullptr;
     std::optional<uint64_t> vaddr;
+    std::optional<Unknown> unreadable;
   };
   std::vector<Where> where(addresses.size());
   std::vector<Module*> modules;
@@ -342,42 +424,46 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
     w.mapping = find_mapping(p.mappings, addresses[i]);
     if (!w.mapping) continue;
     const Mapping& m = *w.mapping;
-    if (m.inode != 0)
-      w.module = module_of(file_for(pid, m), m.path, p.root);
-    else if (m.path == "[vdso]")
+    if (m.inode != 0) {
+      OpenFile& file = file_for(pid, m);
+      w.module = module_of(file, m.path, p.root);
+      w.unreadable = file.unreadable;
+    } else if (m.path == "[vdso]") {
       w.module = vdso();
-    if (!w.module || !w.module->elf) continue;
+    }
+    if (!w.module) continue;
     w.vaddr = w.module->elf->vaddr_of_offset(addresses[i] - m.start + m.offset);
     modules.push_back(w.module);
   }
-  admit_dwarf(std::move(modules));
+  prepare(std::move(modules));
 
   for (size_t i = 0; i < addresses.size(); ++i) {
     const Where& w = where[i];
     const Mapping* m = w.mapping;
     uint64_t offset = m ? addresses[i] - m->start + m->offset : 0;
-    auto placeholder = [&](const std::string& why) {
-      out[i] = {{Frame{basename_of(m->path) + "+" + hex(offset), FrameKind::Unknown, m->path}}, why};
+    auto unknown = [&](Unknown why) {
+      out[i].unknown = why;
+      out[i].module = m->path;
+      out[i].offset = offset;
     };
     if (w.module && w.vaddr) {
       const Symbol& s = symbolize_in_module(*w.module, *w.vaddr);
       if (s.known())
         out[i] = s;
       else
-        placeholder(s.unknown);
+        unknown(*s.unknown);
     } else if (w.module) {
-      placeholder(w.module->error.empty() ? "outside the file's code segments" : w.module->error);
-    } else if (m && m->inode != 0) {
-      placeholder("cannot read " + m->path);
+      unknown(Unknown::OutsideCode);
+    } else if (w.unreadable) {
+      unknown(*w.unreadable);
     } else if (const PerfMapEntry* e = perf_map(pid, p).find(addresses[i])) {
-      out[i] = {{Frame{e->name, FrameKind::Jit, {}}}, {}};
+      out[i].frames.push_back(Frame(e->name, FrameKind::Jit));
     } else if (!m) {
-      out[i] = {{Frame{"[unknown]", FrameKind::Unknown, {}}}, "not in any mapping of the process"};
+      out[i].unknown = Unknown::Unmapped;
     } else {
       // [anon] (JIT code without a perf map), [heap], [stack], [vdso] unread...
-      std::string label = m->path.empty() ? "[anon]" : m->path;
-      out[i] = {{Frame{label, FrameKind::Unknown, label}},
-                m->path.empty() ? "anonymous memory: JIT code without a perf-PID.map" : "no symbols for " + label};
+      unknown(m->path.empty() ? Unknown::Anonymous : Unknown::SpecialMapping);
+      if (m->path.empty()) out[i].module = "[anon]";
     }
   }
   return out;
@@ -387,15 +473,19 @@ std::vector<Symbol> Symbolizer::symbolize_file(const std::string& path, std::spa
   auto [it, inserted] = files_by_path_.try_emplace(path);
   if (inserted) it->second.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   Module* module = module_of(it->second, path, "");
-  admit_dwarf({module});
+  if (module) prepare({module});
   std::vector<Symbol> out;
   out.reserve(addresses.size());
   for (uint64_t a : addresses) {
-    const Symbol* s = module->elf ? &symbolize_in_module(*module, a) : nullptr;
-    if (s && s->known())
+    const Symbol* s = module ? &symbolize_in_module(*module, a) : nullptr;
+    if (s && s->known()) {
       out.push_back(*s);
-    else
-      out.push_back({{Frame{basename_of(path) + "+" + hex(a), FrameKind::Unknown, path}}, s ? s->unknown : module->error});
+      continue;
+    }
+    Symbol& unknown = out.emplace_back();
+    unknown.unknown = s ? *s->unknown : *it->second.unreadable;
+    unknown.module = path;
+    unknown.offset = a;
   }
   return out;
 }
@@ -429,16 +519,98 @@ std::vector<Symbol> Symbolizer::symbolize_kernel(std::span<const uint64_t> addre
   out.reserve(addresses.size());
   const KernelSymbols* k = kernel();
   for (uint64_t address : addresses) {
-    auto s = k ? k->find(address) : std::nullopt;
-    if (s)
-      out.push_back({{Frame{std::string(s->name), FrameKind::Kernel,
-                            s->module.empty() ? "[kernel]" : "[" + std::string(s->module) + "]"}},
-                     {}});
+    Symbol& symbol = out.emplace_back();
+    if (auto s = k ? k->find(address) : std::nullopt)
+      symbol.frames.emplace_back(std::string(s->name), FrameKind::Kernel,
+                                 s->module.empty() ? "[kernel]" : "[" + std::string(s->module) + "]");
     else
-      out.push_back({{Frame{"[unknown]", FrameKind::Kernel, "[kernel]"}},
-                     k ? "no kernel symbol covers this address" : "kernel symbols unavailable"});
+      symbol.unknown = !k ? Unknown::KernelUnavailable
+                       : k->addresses_hidden() ? Unknown::KernelHidden
+                                               : Unknown::KernelNoSymbol;
   }
   return out;
+}
+
+void Symbolizer::end_window() {
+  for (auto& [key, file] : files_)
+    if (file.module) file.module->mapped_window = window_;
+  // Paths given to symbolize_file are opened again on their next call.
+  for (auto& [path, file] : files_by_path_) close_file(file);
+  files_by_path_.clear();
+  free_modules([&](const Module& m) {
+    bool reachable = m.files != 0 || modules_by_build_id_.count(m.elf->build_id());
+    return !reachable || window_ - std::max(m.used_window, m.mapped_window) >= options_.idle_windows;
+  });
+  evict_over_cap();
+  // A binary read again warns again.
+  std::set<std::string> seen;
+  std::erase_if(warnings_, [&](const std::string& w) { return !seen.insert(w).second; });
+  ++window_;
+}
+
+void Symbolizer::evict_over_cap() {
+  if (memory_bytes() <= options_.memory_bytes) return;
+  for (auto& m : modules_) m->drop_caches();
+  uint64_t held = memory_bytes();
+  if (held <= options_.memory_bytes) return;
+  // Least recently symbolized first; of those, the largest.
+  std::vector<std::pair<Module*, uint64_t>> order;
+  for (auto& m : modules_) order.emplace_back(m.get(), m->memory_bytes());
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first->used_window != b.first->used_window ? a.first->used_window < b.first->used_window
+                                                        : a.second > b.second;
+  });
+  std::set<const Module*> evicted;
+  for (const auto& [m, bytes] : order) {
+    if (held <= options_.memory_bytes) break;
+    evicted.insert(m);
+    held -= bytes;
+  }
+  free_modules([&](const Module& m) { return evicted.count(&m) != 0; });
+}
+
+void Symbolizer::free_modules(const std::function<bool(const Module&)>& unwanted) {
+  std::erase_if(modules_, [&](const std::unique_ptr<Module>& m) {
+    if (!unwanted(*m)) return false;
+    // Files that still map it read it again when next asked.
+    for (auto& [key, file] : files_)
+      if (file.module == m.get()) file = {file.fd, nullptr, false, std::nullopt, file.processes};
+    if (auto it = modules_by_build_id_.find(m->elf->build_id()); it != modules_by_build_id_.end() && it->second == m.get())
+      modules_by_build_id_.erase(it);
+    dwarf_bytes_used_ -= m->dwarf_bytes;
+    return true;
+  });
+}
+
+uint64_t Symbolizer::memory_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& m : modules_) bytes += m->memory_bytes();
+  return bytes;
+}
+
+std::vector<Symbolizer::Binary> Symbolizer::binaries() const {
+  std::vector<Binary> out;
+  for (const auto& m : modules_) out.push_back({m->path, m->memory_bytes(), m->used_window});
+  return out;
+}
+
+const char* describe(Unknown why) {
+  switch (why) {
+    case Unknown::NoProcess: return "the process exited before ember saw its mappings";
+    case Unknown::Unmapped: return "not in any mapping of the process";
+    case Unknown::Anonymous: return "anonymous memory: JIT code without a perf-PID.map";
+    case Unknown::JitNotPublished: return "JIT code its JVM's agent has not described";
+    case Unknown::SpecialMapping: return "a mapping without a file, and without symbols";
+    case Unknown::Unreadable: return "its file cannot be opened";
+    case Unknown::BadElf: return "its file is not ELF, or is damaged";
+    case Unknown::OutsideCode: return "outside the file's code segments";
+    case Unknown::Stripped: return "no symbol covers this address, and the file is stripped (no debug file found)";
+    case Unknown::NoSymbol: return "no symbol covers this address";
+    case Unknown::KernelHidden: return "kernel addresses are hidden (kernel.kptr_restrict)";
+    case Unknown::KernelUnavailable: return "kernel symbols unavailable";
+    case Unknown::KernelNoSymbol: return "no kernel symbol covers this address";
+  }
+  return "unknown";
 }
 
 }  // namespace ember::symbolizer

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "user/symbol_frames.h"
+
 namespace ember {
 
 using flamegraph::Frame;
@@ -522,9 +524,11 @@ flamegraph::Profile Collector::build(size_t view) {
       std::vector<uint64_t> addrs(set.begin(), set.end());
       std::vector<symbolizer::Symbol> symbols = symbolize(addrs);
       for (size_t i = 0; i < addrs.size(); ++i) {
-        Named n{static_cast<uint32_t>(named_frames.size()), static_cast<uint32_t>(symbols[i].frames.size()),
-                symbols[i].known()};
-        for (const Frame& f : symbols[i].frames) named_frames.push_back(profile.intern(f));
+        Named n{static_cast<uint32_t>(named_frames.size()), 0, symbols[i].known()};
+        for (const Frame& f : profile_frames(symbols[i])) {
+          named_frames.push_back(profile.intern(f));
+          ++n.count;
+        }
         out[addrs[i]] = n;
         if (!n.known) ++stats_.unknown_addresses;
       }

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "user/symbol_frames.h"
+
 namespace ember {
 namespace {
 
@@ -42,8 +44,9 @@ NativeNames name_native_frames(const JavaEvents& events, const Sites& sites, uin
     if (options.name_native) symbols = options.name_native(pid, path, addresses);
     for (size_t i = 0; i < addresses.size(); ++i) {
       std::vector<FrameId>& ids = names[{library, addresses[i]}];
-      if (i < symbols.size() && !symbols[i].frames.empty()) {
-        for (const Frame& f : symbols[i].frames) ids.push_back(profile.intern(f));
+      if (std::vector<Frame> named = i < symbols.size() ? profile_frames(symbols[i]) : std::vector<Frame>{};
+          !named.empty()) {
+        for (const Frame& f : named) ids.push_back(profile.intern(f));
       } else {
         std::string base = path.substr(path.rfind('/') + 1);
         ids.push_back(profile.intern(Frame{base + "+" + hex(addresses[i]), FrameKind::Unknown, path}));

@@ -293,8 +293,11 @@ Window Session::cut(bool final) {
   }
   window.unwind_tallies = collector_.unwind_tallies();
   window.cgroups = std::exchange(cgroup_tally_, {});
-  for (uint32_t pid : collector_.next_window())
+  for (uint32_t pid : collector_.next_window()) {
+    symbolizer_.forget_process(pid);
     if (unwinder_) unwinder_->remove_process(pid);
+  }
+  symbolizer_.end_window();
   window_start_s_ = now_s();
   window_start_unix_ns_ = unix_ns();
   return window;

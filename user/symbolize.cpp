@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "symbolizer/symbolizer.h"
+#include "user/symbol_frames.h"
 
 namespace ember {
 namespace {
@@ -34,11 +35,12 @@ std::optional<uint64_t> parse_address(std::string_view s) {
 // addr2line -i prints them), tab-separated.
 void print(uint64_t address, const symbolizer::Symbol& s) {
   std::printf("0x%llx", static_cast<unsigned long long>(address));
+  std::vector<flamegraph::Frame> frames = profile_frames(s);
   if (!s.known()) {
-    std::printf("\t?? %s: %s\n", s.frames.front().name.c_str(), s.unknown.c_str());
+    std::printf("\t?? %s: %s\n", frames.front().name.c_str(), symbolizer::describe(*s.unknown));
     return;
   }
-  for (auto f = s.frames.rbegin(); f != s.frames.rend(); ++f)
+  for (auto f = frames.rbegin(); f != frames.rend(); ++f)
     std::printf("\t%s%s", f->name.c_str(), f->kind == flamegraph::FrameKind::Inlined ? " [inlined]" : "");
   std::printf("\n");
 }

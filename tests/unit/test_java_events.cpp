@@ -199,13 +199,13 @@ constexpr const char* kNativeStream =
 // What the symbolizer would say: names by file and address.
 std::vector<ember::symbolizer::Symbol> fake_names(uint32_t pid, const std::string& path,
                                                   std::span<const uint64_t> addresses) {
-  using ember::flamegraph::Frame;
-  using ember::flamegraph::FrameKind;
+  using ember::symbolizer::Frame;
+  using ember::symbolizer::FrameKind;
   std::vector<ember::symbolizer::Symbol> out;
   for (uint64_t a : addresses) {
     ember::symbolizer::Symbol s;
     if (pid != 42)
-      s.frames = {Frame{"wrong pid", FrameKind::Unknown, {}}};
+      s.frames = {Frame{"wrong pid", FrameKind::Native, {}}};
     else if (path.ends_with("libjvm.so") && a == 0x1233)
       s.frames = {Frame{"jni_NewByteArray", FrameKind::Native, path}};
     else if (path.ends_with("libnat.so") && a == 0x1100)  // a call inlined into make
@@ -213,7 +213,7 @@ std::vector<ember::symbolizer::Symbol> fake_names(uint32_t pid, const std::strin
     else if (path.ends_with("libnat.so") && a == 0x1200)
       s.frames = {Frame{"Java_App_nativeAlloc", FrameKind::Native, path}};
     else
-      s = {{Frame{"[unknown]", FrameKind::Unknown, {}}}, "no symbol"};
+      s.unknown = ember::symbolizer::Unknown::NoSymbol;  // "[unknown]": no module given
     out.push_back(std::move(s));
   }
   return out;

@@ -11,6 +11,8 @@
 
 #include <sys/auxv.h>
 
+#include <algorithm>
+#include <array>
 #include <csignal>
 #include <set>
 
@@ -20,9 +22,10 @@
 #include <sstream>
 
 #include "symbolizer/symbolizer.h"
+#include "user/symbol_frames.h"
 
 using namespace ember::symbolizer;
-using ember::flamegraph::FrameKind;
+using ember::symbolizer::FrameKind;
 namespace fs = std::filesystem;
 
 namespace {
@@ -172,13 +175,15 @@ TEST_CASE("symbolizer: perf maps, anonymous memory, unknown addresses") {
   CHECK(out[0].frames.front().name == "LFoo;::bar");
   CHECK(out[0].frames.front().kind == FrameKind::Jit);
   CHECK(out[1].frames.front().name == "Interpreter");  // the later entry for a reused range wins
-  CHECK(out[2].frames.front().name == "[anon]");
-  CHECK_FALSE(out[2].known());
-  CHECK(out[3].frames.front().name == "libgone.so+0x2010");  // module and file offset kept
-  CHECK(out[3].frames.front().kind == FrameKind::Unknown);
-  CHECK(out[4].frames.front().name.starts_with("[vdso]"));  // the ELF header: no function there
-  CHECK(out[5].frames.front().name == "[unknown]");
-  CHECK_FALSE(out[5].known());
+  CHECK(out[2].unknown == Unknown::Anonymous);
+  CHECK(out[2].module == "[anon]");
+  CHECK(out[3].unknown == Unknown::Unreadable);
+  CHECK(out[3].module == "/nonexistent/libgone.so");  // module and file offset kept
+  CHECK(out[3].offset == 0x2010);
+  CHECK_FALSE(out[4].known());  // the ELF header: no function there
+  CHECK(out[4].module == "[vdso]");
+  CHECK(out[5].unknown == Unknown::Unmapped);
+  CHECK(out[5].module.empty());
 }
 
 TEST_CASE("symbolizer reads one build once, whatever the copies and paths") {
@@ -198,7 +203,7 @@ TEST_CASE("symbolizer reads one build once, whatever the copies and paths") {
   auto out = sym.symbolize_user(getpid(), addrs);
   CHECK(out[0].frames.front().name == "fixture_alpha");
   CHECK(out[1].frames.front().name == "fixture_beta");
-  CHECK(sym.binaries_read() == 1);
+  CHECK(sym.binaries().size() == 1);
   dlclose(a);
   dlclose(b);
 }
@@ -281,7 +286,7 @@ TEST_CASE("kallsyms: text symbols, modules, and kptr_restrict") {
   CHECK(out[1].frames.front().name == "do_one_thing");  // data symbols are not functions
   CHECK(out[2].frames.front().name == "kvm_thing");
   CHECK(out[2].frames.front().module == "[kvm]");
-  CHECK_FALSE(out[3].known());
+  CHECK(out[3].unknown == Unknown::KernelNoSymbol);
   CHECK_FALSE(sym.kernel_symbols_hidden());
 
   write_file(dir.path / "hidden", "0000000000000000 T _stext\n0000000000000000 t do_one_thing\n");
@@ -290,6 +295,11 @@ TEST_CASE("kallsyms: text symbols, modules, and kptr_restrict") {
   CHECK(hidden.kernel_symbols_hidden());
   REQUIRE(hidden.warnings().size() == 1);
   CHECK(hidden.warnings()[0].find("kptr_restrict") != std::string::npos);
+  CHECK(hidden.symbolize_kernel(addrs)[0].unknown == Unknown::KernelHidden);
+
+  opts.kallsyms_path = (dir.path / "absent").string();
+  Symbolizer absent(opts);
+  CHECK(absent.symbolize_kernel(addrs)[0].unknown == Unknown::KernelUnavailable);
 }
 
 TEST_CASE("proc maps parser") {
@@ -314,4 +324,181 @@ TEST_CASE("demangle drops symbol versions, C and C++") {
   std::string name = demangle("_ZNSs9_M_assignEPcmc@@GLIBCXX_3.4.5", &cpp);
   CHECK(cpp);
   CHECK(name.ends_with("::_M_assign(char*, unsigned long, char)"));
+}
+
+TEST_CASE("symbolizer: why a file's address has no name") {
+  TempDir dir;
+  write_file(dir.path / "not-elf.so", std::string(4096, 'x'));
+  // The stripped fixture keeps .dynsym only: its local function has no name.
+  Symbolizer sym;
+  auto stripped = sym.symbolize_file(fixture_path("libfixture-stripped.so"), std::array<uint64_t, 1>{1});
+  CHECK(stripped[0].unknown == Unknown::Stripped);
+  CHECK(stripped[0].module == fixture_path("libfixture-stripped.so"));
+  CHECK(stripped[0].offset == 1);
+  // (Another symbolizer: the two fixtures share a build-id, so one module.)
+  CHECK(Symbolizer().symbolize_file(fixture_path("libfixture.so"), std::array<uint64_t, 1>{1})[0].unknown ==
+        Unknown::NoSymbol);
+  CHECK(sym.symbolize_file((dir.path / "not-elf.so").string(), std::array<uint64_t, 1>{1})[0].unknown ==
+        Unknown::BadElf);
+  CHECK(sym.symbolize_file((dir.path / "absent.so").string(), std::array<uint64_t, 1>{1})[0].unknown ==
+        Unknown::Unreadable);
+  for (auto why : {Unknown::NoProcess, Unknown::JitNotPublished, Unknown::KernelNoSymbol})
+    CHECK(std::string(describe(why)).size() > 10);
+}
+
+TEST_CASE("symbol frames: placeholders and lines as profiles show them") {
+  using ember::profile_frames;
+  using PFK = ember::flamegraph::FrameKind;
+  Symbol file{{}, Unknown::NoSymbol, "/usr/lib/libc.so.6", 0x27249};
+  CHECK(profile_frames(file) == std::vector<ember::flamegraph::Frame>{{"libc.so.6+0x27249", PFK::Unknown, "/usr/lib/libc.so.6"}});
+  Symbol anon{{}, Unknown::Anonymous, "[anon]", 0};
+  CHECK(profile_frames(anon).front() == ember::flamegraph::Frame{"[anon]", PFK::Unknown, "[anon]"});
+  Symbol nowhere{{}, Unknown::Unmapped, {}, 0};
+  CHECK(profile_frames(nowhere).front() == ember::flamegraph::Frame{"[unknown]", PFK::Unknown, {}});
+  Symbol kernel{{}, Unknown::KernelNoSymbol, {}, 0};
+  CHECK(profile_frames(kernel).front() == ember::flamegraph::Frame{"[unknown]", PFK::Kernel, "[kernel]"});
+  Symbol inlined;
+  inlined.frames = {Frame{"outer", FrameKind::Cpp, "/bin/x", "/src/a.c", 58}, Frame{"leaf", FrameKind::Inlined, "/bin/x"}};
+  auto frames = profile_frames(inlined);
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[0] == ember::flamegraph::Frame{"outer (a.c:58)", PFK::Cpp, "/bin/x"});
+  CHECK(frames[1] == ember::flamegraph::Frame{"leaf", PFK::Inlined, "/bin/x"});
+}
+
+namespace {
+
+long open_fds() {
+  return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{});
+}
+
+// A child that has exec'ed /bin/sleep (its maps name it), or -1.
+pid_t start_sleep() {
+  pid_t child = fork();
+  if (child == 0) {
+    execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 500; ++i, usleep(2000)) {
+    std::ifstream in("/proc/" + std::to_string(child) + "/maps");
+    std::stringstream s;
+    s << in.rdbuf();
+    if (s.str().find("/sleep") != std::string::npos && s.str().find("libc") != std::string::npos) return child;
+  }
+  return -1;
+}
+
+// The first address of `pid`'s first executable mapping of `name`, plus `offset`.
+uint64_t code_address(pid_t pid, const std::string& name, uint64_t offset) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  for (std::string line; std::getline(in, line);)
+    if (line.find(name) != std::string::npos && line.find(" r-xp ") != std::string::npos)
+      return std::stoull(line.substr(0, line.find('-')), nullptr, 16) + offset;
+  return 0;
+}
+
+std::vector<std::string> described(const std::vector<Symbol>& symbols) {
+  std::vector<std::string> out;
+  for (const Symbol& s : symbols) {
+    std::string text = s.known() ? "" : describe(*s.unknown);
+    for (const Frame& f : s.frames)
+      text += ";" + f.name + "/" + std::to_string(int(f.kind)) + "/" + f.module + "/" + f.file + ":" + std::to_string(f.line);
+    out.push_back(text);
+  }
+  return out;
+}
+
+const std::string kLibc = "/lib/x86_64-linux-gnu/libc.so.6";
+
+}  // namespace
+
+TEST_CASE("symbolizer: forgetting processes closes the files only they mapped") {
+  Symbolizer sym;
+  REQUIRE(sym.snapshot_process(getpid()));
+  size_t own_files = sym.open_files();
+  long fds = open_fds();
+  for (int i = 0; i < 20; ++i) {
+    ChildGuard child{start_sleep()};
+    REQUIRE(child.pid > 0);
+    REQUIRE(sym.snapshot_process(child.pid));
+    uint64_t addresses[] = {code_address(child.pid, "libc", 0x100), code_address(child.pid, "sleep", 0x100)};
+    auto out = sym.symbolize_user(child.pid, addresses);
+    CHECK(out[0].known());
+    CHECK(sym.open_files() > own_files);  // sleep itself: libc and ld.so are this process's too
+    sym.forget_process(child.pid);
+    CHECK_FALSE(sym.has_process(child.pid));
+    CHECK(sym.open_files() == own_files);
+    CHECK(open_fds() == fds);
+  }
+  sym.forget_process(getpid());
+  CHECK(sym.open_files() == 0);
+  CHECK(open_fds() == fds - long(own_files));
+  // Symbols stay, by build-id, until end_window() frees them.
+  CHECK(sym.binaries().size() >= 2);
+}
+
+TEST_CASE("symbolizer: binaries idle for idle_windows windows are freed, and read again the same") {
+  Options options;
+  options.idle_windows = 2;
+  options.lines = true;
+  Symbolizer sym(options);
+  std::vector<uint64_t> addresses;
+  for (uint64_t a = 0x28000; a < 0x48000; a += 0x40) addresses.push_back(a);
+  auto first = described(sym.symbolize_file(kLibc, addresses));
+  REQUIRE(sym.binaries().size() == 1);
+  uint64_t held = sym.memory_bytes();
+  CHECK(held > 1'000'000);  // libc's symbols and its debug file's DWARF
+  sym.end_window();  // used in this window
+  sym.end_window();  // idle for one
+  CHECK(sym.binaries().size() == 1);
+  sym.end_window();  // idle for two
+  CHECK(sym.binaries().empty());
+  CHECK(sym.memory_bytes() == 0);
+  CHECK(sym.open_files() == 0);
+  auto again = described(sym.symbolize_file(kLibc, addresses));
+  CHECK(again == first);
+  CHECK(sym.memory_bytes() == held);
+  size_t named = std::count_if(first.begin(), first.end(), [](const std::string& s) { return s.starts_with(";"); });
+  CHECK(named > addresses.size() / 2);
+}
+
+TEST_CASE("symbolizer: over its memory cap, caches go first, then the binaries used least recently") {
+  uint64_t libc_alone, fixture_alone;
+  uint64_t one[] = {0x28100};
+  {
+    Symbolizer probe;
+    probe.symbolize_file(kLibc, one);
+    libc_alone = probe.memory_bytes();
+    probe.symbolize_file(fixture_path("libfixture.so"), one);
+    fixture_alone = probe.memory_bytes() - libc_alone;
+  }
+  Options options;
+  options.memory_bytes = std::max(libc_alone, fixture_alone);  // one fits, not both
+  Symbolizer sym(options);
+  sym.symbolize_file(kLibc, one);
+  sym.end_window();
+  CHECK(sym.binaries().size() == 1);
+  sym.symbolize_file(fixture_path("libfixture.so"), one);
+  sym.end_window();
+  auto held = sym.binaries();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].path == fixture_path("libfixture.so"));  // libc was used a window earlier
+
+  // Answers cached past the cap are dropped; the binary stays. (Without
+  // DWARF, whose unit tables grow with the addresses too, and stay.)
+  options.inlines = false;
+  {
+    Symbolizer probe(options);
+    probe.symbolize_file(kLibc, one);
+    libc_alone = probe.memory_bytes();
+  }
+  options.memory_bytes = libc_alone + 1000;
+  Symbolizer cached(options);
+  cached.symbolize_file(kLibc, one);
+  std::vector<uint64_t> many;
+  for (uint64_t a = 0x28000; a < 0x28000 + 20000 * 4; a += 4) many.push_back(a);
+  cached.symbolize_file(kLibc, many);
+  CHECK(cached.memory_bytes() > libc_alone + 1'000'000);
+  cached.end_window();
+  CHECK(cached.binaries().size() == 1);
+  CHECK(cached.memory_bytes() < libc_alone);
 }
