@@ -42,7 +42,7 @@ echo "complete Java stacks: $complete of $java_samples"
 (( 100 * complete >= 90 * java_samples )) || fail "only $complete of $java_samples Java stacks reach the thread root"
 
 # --- attach to a running JVM: the same top methods
-"${JAVA[@]}" -XX:+PreserveFramePointer -XX:+PrintCompilation Workload 60 >"$TMP/attach.jit" &
+"${JAVA[@]}" -XX:+PreserveFramePointer -XX:+PrintCompilation Workload 300 >"$TMP/attach.jit" &
 jvm=$!
 BACKGROUND+=($jvm)
 wait_compiled "$TMP/attach.jit" Workload::hotA Workload::hotB Workload::main@
