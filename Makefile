@@ -48,7 +48,12 @@ PAGE_OBJ := $(BUILD)/obj/flamegraph/html_template.o $(BUILD)/obj/user/serve_page
 LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o) $(PAGE_OBJ)
 # One BPF object: the event programs and the unwinder they call, linked.
 BPF_SKELS := $(BUILD)/profile.skel.h
-BPF_PARTS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c))
+# The parts that define the maps others declare extern (record.bpf.h,
+# targets.bpf.h) are linked first: an extern map met before its definition
+# keeps offset 0 in the linked .maps (bpftool 7.1, libbpf 1.1), and the
+# skeleton fails with "map relo failed to find map".
+BPF_DEFINING := $(BUILD)/record.bpf.o $(BUILD)/targets.bpf.o
+BPF_PARTS := $(BPF_DEFINING) $(filter-out $(BPF_DEFINING),$(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c)))
 
 # Unit tests and the libraries they cover, under AddressSanitizer + UBSan.
 # -Wno-maybe-uninitialized: GCC 12 warns falsely inside <regex> under ASan.

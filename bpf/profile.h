@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Records that bpf/profile.bpf.c streams to userspace. Fixed-width fields,
- * no pointers: this header is compiled both by clang -target bpf and by the
- * C++ collector. */
+/* Records that the event programs of bpf/ stream to userspace. Fixed-width
+ * fields, no pointers: this header is compiled both by clang -target bpf and
+ * by the C++ collector. */
 #ifndef EMBER_BPF_PROFILE_H
 #define EMBER_BPF_PROFILE_H
 

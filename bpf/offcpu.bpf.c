@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Off-CPU time (-e offcpu, wall, lock): sched_switch keeps the stacks of a
+ * target thread as it leaves the CPU and sends them, weighed by the time
+ * off CPU, as it runs again; with --waker, sched_waking adds the stacks of
+ * whoever woke it. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "record.bpf.h"
+#include "targets.bpf.h"
+
+/* Set by the collector before load. Record threads as they block (and, for
+ * wall-clock time, as they are preempted), emit when they run again if off
+ * for long enough. */
+const volatile bool offcpu_preempted = false;
+const volatile __u64 min_block_ns = 0;
+/* --waker: each block also carries the stacks of whoever woke the thread. */
+const volatile bool offcpu_waker = false;
+
+/* A thread off CPU: the record of its switch out, stacks included, kept
+ * in the task's own storage (no copy, freed with the task) until it runs
+ * again. The stacks must be taken as it leaves: as it comes back, the
+ * tracepoint runs in the context of the task it replaces, whose user
+ * memory is the only one a BPF program can walk here. An ember_sample
+ * without the room for a waker's stacks: half the memory per thread. */
+struct offcpu_block {
+	char bytes[__builtin_offsetof(struct ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64)];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_block);
+} offcpu_start SEC(".maps");
+
+/* --waker: the stacks of the waker of a blocked thread, in the wakee's
+ * storage, taken as the wakeup happens (sched_waking runs in the waker's
+ * context, where sched_wakeup may run on the wakee's CPU, from an IPI), and
+ * joined to its record as it runs again. Its names and stack lengths go in
+ * the record's header. */
+struct waker_ips {
+	__u64 ips[2 * EMBER_MAX_STACK_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct waker_ips);
+} waker_stacks SEC(".maps");
+
+/* A task's state as it switches out: 0 (TASK_RUNNING) when preempted.
+ * The field is __state since Linux 5.14, state before. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+/* A block and its waker's stacks, joined into one record. */
+static __always_inline void send_woken(struct ember_sample *block, struct task_struct *task)
+{
+	struct waker_ips *w = bpf_task_storage_get(&waker_stacks, task, 0, 0);
+	struct ember_sample *s = 0;
+	__u32 slot = 0, n, m;
+
+	if (w)
+		s = claim_scratch(&slot);
+	if (!s) {
+		block->waker = EMBER_WAKER_UNSEEN;
+		send(block, 0, false);
+		return;
+	}
+	n = block->ustack_len + block->kstack_len;
+	m = block->waker_ustack_len + block->waker_kstack_len;
+	if (n <= 2 * EMBER_MAX_STACK_DEPTH && m <= 2 * EMBER_MAX_STACK_DEPTH) {
+		bpf_probe_read_kernel(s, EMBER_SAMPLE_HEADER_SIZE + n * sizeof(__u64), block);
+		bpf_probe_read_kernel(&s->ips[n], m * sizeof(__u64), w->ips);
+		send(s, m, false);
+	}
+	ember_release_scratch(slot);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 pid = prev->tgid, tid = prev->pid;
+	struct ember_sample *s;
+
+	/* prev, the current task, goes off CPU: keep its stacks. */
+	if (armed && tid != 0 && in_scope(pid, tid)) {
+		/* Preempted on its way to sleep (its state set, schedule() not
+		 * reached yet), a thread stays runnable: no wakeup will come. */
+		bool runnable = preempt || task_state(prev) == 0;
+
+		if (!runnable || offcpu_preempted) {
+			s = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (s) {
+				/* Open to a waker before the stack walk, not after: a
+				 * wakeup on another CPU may come while it runs (the
+				 * waker writes only the waker_* fields). */
+				s->waker = offcpu_waker && !runnable ? EMBER_WAKER_UNSEEN : EMBER_WAKER_NONE;
+				barrier();
+				take_stacks(ctx, (struct stack_start){}, s, pid, tid, true, false);
+				s->weight = 0;
+				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
+			} else {
+				COUNT(offcpu_untracked);
+			}
+		}
+	}
+	/* next runs again: its time off CPU is over. */
+	s = bpf_task_storage_get(&offcpu_start, next, 0, 0);
+	if (s && s->time_ns) {
+		__u64 off = bpf_ktime_get_ns() - s->time_ns;
+
+		if (off >= min_block_ns || s->kind == EMBER_KIND_PREEMPTED) {
+			s->weight = off;
+			if (offcpu_waker && s->waker == EMBER_WAKER_SEEN)
+				send_woken(s, next);
+			else
+				send(s, 0, false);
+		}
+		s->time_ns = 0;
+		s->waker = EMBER_WAKER_NONE;
+	}
+	return 0;
+}
+
+/* --waker: a thread asleep in scope is woken. Runs in the waker's context,
+ * under the wakee's pi_lock: one waker per block (a second wakeup finds it
+ * awake), and the wakee runs again only after this returns. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(ember_waking, struct task_struct *p)
+{
+	struct ember_sample *s = bpf_task_storage_get(&offcpu_start, p, 0, 0);
+	struct task_struct *task;
+	struct waker_ips *w;
+	__u64 id;
+
+	/* Every wakeup on the host comes here: most end at this test. */
+	if (!s || s->waker != EMBER_WAKER_UNSEEN)
+		return 0;
+	w = bpf_task_storage_get(&waker_stacks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w) {
+		COUNT(waker_untracked);
+		return 0;
+	}
+	/* In an interrupt (a timer expiring, I/O completing) the current task
+	 * is whoever it interrupted: the collector tells from the kernel
+	 * stack, which then goes through the interrupt's entry. Telling here
+	 * needs preempt_count, a per-CPU variable whose address BPF gets only
+	 * from kernels with CONFIG_KALLSYMS_ALL. */
+	task = bpf_get_current_task_btf();
+	id = bpf_get_current_pid_tgid();
+	s->waker_pid = id >> 32;
+	s->waker_tid = (__u32)id;
+	copy_comm(s->waker_comm, task->comm);
+	copy_comm(s->waker_process_comm, task->group_leader->comm);
+	walk_stacks(ctx, (struct stack_start){}, s->waker_pid, w->ips, &s->waker_ustack_len, &s->waker_kstack_len,
+		    &s->waker_ustack_stop, true, false);
+	barrier();
+	s->waker = EMBER_WAKER_SEEN;
+	return 0;
+}
