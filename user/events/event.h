@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "user/collector.h"
-#include "user/host.h"
-#include "user/java_profiles.h"
-#include "user/sampler.h"
+#include "user/session/collector.h"
+#include "user/session/host.h"
+#include "user/java/java_profiles.h"
+#include "user/session/sampler.h"
 
 namespace ember::events {
 
