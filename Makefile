@@ -36,16 +36,36 @@ CXXFLAGS += -std=c++2b $(WARN) -I. -Ibpf -I$(BUILD) -MMD -MP
 # the header's classes must match the library's.
 CXXFLAGS += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
 # cpp-httplib (ember serve) is Debian's shared build, with OpenSSL for TLS.
-LDLIBS := -lbpf -ldw -ldebuginfod -lelf -llzma -lz -lcpp-httplib -lssl -lcrypto -pthread
+# Every program takes these; the HTTP and TLS libraries only what serves.
+LDLIBS := -lbpf -ldw -ldebuginfod -lelf -llzma -lz -pthread
+HTTP_LIBS := -lcpp-httplib -lssl -lcrypto
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf $(WARN) -Wno-unused-parameter
 
-FLAMEGRAPH_SRC := $(wildcard flamegraph/*.cpp)
-SYMBOLIZER_SRC := $(wildcard symbolizer/*.cpp)
-UNWIND_SRC := $(wildcard unwind/*.cpp)
-USER_SRC := $(filter-out user/main.cpp,$(wildcard user/*.cpp user/*/*.cpp))
-LIB_SRC := $(FLAMEGRAPH_SRC) $(SYMBOLIZER_SRC) $(UNWIND_SRC) $(USER_SRC)
-PAGE_OBJ := $(BUILD)/obj/flamegraph/html_template.o $(BUILD)/obj/user/serve_page.o
-LIB_OBJ := $(LIB_SRC:%.cpp=$(BUILD)/obj/%.o) $(PAGE_OBJ)
+# The libraries, one per folder, each built once as a static archive; a
+# program links the archives it needs and takes from each only the objects
+# it uses. Layers: cli -> serve, session -> events, java -> symbolizer,
+# unwind -> flamegraph (session and events, session and java use each
+# other's types, so they link as one group).
+LIBS := serve session events java symbolizer unwind flamegraph
+SRC_flamegraph := $(wildcard flamegraph/*.cpp)
+SRC_symbolizer := $(wildcard symbolizer/*.cpp)
+SRC_unwind := $(wildcard unwind/*.cpp)
+SRC_session := $(wildcard user/session/*.cpp)
+SRC_events := $(wildcard user/events/*.cpp)
+SRC_java := $(wildcard user/java/*.cpp)
+SRC_serve := $(wildcard user/serve/*.cpp)
+# Embedded pages, assembled once for both trees.
+ASM_flamegraph := $(BUILD)/obj/flamegraph/html_template.o
+ASM_serve := $(BUILD)/obj/user/serve/serve_page.o
+CLI_SRC := $(wildcard user/cli/*.cpp)
+# The archives of tree T (obj, or san for the sanitized tests), in link order.
+archives = -Wl,--start-group $(LIBS:%=$(BUILD)/$(1)/lib%.a) -Wl,--end-group
+define archive_rule
+$(BUILD)/$(1)/lib$(2).a: $$(SRC_$(2):%.cpp=$(BUILD)/$(1)/%.o) $$(ASM_$(2))
+	$$(call msg,AR,$$@)
+	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
+endef
+$(foreach tree,obj san,$(foreach lib,$(LIBS),$(eval $(call archive_rule,$(tree),$(lib)))))
 # One BPF object: the event programs and the unwinder they call, linked.
 BPF_SKELS := $(BUILD)/profile.skel.h
 # The parts that define the maps others declare extern (record.bpf.h,
@@ -61,8 +81,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 UNIT_SRC := $(wildcard tests/unit/*.cpp)
 # The agent's parts that need no JVM: its reader of HotSpot's VMStructs, its prologue decoder.
 AGENT_UNIT_SRC := agent/vm_structs.cpp agent/code_heap.cpp agent/method_pointers.cpp agent/prologue.cpp
-UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(AGENT_UNIT_SRC:%.cpp=$(BUILD)/san/%.o) \
-	$(PAGE_OBJ)
+UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(AGENT_UNIT_SRC:%.cpp=$(BUILD)/san/%.o)
 
 # Workloads and fixtures: frame pointers on, so user stacks unwind.
 WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
@@ -112,14 +131,14 @@ $(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/f
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $< -o $@
 
-$(BUILD)/obj/user/serve_page.o: user/serve_page.S user/serve.html
+$(BUILD)/obj/user/serve/serve_page.o: user/serve/serve_page.S user/serve/serve.html
 	$(call msg,AS,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $< -o $@
 
-$(BUILD)/ember: $(BUILD)/obj/user/main.o $(LIB_OBJ)
+$(BUILD)/ember: $(CLI_SRC:%.cpp=$(BUILD)/obj/%.o) $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(filter %.o,$^) $(call archives,obj) $(LDLIBS) $(HTTP_LIBS) -o $@
 
 $(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h)
 	$(call msg,AGENT,$@)
@@ -139,9 +158,9 @@ $(BUILD)/san/%.o: %.cpp | $(BPF_SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) $(SAN) -c $< -o $@
 
-$(BUILD)/unit-tests: $(UNIT_OBJ)
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(LIBS:%=$(BUILD)/san/lib%.a)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $^ $(LDLIBS) -ldl -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(UNIT_OBJ) $(call archives,san) $(LDLIBS) $(HTTP_LIBS) -ldl -o $@
 
 $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h
 	$(call msg,CC,$@)
@@ -246,29 +265,28 @@ FUZZ_TARGETS := folded pprof elf perfmap jitmap
 # parsers of ELF/DWARF (libelf, libdw), of maps and perf maps and of JVM
 # agents' streams, and the unwind table builder.
 FLAMEGRAPH_FUZZ := folded pprof
-FLAMEGRAPH_LIB_SRC := $(FLAMEGRAPH_SRC)
 SYMBOLIZER_FUZZ := elf perfmap jitmap
 SYMBOLIZER_FUZZ_SRC := symbolizer/elf_symbols.cpp symbolizer/dwarf_index.cpp symbolizer/debug_info.cpp symbolizer/proc_maps.cpp \
 	symbolizer/jit_map.cpp symbolizer/java_events.cpp unwind/cfi_table.cpp
 SYMBOLIZER_FUZZ_LIBS := -ldw -ldebuginfod -lelf -llzma -lz
 $(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/replay-%): $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
-		$(FLAMEGRAPH_LIB_SRC:%.cpp=$(BUILD)/san/%.o) $(BUILD)/obj/flamegraph/html_template.o
+		$(BUILD)/san/libflamegraph.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.cpp %.o,$^) -lz -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.cpp %.a,$^) -lz -o $@
 
 $(SYMBOLIZER_FUZZ:%=$(BUILD)/fuzz/replay-%): $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
-		$(SYMBOLIZER_FUZZ_SRC:%.cpp=$(BUILD)/san/%.o)
+		$(BUILD)/san/libsymbolizer.a $(BUILD)/san/libunwind.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.cpp %.o,$^) $(SYMBOLIZER_FUZZ_LIBS) -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.cpp %.a,$^) $(SYMBOLIZER_FUZZ_LIBS) -o $@
 
 $(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
-		$(FLAMEGRAPH_LIB_SRC) flamegraph/html_template.S flamegraph/flamegraph.html
+		$(SRC_flamegraph) flamegraph/html_template.S flamegraph/flamegraph.html
 	$(call msg,AFL,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++ -std=c++2b -O1 -g -I. -fsanitize=address,undefined $< tests/fuzz/replay.cpp \
-		$(FLAMEGRAPH_LIB_SRC) flamegraph/html_template.S -lz -o $@
+		$(SRC_flamegraph) flamegraph/html_template.S -lz -o $@
 
 # Only ember's code is instrumented: libelf and libdw steer the search
 # through what they hand back, and crash it if they crash.
@@ -299,35 +317,26 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS)
 	$(Q)scripts/demo.sh
 
-# tests/integration/java_alloc_lock.sh: a JVM's Java events (agent options
-# alloc, live, lock) as folded stacks through user/java_profiles, no recording.
-JAVA_EVENTS_DUMP_OBJ := $(BUILD)/obj/tests/tools/java_events_dump.o $(BUILD)/obj/symbolizer/java_events.o \
-	$(BUILD)/obj/user/java_profiles.o $(BUILD)/obj/user/symbol_frames.o $(filter $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
-$(BUILD)/tools/java_events_dump: $(JAVA_EVENTS_DUMP_OBJ)
+# Programs of the tests and benchmarks, each its object and the archives:
+# java_events_dump (tests/integration/java_alloc_lock.sh: a JVM's Java events
+# as folded stacks, no recording), unwind_churn (tests/integration/
+# unwind_churn.sh: the unwinder through thousands of short-lived processes,
+# with the kernel's maps but no programs), symbolize_bench (bench/symbolize.sh's
+# in-process half).
+$(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $< $(call archives,obj) $(LDLIBS) -o $@
 
-# tests/integration/unwind_churn.sh: the unwinder through thousands of short-lived
-# processes, with the kernel's maps but no programs.
-UNWIND_CHURN_OBJ := $(BUILD)/obj/tests/tools/unwind_churn.o $(BUILD)/obj/user/unwinder.o \
-	$(filter $(BUILD)/obj/symbolizer/% $(BUILD)/obj/unwind/% $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
-$(BUILD)/tools/unwind_churn: $(UNWIND_CHURN_OBJ)
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $< $(call archives,obj) $(LDLIBS) -o $@
 
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
 		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%) $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn
 	$(Q)tests/run.sh
-
-# bench/symbolize.sh's in-process half: the symbolizer library, no BPF.
-SYMBOLIZE_BENCH_OBJ := $(BUILD)/obj/bench/symbolize_bench.o $(filter $(BUILD)/obj/symbolizer/% $(BUILD)/obj/flamegraph/%,$(LIB_OBJ))
-$(BUILD)/bench/symbolize_bench: $(SYMBOLIZE_BENCH_OBJ)
-	$(call msg,LINK,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 bench: deps-bench
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS) $(BUILD)/bench/symbolize_bench

@@ -11,7 +11,7 @@
 //                this JVM's pid (as it sees it). The file is created, mode
 //                0600, and must not exist: an existing file or a symlink at
 //                PATH is never written through
-//   lease        the directory of PATH is ember's (see user/agent_dir.h): its
+//   lease        the directory of PATH is ember's (see user/java/agent_dir.h): its
 //                reader holds a shared flock on it while it reads. When the
 //                lock is let go without a `stop` (ember was killed), the agent
 //                stops publishing and removes the file and the directory

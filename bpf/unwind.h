@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The unwind tables bpf/unwind.bpf.c walks user stacks with, as userspace
- * (unwind/cfi_table.cpp, user/unwinder.cpp) fills them. x86_64: the rules
+ * (unwind/cfi_table.cpp, user/session/unwinder.cpp) fills them. x86_64: the rules
  * are for rsp, rbp and a return address at CFA - 8. Fixed-width fields, no
  * pointers: compiled both by clang -target bpf and by the C++ side. */
 #ifndef EMBER_BPF_UNWIND_H

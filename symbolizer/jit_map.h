@@ -156,7 +156,7 @@ class JitMap {
   };
   static constexpr size_t kMaxFrameSteps = 4;
 
-  // Live code and its frames, for the unwinder (user/unwinder.h).
+  // Live code and its frames, for the unwinder (user/session/unwinder.h).
   struct Code {
     enum class Kind { Compiled, Interpreter, CallStub, Other } kind = Kind::Other;
     uint64_t start = 0, size = 0;

@@ -1,6 +1,6 @@
 // Test tool: reads a code-map stream with Java events (libember-agent.so
 // with alloc, live or lock) and prints one profile as folded stacks through
-// user/java_profiles.h, its info lines on stderr. For the integration tests
+// user/java/java_profiles.h, its info lines on stderr. For the integration tests
 // that run Java with the agent loaded directly, without `ember record`.
 // Usage: java_events_dump alloc|alloc-objects|lock [--live] [--threads]
 //        [--name COMM] [--pid PID] STREAM
@@ -13,7 +13,7 @@
 
 #include "flamegraph/folded.h"
 #include "symbolizer/java_events.h"
-#include "user/java_profiles.h"
+#include "user/java/java_profiles.h"
 
 int main(int argc, char** argv) {
   using namespace ember;

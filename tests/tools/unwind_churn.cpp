@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "symbolizer/symbolizer.h"
-#include "user/unwinder.h"
+#include "user/session/unwinder.h"
 
 using namespace ember;
 
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     else if (std::string(argv[i]) == "--rows" && i + 1 < argc)
       capacity = std::strtoul(argv[++i], nullptr, 10);
   constexpr uint32_t kLive = 8;  // processes alive at once
-  constexpr uint32_t kProcessEntries = 16384;  // as user/sampler.cpp sizes the map
+  constexpr uint32_t kProcessEntries = 16384;  // as user/session/sampler.cpp sizes the map
 
   LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
   int rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", 4, sizeof(ember_unwind_row), capacity, &mmapable);

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "tests/unit/temp_dir.h"
-#include "user/cgroup.h"
+#include "user/session/cgroup.h"
 
 using namespace ember;
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "user/collector.h"
+#include "user/session/collector.h"
 
 using namespace ember;
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "user/host.h"
+#include "user/session/host.h"
 
 using namespace ember;
 namespace fs = std::filesystem;

@@ -13,8 +13,8 @@
 #include <random>
 #include <sstream>
 
-#include "user/hsperf.h"
-#include "user/jvm.h"
+#include "user/java/hsperf.h"
+#include "user/java/jvm.h"
 
 using namespace ember;
 namespace fs = std::filesystem;

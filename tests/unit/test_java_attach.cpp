@@ -19,7 +19,7 @@
 #include <optional>
 #include <thread>
 
-#include "user/java_attach.h"
+#include "user/java/java_attach.h"
 
 using namespace ember::java;
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include "flamegraph/folded.h"
 #include "symbolizer/java_events.h"
 #include "symbolizer/jit_map.h"
-#include "user/java_profiles.h"
+#include "user/java/java_profiles.h"
 
 using ember::JavaProcess;
 using ember::JavaProfileKind;

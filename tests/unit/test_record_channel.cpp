@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "user/record_channel.h"
+#include "user/session/record_channel.h"
 
 using namespace ember::record_channel;
 

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "user/recorder.h"
-#include "user/results.h"
-#include "user/serve.h"
+#include "user/serve/recorder.h"
+#include "user/serve/results.h"
+#include "user/serve/serve.h"
 
 using namespace ember;
 namespace fs = std::filesystem;

@@ -22,7 +22,7 @@
 #include <sstream>
 
 #include "symbolizer/symbolizer.h"
-#include "user/symbol_frames.h"
+#include "user/session/symbol_frames.h"
 
 using namespace ember::symbolizer;
 using ember::symbolizer::FrameKind;

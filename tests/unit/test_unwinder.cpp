@@ -22,7 +22,7 @@
 #include "symbolizer/symbolizer.h"
 #include "temp_dir.h"
 #include "unwind/row_space.h"
-#include "user/unwinder.h"
+#include "user/session/unwinder.h"
 
 using namespace ember;
 

@@ -16,4 +16,14 @@ inline std::expected<void, std::string> track_blocks(const Resolved& s, const Sc
   return {};
 }
 
+// The graph of blocks of at least --min-block, with their wakers' stacks
+// under --waker.
+inline EventView blocked_view(const Resolved& s) {
+  EventView v;
+  v.kinds = 1u << EMBER_KIND_BLOCKED;
+  v.min_blocked_ns = s.min_block_ns;
+  v.waker = s.settings.waker;
+  return v;
+}
+
 }  // namespace ember::events

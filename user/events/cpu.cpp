@@ -1,6 +1,7 @@
 // CPU time, sampled by a perf-event timer on every CPU: the software
 // cpu-clock everywhere, or the hardware cycle counter where there is a PMU.
 #include "user/events/event.h"
+#include "user/events/timer.h"
 
 namespace ember::events {
 namespace {
@@ -8,24 +9,16 @@ namespace {
 template <SampleEvent kEvent>
 std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
                                            std::vector<std::string>&) {
-  config.cpu = true;
+  sample_on_timer(s, config);
   config.event = kEvent;
-  config.frequency = static_cast<uint32_t>(s.settings.frequency);
   return {};
 }
 
 EventView view(const Resolved&) { return EventView{}; }
 
-std::vector<std::pair<std::string, std::string>> info(const Resolved& s) {
-  return {{"frequency", std::to_string(s.settings.frequency) + " Hz"}};
-}
-
 // A lone CPU graph keeps the classic "samples" line.
 std::string summary(const Resolved&, const Outcome& o) {
-  char line[160];
-  std::snprintf(line, sizeof line, "  %-11.*s %llu%s", static_cast<int>(o.label.size()), o.label.data(),
-                static_cast<unsigned long long>(o.records), o.label == "samples" ? "" : " samples");
-  return line;
+  return summary_line(o, "%llu%s", static_cast<unsigned long long>(o.records), o.label == "samples" ? "" : " samples");
 }
 
 }  // namespace
@@ -39,7 +32,7 @@ extern const Event kCpuClock = {
     .samples_cpu = true,
     .configure = configure<SampleEvent::CpuClock>,
     .view = view,
-    .info = info,
+    .info = frequency_info,
     .summary = summary,
 };
 
@@ -52,7 +45,7 @@ extern const Event kCycles = {
     .served = false,
     .configure = configure<SampleEvent::Cycles>,
     .view = view,
-    .info = info,
+    .info = frequency_info,
     .summary = summary,
 };
 

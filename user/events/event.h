@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "user/collector.h"
-#include "user/host.h"
-#include "user/java_profiles.h"
-#include "user/sampler.h"
+#include "user/session/collector.h"
+#include "user/session/host.h"
+#include "user/java/java_profiles.h"
+#include "user/session/sampler.h"
 
 namespace ember::events {
 
@@ -85,6 +85,9 @@ struct Event {
   // A further requirement on its settings or scope (alloc needs the agent).
   std::expected<void, std::string> (*check)(const Resolved& s, const Scope& scope) = nullptr;
 };
+
+// A summary line: `o`'s label in its column, then the printf-formatted rest.
+std::string summary_line(const Outcome& o, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 // Every event, in the order --help lists them.
 std::span<const Event* const> all();

@@ -11,10 +11,7 @@ namespace {
 // -e offcpu has them. Java monitors come from the agent, with the monitor's
 // class; HotSpot's own futex waits under ObjectMonitor would count them twice.
 EventView view(const Resolved& s) {
-  EventView v;
-  v.kinds = 1u << EMBER_KIND_BLOCKED;
-  v.min_blocked_ns = s.min_block_ns;
-  v.waker = s.settings.waker;
+  EventView v = blocked_view(s);
   v.kernel_frame_prefix = "futex_wait";
   v.excluded_frames = {"__futex_abstimed_wait_common", "ObjectMonitor::"};
   return v;
@@ -23,10 +20,8 @@ EventView view(const Resolved& s) {
 std::string agent_options(const Resolved&) { return ",lock"; }
 
 std::string summary(const Resolved& s, const Outcome& o) {
-  char line[200];
-  std::snprintf(line, sizeof line, "  %-11.*s %.3f s waiting for locks (mutexes, Java monitors), of at least %s each",
-                static_cast<int>(o.label.size()), o.label.data(), o.total / 1e9, s.settings.min_block.c_str());
-  return line;
+  return summary_line(o, "%.3f s waiting for locks (mutexes, Java monitors), of at least %s each", o.total / 1e9,
+                      s.settings.min_block.c_str());
 }
 
 }  // namespace

@@ -105,12 +105,10 @@ EventView view(const Resolved& s) {
 }
 
 std::string summary(const Resolved& s, const Outcome& o) {
-  char line[200];
-  std::snprintf(line, sizeof line, "  %-11.*s %.1f MiB in %llu samples (one per %llu bytes allocated)%s",
-                static_cast<int>(o.label.size()), o.label.data(), o.total / 1048576.0,
-                static_cast<unsigned long long>(o.records), static_cast<unsigned long long>(s.settings.alloc_interval),
-                s.settings.live ? ", still allocated at the end" : "");
-  return line;
+  return summary_line(o, "%.1f MiB in %llu samples (one per %llu bytes allocated)%s", o.total / 1048576.0,
+                      static_cast<unsigned long long>(o.records),
+                      static_cast<unsigned long long>(s.settings.alloc_interval),
+                      s.settings.live ? ", still allocated at the end" : "");
 }
 
 }  // namespace

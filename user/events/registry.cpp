@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
 
 #include "user/events/event.h"
 
@@ -51,6 +53,17 @@ std::expected<void, std::string> check_setting(const Flag& flag, const char* nam
 }  // namespace
 
 std::span<const Event* const> all() { return kAll; }
+
+std::string summary_line(const Outcome& o, const char* format, ...) {
+  char rest[256];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(rest, sizeof rest, format, args);
+  va_end(args);
+  char line[300];
+  std::snprintf(line, sizeof line, "  %-11.*s %s", static_cast<int>(o.label.size()), o.label.data(), rest);
+  return line;
+}
 
 const Event* find(std::string_view name) {
   for (const Event* e : kAll)

@@ -1,14 +1,14 @@
 // Wall-clock time: CPU time as the samples of a timer, each weighing its
 // period, beside every block off CPU (runnable ones included), in ns.
 #include "user/events/event.h"
+#include "user/events/timer.h"
 
 namespace ember::events {
 namespace {
 
 std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
                                            std::vector<std::string>&) {
-  config.cpu = true;  // the timer of a CPU event given beside it, if any
-  config.frequency = static_cast<uint32_t>(s.settings.frequency);
+  sample_on_timer(s, config);  // the timer of a CPU event given beside it, if any
   config.min_block_ns = 0;  // every block: the offcpu graph drops short ones itself
   config.offcpu = config.offcpu_preempted = true;
   return {};
@@ -21,16 +21,9 @@ EventView view(const Resolved& s) {
   return v;
 }
 
-std::vector<std::pair<std::string, std::string>> info(const Resolved& s) {
-  return {{"frequency", std::to_string(s.settings.frequency) + " Hz"}};
-}
-
 std::string summary(const Resolved&, const Outcome& o) {
-  char line[160];
-  std::snprintf(line, sizeof line, "  %-11.*s %.3f s on and off CPU in %llu samples and blocks",
-                static_cast<int>(o.label.size()), o.label.data(), o.total / 1e9,
-                static_cast<unsigned long long>(o.records));
-  return line;
+  return summary_line(o, "%.3f s on and off CPU in %llu samples and blocks", o.total / 1e9,
+                      static_cast<unsigned long long>(o.records));
 }
 
 }  // namespace
@@ -42,7 +35,7 @@ extern const Event kWall = {
     .settings = kFrequency,
     .configure = configure,
     .view = view,
-    .info = info,
+    .info = frequency_info,
     .summary = summary,
 };
 

@@ -1,0 +1,192 @@
+// The ember command line.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "flamegraph/output.h"
+#include "user/events/event.h"
+#include "user/java/jvm.h"
+#include "user/cli/record.h"
+#include "user/serve/serve.h"
+#include "user/cli/symbolize.h"
+#include "user/cli/tools.h"
+
+namespace {
+
+// -e's help, from the list of events record accepts.
+std::string record_events_help() {
+  std::string help = "What to record, one graph each (comma-separated):";
+  const char* separator = " ";
+  for (const ember::events::Event* e : ember::events::all()) {
+    help += separator + std::string(e->name) + ": " + std::string(e->help);
+    separator = "; ";
+  }
+  return help;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ember: a system-wide profiler for Linux (eBPF)", "ember"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ember 0.1");
+
+  ember::RecordOptions rec;
+  CLI::App* record = app.add_subcommand("record", "Sample stacks of the whole host, some processes, or a command");
+  record->add_option("-e,--event", rec.session.events, record_events_help())
+      ->delimiter(',')
+      ->capture_default_str();
+  record->add_option("--min-block", rec.session.settings.min_block, "offcpu: leave out blocks shorter than this (500us, 2ms, 1s)")
+      ->capture_default_str();
+  record->add_option("--alloc-interval", rec.session.settings.alloc_interval, "malloc, alloc: take a sample every this many bytes allocated")
+      ->capture_default_str();
+  record->add_flag("--live", rec.session.settings.live,
+                   "malloc, alloc: only allocations still not freed (Java: still reachable) at the end (leaks)");
+  record->add_flag("--waker", rec.session.settings.waker,
+                   "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
+                   "(as BCC's offwaketime)");
+  record->add_option("-F,--freq", rec.session.settings.frequency, "Samples per second per CPU")->capture_default_str();
+  record->add_flag("-a,--all", rec.all)->description("Profile every process on the host (the default without -p, --tid, --cgroup or a command)");
+  record->add_option("-p,--pid", rec.session.pids, "Profile only these processes (comma-separated)")->delimiter(',');
+  record->add_option("--tid", rec.session.tids, "Profile only these threads (comma-separated)")->delimiter(',');
+  record->add_option("--cgroup", rec.session.cgroups,
+                     "Profile only tasks in this cgroup (v2) or below it: a directory under the cgroup2 mount, or "
+                     "a path relative to it (system.slice/foo.service); repeat for several")
+      ->allow_extra_args(false);
+  record->add_option("--comm", rec.session.comm, "Profile only processes or threads whose name matches this (POSIX extended) regex");
+  record->add_option("-d,--duration", rec.duration, "Stop after this many seconds (default: Ctrl-C, or when the command exits)");
+  record->add_option("--window", rec.window,
+                     "Cut the recording into windows of this many seconds, each written to its own numbered file "
+                     "(out.0001.html, out.0002.html, ...); the summary covers the last one")
+      ->check(CLI::PositiveNumber);
+  record->add_option("-o,--output", rec.output,
+                     "Output file; the format follows the extension: " + ember::flamegraph::output_extensions_text() +
+                         ". With several events, .html and folded names get one file per event (out.EVENT.html), "
+                         "pprof one file with a sample type per event")
+      ->capture_default_str();
+  record->add_flag("--threads", rec.session.thread_frames, "Add a frame per thread under its process");
+  record->add_flag("--pid-frames", rec.session.pid_frames, "Root frame per process as 'comm (pid)' instead of 'comm'");
+  record->add_flag("--kernel-only", rec.session.kernel_only, "Keep only kernel frames");
+  record->add_flag("--user-only", rec.session.user_only, "Keep only user-space frames");
+  record->add_flag("--idle", rec.session.idle, "Include samples of idle CPUs (swapper)");
+  record->add_flag("--no-java{false}", rec.session.java, "Do not attach ember's agent to JVMs (Java frames stay unnamed)");
+  record->add_option("--java-attach", rec.session.java_attach, "Attach the agent only to these JVMs (comma-separated pids)")
+      ->delimiter(',');
+  record->add_flag("--preserve-frame-pointer", rec.java_frame_pointers,
+                   "Add -XX:+PreserveFramePointer to JVMs started by the command (ember steps through their JIT "
+                   "frames without it, by the frame sizes its agent publishes; --unwind fp adds it)");
+  record->add_flag("--lines", rec.session.lines, "Add file:line to frame names (from DWARF)");
+  record->add_flag("--no-inlines{false}", rec.session.inlines, "Do not show inlined calls as frames of their own");
+  record->add_option("--symbol-memory", rec.session.symbol_memory_mib,
+                     "MiB of DWARF the symbolizer may hold; past it the largest binaries lose inlined frames")
+      ->capture_default_str();
+  record->add_option("--unwind", rec.session.unwind,
+                     "How user stacks are unwound, in the kernel: cfi (from each binary's .eh_frame call frame "
+                     "information: whole stacks without frame pointers), fp (frame pointers only: cheapest, but "
+                     "code built without them loses callers), auto (cfi, and frame pointers for code without CFI, "
+                     "such as JIT code)")
+      ->check(CLI::IsMember({"auto", "cfi", "fp"}))
+      ->capture_default_str();
+  record->add_option("--unwind-memory", rec.session.unwind_memory_mib,
+                     "MiB of kernel memory for unwind tables (8 bytes per CFI row: libc takes 0.2 MiB, libjvm 1 "
+                     "MiB); binaries past it are walked by frame pointers, and the summary names them")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  record->add_flag("-v,--verbose", rec.session.verbose, "Show libbpf's messages (verifier log on load failures)");
+  record->add_option("--progress-fd", rec.progress_fd,
+                     "Report to this open file descriptor as JSON lines: progress 4 times a second, warnings, "
+                     "the error or the files written")
+      ->group("Scripting");
+  record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
+  record->get_option("--kernel-only")->excludes("--user-only");
+
+  const std::string input_help = "Folded stacks, pprof or an HTML flamegraph ember wrote, told apart by content";
+  const std::string event_help =
+      "Which of a pprof's sample types to read (e.g. offcpu, or cpu for nanoseconds); default: the file's default. "
+      "A wrong name lists those the file holds";
+  std::string convert_in, convert_out, convert_event;
+  CLI::App* convert = app.add_subcommand("convert", "Convert a profile between folded stacks, pprof and HTML");
+  convert->add_option("input", convert_in, input_help)->required();
+  convert->add_option("-e,--event", convert_event, event_help);
+  convert->add_option("-o,--output", convert_out,
+                      "Output; the format follows the extension: " + ember::flamegraph::output_extensions_text())
+      ->required();
+
+  std::string report_in, report_event;
+  size_t report_rows = 20;
+  CLI::App* report = app.add_subcommand("report", "Print the top functions of a profile by self time");
+  report->add_option("input", report_in, input_help)->required();
+  report->add_option("-n,--top", report_rows, "How many functions")->capture_default_str();
+  report->add_option("-e,--event", report_event, event_help);
+
+  std::string diff_base, diff_new, diff_out = "diff.html", diff_event;
+  CLI::App* diff = app.add_subcommand("diff", "Differential flamegraph: NEW's shape, coloured by change against BASE");
+  diff->add_option("base", diff_base, "The earlier profile (folded, pprof or an HTML flamegraph ember wrote)")->required();
+  diff->add_option("new", diff_new, "The later profile (folded, pprof or an HTML flamegraph ember wrote)")->required();
+  diff->add_option("-o,--output", diff_out, "Output .html")->capture_default_str();
+  diff->add_option("-e,--event", diff_event, "Which sample type of the two pprof files to compare; default: their default");
+
+  ember::SymbolizeOptions sym;
+  CLI::App* symbolize = app.add_subcommand("symbolize", "Name addresses of a binary, a process or the kernel (batch)");
+  auto* elf_opt = symbolize->add_option("-e,--elf", sym.elf, "Addresses are this ELF file's virtual addresses");
+  auto* pid_opt = symbolize->add_option("-p,--pid", sym.pid, "Addresses are this process's");
+  auto* kernel_opt = symbolize->add_flag("-k,--kernel", sym.kernel, "Addresses are the kernel's");
+  elf_opt->excludes(pid_opt)->excludes(kernel_opt);
+  pid_opt->excludes(kernel_opt);
+  symbolize->add_flag("--lines", sym.lines, "Add file:line to frame names");
+  symbolize->add_flag("--no-inlines{false}", sym.inlines, "Do not show inlined calls");
+  symbolize->add_option("--symbol-memory", sym.memory_mib, "MiB of DWARF to hold at most")->capture_default_str();
+  symbolize->add_option("addresses", sym.addresses, "Hex addresses (default: read from stdin, one per line)");
+
+  // ---- ember jvm: JVM telemetry (hsperfdata) and class histograms (user/java/jvm.h) ----
+  ember::JvmOptions jvm_opt;
+  CLI::App* jvm = app.add_subcommand("jvm", "Live heap, GC and allocation rate of a JVM, or its class histogram");
+  jvm->add_option("pid", jvm_opt.pid, "The JVM's pid")->required();
+  auto* jvm_interval = jvm->add_option("-i,--interval", jvm_opt.interval, "Seconds between lines")
+                           ->check(CLI::Range(0.01, 86400.0))
+                           ->capture_default_str();
+  auto* jvm_count = jvm->add_option("-c,--count", jvm_opt.count, "Lines to print (default: until Ctrl-C or the JVM exits)");
+  auto* jvm_histo = jvm->add_flag("--histo", jvm_opt.histo, "Print the class histogram (instances and bytes per class)");
+  jvm->add_flag("--live", jvm_opt.live, "Histogram of reachable objects only: the JVM runs a full GC first")->needs(jvm_histo);
+  jvm->add_option("--save", jvm_opt.save, "Save the histogram to this file, for a later --diff")->needs(jvm_histo);
+  jvm->add_option("--diff", jvm_opt.diff, "Print the change since this saved histogram, largest change of bytes (gained or lost) first")
+      ->needs(jvm_histo);
+  jvm->add_option("-n,--top", jvm_opt.top, "Rows of the histogram or the diff")->capture_default_str();
+  jvm_histo->excludes(jvm_interval)->excludes(jvm_count);
+  // ---- ember serve: the web UI (user/serve/serve.h) ----
+  ember::ServeOptions serve_opt;
+  CLI::App* serve = app.add_subcommand("serve", "Web UI and JSON API to start and stop profiles and open their results");
+  serve->add_option("--listen", serve_opt.listen, "ADDRESS:PORT to listen on ([::1]:8080 for IPv6)")->capture_default_str();
+  serve->add_option("--dir", serve_opt.dir, "Results directory (default: " + ember::default_results_dir() + ")");
+  serve->add_option("--token-file", serve_opt.token_file,
+                    "Access token file (default: .token in the results directory; created, mode 0600, if missing)");
+  auto* cert = serve->add_option("--tls-cert", serve_opt.tls_cert, "Serve HTTPS with this PEM certificate");
+  auto* key = serve->add_option("--tls-key", serve_opt.tls_key, "... and this PEM private key");
+  cert->needs(key);
+  key->needs(cert);
+  // ---- end ember serve ----
+
+  // ---- end ember jvm (dispatch: the `if (*jvm)` line after parsing) ----
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (*record) return ember::run_record(rec);
+  if (*convert) return ember::run_convert(convert_in, convert_out, convert_event);
+  if (*report) return ember::run_report(report_in, report_rows, report_event);
+  if (*symbolize) {
+    if (sym.elf.empty() && !sym.pid && !sym.kernel) {
+      std::fprintf(stderr, "ember symbolize: say whose addresses: --elf FILE, --pid PID or --kernel\n");
+      return 2;
+    }
+    return ember::run_symbolize(sym);
+  }
+  if (*diff) return ember::run_diff(diff_base, diff_new, diff_out, diff_event);
+  if (*jvm) return ember::run_jvm(jvm_opt);  // ember jvm
+  if (*serve) return ember::run_serve(serve_opt);
+  return 0;
+}

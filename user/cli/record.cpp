@@ -1,0 +1,509 @@
+#include "user/cli/record.h"
+
+#include <fcntl.h>
+#include <elf.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+
+#include "flamegraph/output.h"
+#include "user/session/cgroup.h"
+#include "user/session/record_channel.h"
+#include "symbolizer/symbolizer.h"
+#include "user/session/collector.h"
+#include "user/session/host.h"
+#include "user/java/java.h"
+#include "user/java/java_attach.h"
+#include "user/java/java_profiles.h"
+#include "user/java/jvm.h"
+#include "user/session/sampler.h"
+#include "user/session/unwinder.h"
+
+namespace ember {
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+volatile sig_atomic_t g_stop_sent = 0;  // by kill(), not by the terminal
+
+void on_stop_signal(int sig, siginfo_t* info, void*) {
+  g_stop_signal = sig;
+  g_stop_sent = info->si_code == SI_USER || info->si_code == SI_QUEUE;
+}
+
+void install_stop_handlers() {
+  struct sigaction sa{};
+  sa.sa_sigaction = on_stop_signal;
+  sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: poll() returns at once
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int print_error(const std::string& message) {
+  std::fprintf(stderr, "ember: %s\n", message.c_str());
+  return 1;
+}
+
+// A command started stopped at a pipe, so it runs only once sampling does.
+struct Child {
+  pid_t pid = -1;
+  int go_fd = -1;    // write a byte to let it exec
+  int error_fd = -1;  // carries errno if exec fails; closed by a good exec
+};
+
+// `env`: variables to set in the command's environment ("NAME=value").
+std::expected<Child, std::string> spawn_held(const std::vector<std::string>& command,
+                                             const std::vector<std::string>& env) {
+  int go[2], err[2];
+  if (pipe2(go, O_CLOEXEC) != 0) return std::unexpected(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(go[0]);
+    close(go[1]);
+    return std::unexpected(std::string("pipe: ") + std::strerror(e));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {go[0], go[1], err[0], err[1]}) close(fd);
+    return std::unexpected(std::string("fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    char byte;
+    prctl(PR_SET_NAME, kBeforeExecName);
+    close(go[1]);
+    close(err[0]);
+    if (read(go[0], &byte, 1) != 1) _exit(127);  // ember gave up before starting it
+    std::vector<char*> argv;
+    for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+    execvp(argv[0], argv.data());
+    int e = errno;
+    (void)!write(err[1], &e, sizeof e);
+    _exit(127);
+  }
+  close(go[0]);
+  close(err[1]);
+  return Child{pid, go[1], err[0]};
+}
+
+// waitpid that outlasts signals (a second Ctrl-C must not lose the status).
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// Where execvp finds `name`: itself if it has a slash, else the first
+// executable of that name in $PATH; empty if none.
+std::string find_command(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string candidate = (end > start ? dirs.substr(start, end - start) : ".") + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return {};
+}
+
+// With several events, each graph gets its own file (out.html ->
+// out.offcpu.html), except in pprof, which holds them all in one.
+std::string output_for(const std::string& output, const std::string& event, size_t events) {
+  if (events == 1 || flamegraph::format_for_path(output) == flamegraph::Format::Pprof) return output;
+  return flamegraph::with_part(output, event);
+}
+
+
+class StatusLine {
+ public:
+  StatusLine() : enabled_(isatty(STDERR_FILENO)) {}
+  void update(double elapsed, uint64_t samples, uint64_t lost) {
+    if (!enabled_ || elapsed - last_ < 1.0) return;
+    double rate = (samples - last_samples_) / (elapsed - last_);
+    last_ = elapsed;
+    last_samples_ = samples;
+    std::fprintf(stderr, "\r\033[Kember: recording %.0f s  %.0f samples/s  %llu lost", elapsed, rate,
+                 static_cast<unsigned long long>(lost));
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (enabled_ && last_ > 0) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+  double last_ = 0;
+  uint64_t last_samples_ = 0;
+};
+
+// Why user stacks stopped short of their thread's root, in words.
+const char* stop_words(int stop) {
+  switch (stop) {
+    case EMBER_STOP_FP_END: return "frame-pointer chain ended";
+    case EMBER_STOP_NO_TABLE: return "code without CFI";
+    case EMBER_STOP_UNMAPPED: return "code mapped since the process's tables were made";
+    case EMBER_STOP_UNSUPPORTED: return "CFI the unwinder cannot apply";
+    case EMBER_STOP_BAD_READ: return "stack memory unreadable";
+    case EMBER_STOP_DEPTH: return "depth limit";
+    case EMBER_STOP_BAD_FRAME: return "bad frame";
+    case EMBER_STOP_NOT_LOADED: return "before its tables were loaded";
+    default: return "other";
+  }
+}
+
+// The unwinding report: the tables, then for the processes with the most
+// user stacks, the share that reached the thread's root and why the others stopped.
+void print_unwinding(const std::string& mode, const UnwinderStats& u, const std::vector<Collector::UnwindTally>& tallies,
+                     uint64_t unsupported_frames) {
+  auto mib = [](uint64_t rows) { return rows * sizeof(ember_unwind_row) / 1048576.0; };
+  std::fprintf(stderr, "  unwinding   %s: tables of %llu binaries, %.1f of %.0f MiB (--unwind-memory), built in %.0f ms\n",
+               mode.c_str(), static_cast<unsigned long long>(u.tables), mib(u.rows), mib(u.rows_capacity), u.build_ms);
+  auto list = [](const BinaryList& paths, const char* why) {
+    if (paths.empty()) return;
+    std::string text;
+    for (size_t i = 0; i < paths.first.size() && i < 5; ++i) text += (i ? ", " : "") + paths.first[i];
+    if (paths.count > 5) text += ", and " + std::to_string(paths.count - 5) + " more";
+    std::fprintf(stderr, "              frame pointers only (%s): %s\n", why, text.c_str());
+  };
+  list(u.over_cap, "their tables are past --unwind-memory: raise it");
+  list(u.without_cfi, "no usable CFI");
+  list(u.unreadable, "unreadable");
+  if (u.processes_left_out || u.mappings_left_out || unsupported_frames)
+    std::fprintf(stderr,
+                 "              %llu processes left to frame pointers (table full), %llu mappings past %d per "
+                 "process, %llu frames with CFI the unwinder cannot apply\n",
+                 static_cast<unsigned long long>(u.processes_left_out),
+                 static_cast<unsigned long long>(u.mappings_left_out), EMBER_UNWIND_MAPPINGS,
+                 static_cast<unsigned long long>(unsupported_frames));
+  size_t shown = 0;
+  for (const Collector::UnwindTally& t : tallies) {
+    if (t.stacks == 0 || shown == 10) break;
+    if (shown++ == 0) std::fprintf(stderr, "  stacks      reaching their thread's root, by process (most stacks first):\n");
+    std::string who = t.name + " (" + std::to_string(t.pid) + ")";
+    std::string why;
+    for (int stop = 0; stop < EMBER_STOP_KINDS; ++stop)
+      if (stop != EMBER_STOP_ROOT && t.stops[stop])
+        why += (why.empty() ? "; stopped: " : ", ") + std::to_string(t.stops[stop]) + " " + stop_words(stop);
+    std::fprintf(stderr, "    %-24s %5.1f%% of %llu%s\n", who.c_str(), 100.0 * t.stops[EMBER_STOP_ROOT] / t.stacks,
+                 static_cast<unsigned long long>(t.stacks), why.c_str());
+  }
+}
+
+
+
+// The files of window `n` (1, 2, ...: out.0001.html), or of the whole
+// recording (n 0).
+std::vector<std::string> window_files(const std::vector<std::string>& outputs, unsigned n) {
+  if (n == 0) return outputs;
+  char part[16];
+  std::snprintf(part, sizeof part, "%04u", n);
+  std::vector<std::string> files;
+  for (const std::string& out : outputs) files.push_back(flamegraph::with_part(out, part));
+  return files;
+}
+
+// Writes a window's graphs to `files` (one per graph), each whole or not
+// at all; in pprof, one file holds them all.
+std::vector<std::expected<void, std::string>> write_window(const Window& window, const std::vector<std::string>& files) {
+  bool shared = files.size() > 1 && files[1] == files[0];
+  std::vector<std::expected<void, std::string>> written;
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", window.seconds);
+  for (size_t v = 0; v < window.graphs.size(); ++v) {
+    flamegraph::HtmlOptions html;
+    html.title = "ember — " + window.graphs[v].view.name + ", " + secs + " s, host " + host_name();
+    written.push_back(shared ? std::expected<void, std::string>()
+                             : flamegraph::write_profile(window.graphs[v].profile, files[v], html));
+  }
+  if (shared) {
+    std::vector<const flamegraph::Profile*> all;
+    for (const WindowGraph& g : window.graphs) all.push_back(&g.profile);
+    written.front() = flamegraph::write_pprof(all, files[0]);
+  }
+  return written;
+}
+
+// --window: cuts window `n` while recording goes on, writes it and says so
+// in one line.
+std::expected<void, std::string> cut_window(Session& session, const std::vector<std::string>& outputs, unsigned n) {
+  Window window = session.cut(false);
+  std::vector<std::string> files = window_files(outputs, n);
+  std::vector<std::expected<void, std::string>> written = write_window(window, files);
+  for (const auto& w : written)
+    if (!w) return std::unexpected("window " + std::to_string(n) + ": " + w.error());
+  std::string records;
+  for (const WindowGraph& g : window.graphs)
+    records += (records.empty() ? "" : ", ") + std::to_string(g.stats.samples) + " " + g.view.name;
+  std::fprintf(stderr, "ember: window %u: %.1f s, %s records, %llu lost; wrote %s\n", n, window.seconds,
+               records.c_str(), static_cast<unsigned long long>(window.counters.lost), files.front().c_str());
+  return {};
+}
+
+// The summary of a recording, after its graphs were written.
+void print_summary(const Window& w, Session& session, const std::function<void(const std::string&)>& warn) {
+  auto n = [](uint64_t x) { return static_cast<unsigned long long>(x); };
+  const SessionConfig& c = session.config();
+  const SamplerCounters& counters = w.counters;
+  const CollectorStats& stats = w.graphs.front().stats;
+  bool kernel_hidden = session.kernel_symbols_hidden();
+  bool samples_cpu = session.plan().sampler.cpu;
+  for (const std::string& warning : session.symbol_warnings()) warn(warning);
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", w.seconds);
+  std::string names;
+  for (const WindowGraph& g : w.graphs) names += (names.empty() ? "" : ", ") + g.view.name;
+  if (samples_cpu)
+    std::fprintf(stderr, "ember: recorded %s s on %d CPUs at %llu Hz (%s)\n", secs, session.cpus(),
+                 n(c.settings.frequency), names.c_str());
+  else
+    std::fprintf(stderr, "ember: recorded %s s on %d CPUs (%s)\n", secs, session.cpus(), names.c_str());
+  // A lone CPU graph keeps the classic "samples" and "unknown" lines.
+  bool lone_cpu = w.graphs.size() == 1 && w.graphs.front().view.unit == "samples";
+  events::Resolved resolved{c.settings, session.plan().min_block_ns};
+  for (const WindowGraph& g : w.graphs) {
+    std::string label = lone_cpu ? "samples" : g.view.name;
+    std::string line = g.event->summary(resolved, {label, static_cast<double>(g.profile.total()), g.stats.samples});
+    std::fprintf(stderr, "%s\n", line.c_str());
+    if (!lone_cpu)
+      std::fprintf(stderr, "  %-11s %llu addresses not symbolized (in %llu records)%s\n", "unknown",
+                   n(g.stats.unknown_addresses), n(g.stats.unknown_samples),
+                   kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  }
+  std::fprintf(stderr, "  lost        %llu  (ring buffer full)\n", n(counters.lost));
+  if (counters.scratch_busy)
+    std::fprintf(stderr, "              %llu  (records not built: programs nested deeper than their buffers on a CPU)\n",
+                 n(counters.scratch_busy));
+  if (session.unwinder())
+    std::fprintf(stderr,
+                 "  truncated   %llu  (stacks at the depth limit: %u kernel frames, raise "
+                 "kernel.perf_event_max_stack; %d user frames)\n",
+                 n(stats.truncated), session.max_depth(), EMBER_MAX_STACK_DEPTH);
+  else
+    std::fprintf(stderr, "  truncated   %llu  (stacks at the %u-frame limit; raise kernel.perf_event_max_stack)\n",
+                 n(stats.truncated), session.max_depth());
+  if (lone_cpu)
+    std::fprintf(stderr, "  unknown     %llu  addresses not symbolized (in %llu samples)%s\n", n(stats.unknown_addresses),
+                 n(stats.unknown_samples), kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
+  if (session.plan().sampler.offcpu)
+    std::fprintf(stderr, "  untracked   %llu  (switches off CPU not recorded: the off-CPU table was full)\n",
+                 n(counters.offcpu_untracked));
+  for (const WindowGraph& g : w.graphs)
+    if (g.view.waker)
+      std::fprintf(stderr,
+                   "  waker       %s: %llu blocks woken by threads, %llu by interrupts, %llu without a waker "
+                   "(no wakeup seen, or the kernel could not store its stacks: %llu times)\n",
+                   g.view.name.c_str(), n(g.stats.woken_by_thread), n(g.stats.woken_by_interrupt),
+                   n(g.stats.waker_unseen), n(counters.waker_untracked));
+  if (c.settings.live)
+    std::fprintf(stderr, "  untracked   %llu  (sampled allocations not tracked to their free: the table was full)\n",
+                 n(counters.malloc_untracked));
+  std::fprintf(stderr, "  exits       %llu processes symbolized from their exit-time mappings, %llu mappings lost\n",
+               n(stats.exited_processes), n(counters.mappings_lost));
+  std::fprintf(stderr, "  unfollowed  %llu  (child processes not profiled: target map full)\n", n(counters.targets_full));
+  if (stats.jvms)
+    std::fprintf(stderr,
+                 "  java        %llu JVMs, %llu JIT frames named, %llu of %llu interpreted frames named, "
+                 "%llu stacks cut at JIT code, %llu code-map lines unreadable\n",
+                 n(stats.jvms), n(stats.jit_frames), n(stats.interpreted_frames - stats.unnamed_interpreted_frames),
+                 n(stats.interpreted_frames), n(stats.broken_java_stacks), n(stats.bad_jit_map_lines));
+  for (const auto& [pid, summary] : session.jvm_summaries())
+    std::fprintf(stderr, "  jvm %-7u %s\n", pid, summary.c_str());
+  for (const std::string& note : w.java_notes) std::fprintf(stderr, "  java        %s\n", note.c_str());
+  for (const Collector::JavaStream& j : session.java_streams())
+    if (session.unwinder() && !j.frames_unavailable.empty())
+      warn("JVM " + std::to_string(j.pid) + ": ember's agent cannot read this JVM's frame layout (its VMStructs lack " +
+           j.frames_unavailable + "): its stacks stop at the first JIT-compiled frame; restart it with " +
+           "-XX:+PreserveFramePointer");
+    else if (session.unwinder() && !j.interpreter_methods_unavailable.empty())
+      warn("JVM " + std::to_string(j.pid) + ": ember's agent cannot tell which method an interpreted frame runs (" +
+           j.interpreter_methods_unavailable + "): those frames are shown as Interpreter");
+  if (!c.comm.empty())
+    std::fprintf(stderr, "  filtered    %llu  (samples not matching --comm)\n", n(stats.comm_filtered));
+  if (auto mount = cgroup2_mount(); mount && !c.cgroups.empty())
+    for (const std::string& line : w.cgroups.summary(*mount, 10)) std::fprintf(stderr, "  cgroup      %s\n", line.c_str());
+  if (!c.idle && samples_cpu)
+    std::fprintf(stderr, "  idle        %llu  (idle CPUs, not shown; --idle to include)\n", n(counters.idle));
+  if (session.unwinder())
+    print_unwinding(c.unwind, session.unwinder()->stats(), w.unwind_tallies, counters.unwind_unsupported);
+}
+
+}  // namespace
+
+int run_record(const RecordOptions& o) {
+  using record_channel::Message;
+  record_channel::Writer channel(o.progress_fd);
+  auto fail = [&](const std::string& message) {
+    channel.send({.kind = Message::Kind::Error, .text = message});
+    return print_error(message);
+  };
+  auto warn = [&](const std::string& message) {
+    channel.send({.kind = Message::Kind::Warning, .text = message});
+    std::fprintf(stderr, "ember: warning: %s\n", message.c_str());
+  };
+  // Everything a user can get wrong is checked before anything is loaded.
+  const SessionConfig& c = o.session;
+  std::vector<std::string> outputs;
+  for (const std::string& event : c.events) outputs.push_back(output_for(o.output, event, c.events.size()));
+  if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
+  if (o.all && (!c.pids.empty() || !c.tids.empty() || !o.command.empty() || !c.cgroups.empty()))
+    return fail("-a profiles every process: drop it, or drop -p, --tid, --cgroup and the command");
+  if (!c.cgroups.empty() && (!c.pids.empty() || !c.tids.empty() || !o.command.empty()))
+    return fail("--cgroup selects processes by their cgroup: drop -p, --tid and the command, or --cgroup "
+                "(--comm narrows it)");
+  if (o.command.empty() && !c.pids.empty() && !c.tids.empty()) return fail("give either -p or --tid, not both");
+  if (!o.command.empty() && (!c.pids.empty() || !c.tids.empty()))
+    return fail("a command (after --) cannot be combined with -p or --tid");
+  for (uint32_t pid : c.pids) {
+    pid_t group = pid > 0 && pid <= INT32_MAX ? thread_group_of(pid) : 0;
+    if (group == 0) return fail("no process with pid " + std::to_string(pid) + " (-p)");
+    if (group != static_cast<pid_t>(pid))
+      return fail("pid " + std::to_string(pid) + " is a thread of process " + std::to_string(group) +
+                  ": use --tid " + std::to_string(pid) + ", or -p " + std::to_string(group));
+  }
+  for (uint32_t tid : c.tids)
+    if (tid == 0 || tid > INT32_MAX || thread_group_of(tid) == 0)
+      return fail("no thread with tid " + std::to_string(tid) + " (--tid)");
+  std::vector<std::string> warnings;
+  auto created = Session::create(c, o.command.empty() ? "" : find_command(o.command[0]), warnings);
+  for (const std::string& w : warnings) warn(w);
+  if (!created) return fail(created.error());
+  Session& session = **created;
+  for (const std::string& out : outputs)
+    if (auto r = flamegraph::format_for_path(out); !r) return fail(r.error());
+  for (const std::string& out : outputs)
+    if (auto r = flamegraph::check_writable(out); !r) return fail(r.error());
+
+  // From here on a stop request is honoured, even during JVM attach.
+  install_stop_handlers();
+  std::optional<Child> child;
+  if (!o.command.empty()) {
+    std::vector<std::string> env;
+    const char* existing = getenv("JAVA_TOOL_OPTIONS");
+    auto options = session.java_tool_options(existing ? existing : "", o.java_frame_pointers);
+    if (!options) return fail("cannot prepare the Java agent for the command: " + options.error());
+    if (*options) env.push_back("JAVA_TOOL_OPTIONS=" + **options);
+    auto spawned = spawn_held(o.command, env);
+    if (!spawned) return fail("cannot start the command: " + spawned.error());
+    child = *spawned;
+  }
+  auto started = session.start(child ? std::optional<pid_t>(child->pid) : std::nullopt,
+                               [] { return g_stop_signal != 0; });
+  if (!started) {
+    if (child) {
+      close(child->go_fd);  // the child reads EOF and exits 127 without running
+      waitpid(child->pid, nullptr, 0);
+    }
+    return fail(started.error());
+  }
+  for (const std::string& w : session.warnings()) warn(w);
+  session.arm();
+
+  std::optional<int> child_status;
+  if (child) {
+    char go = 1;
+    (void)!write(child->go_fd, &go, 1);
+    close(child->go_fd);
+    int err = 0;
+    if (read(child->error_fd, &err, sizeof err) == sizeof err) {
+      wait_for(child->pid);
+      return fail("cannot run '" + o.command[0] + "': " + std::strerror(err));
+    }
+    close(child->error_fd);
+  }
+  raise_file_limit();  // after the fork: the command keeps the limits it was given
+
+  using Clock = std::chrono::steady_clock;
+  auto began = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
+  StatusLine status;
+  bool targets_gone = false;
+  unsigned windows = 0;  // written so far (--window)
+  double window_began = 0;
+  const std::vector<uint32_t>& targets = c.pids.empty() ? c.tids : c.pids;
+  while (!g_stop_signal) {
+    // With JVMs, their newly compiled code reaches the unwinder from here:
+    // every 20 ms (javac, compiling all the time: 96% of stacks whole, 89%
+    // at 100 ms, where new code ran on frame pointers until then).
+    session.poll(session.java_streams().empty() ? 100 : 20);
+    if (o.duration > 0 && elapsed() >= o.duration) break;
+    if (child) {
+      int st = 0;
+      if (waitpid(child->pid, &st, WNOHANG) == child->pid) {
+        child_status = st;
+        break;
+      }
+    }
+    if (!targets.empty() &&
+        std::none_of(targets.begin(), targets.end(), [](uint32_t id) { return thread_group_of(id) != 0; })) {
+      targets_gone = true;
+      break;
+    }
+    if (o.window > 0 && elapsed() - window_began >= o.window) {
+      if (auto done = cut_window(session, outputs, ++windows); !done) {
+        status.clear();
+        warn(done.error());
+      }
+      window_began = elapsed();
+    }
+    SamplerCounters counters = session.counters();
+    status.update(elapsed(), counters.seen, counters.lost);
+    channel.progress(elapsed(), counters.seen, counters.lost);
+  }
+  status.clear();
+  if (targets_gone) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
+  // The terminal signals the whole process group: forward only what was
+  // sent to ember alone, or the command would see it twice.
+  if (child && !child_status && g_stop_signal && g_stop_sent) kill(child->pid, g_stop_signal);
+
+  Window window = session.cut(true);
+  std::vector<std::string> files = window_files(outputs, o.window > 0 ? windows + 1 : 0);
+  std::vector<std::expected<void, std::string>> written = write_window(window, files);
+  print_summary(window, session, warn);
+  for (size_t v = 0; v < window.graphs.size(); ++v) {
+    if (!written[v]) {
+      if (child && !child_status) wait_for(child->pid);
+      return fail(written[v].error());
+    }
+    if (v > 0 && files[v] == files[0]) continue;
+    std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", files[v].c_str(), window.graphs[v].profile.stacks().size());
+  }
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  channel.send({.kind = Message::Kind::Done,
+                .seconds = window.seconds,
+                .samples = window.graphs.front().stats.samples,
+                .lost = window.counters.lost,
+                .outputs = files});
+  // -d may end the recording before the command: it still runs to its end.
+  if (child && !child_status) {
+    std::fprintf(stderr, "ember: waiting for '%s' (pid %d) to exit\n", o.command[0].c_str(), child->pid);
+    child_status = wait_for(child->pid);
+  }
+  return child_status ? exit_code_of(*child_status) : 0;
+}
+
+}  // namespace ember

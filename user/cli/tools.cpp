@@ -1,0 +1,90 @@
+#include "user/cli/tools.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "flamegraph/input.h"
+#include "flamegraph/output.h"
+#include "flamegraph/table.h"
+
+namespace ember {
+namespace {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "ember: %s\n", message.c_str());
+  return 1;
+}
+
+// Enough skipped lines to see what is wrong, not a screenful per line.
+constexpr size_t kWarningsShown = 10;
+
+// Reads a profile, telling the user about the lines it had to skip and,
+// in a pprof with several sample types, which one it read. A file that
+// yields no samples is an error: an empty report or graph would hide it.
+std::expected<flamegraph::Profile, std::string> read(const std::string& path, const std::string& event) {
+  auto r = flamegraph::read_profile(path, {event});
+  if (!r) return std::unexpected(r.error());
+  for (size_t i = 0; i < r->warnings.size() && i < kWarningsShown; ++i)
+    std::fprintf(stderr, "ember: warning: %s: %s\n", path.c_str(), r->warnings[i].c_str());
+  if (r->warnings.size() > kWarningsShown)
+    std::fprintf(stderr, "ember: warning: %s: %zu more lines skipped\n", path.c_str(), r->warnings.size() - kWarningsShown);
+  const flamegraph::SampleTypes& types = r->sample_types;
+  if (types.names.size() > 1 && event.empty()) {
+    std::string all;
+    for (const std::string& t : types.names) all += (all.empty() ? "" : ", ") + t;
+    std::fprintf(stderr, "ember: %s holds the sample types %s: reading %s (--event chooses)\n", path.c_str(),
+                 all.c_str(), types.names[types.read].c_str());
+  }
+  if (r->profile.stacks().empty()) {
+    if (!r->warnings.empty())
+      return std::unexpected(path + ": no line is folded stacks ('frame;frame COUNT'): not a profile ember reads");
+    return std::unexpected(path + " holds no samples" + (event.empty() ? "" : " of " + event));
+  }
+  return std::move(r->profile);
+}
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+int run_convert(const std::string& in, const std::string& out, const std::string& event) {
+  if (auto f = flamegraph::format_for_path(out); !f) return fail(f.error());
+  auto profile = read(in, event);
+  if (!profile) return fail(profile.error());
+  flamegraph::HtmlOptions html;
+  html.title = "ember — " + base_name(in);
+  if (auto w = flamegraph::write_profile(*profile, out, html); !w) return fail(w.error());
+  return 0;
+}
+
+int run_report(const std::string& in, size_t rows, const std::string& event) {
+  auto profile = read(in, event);
+  if (!profile) return fail(profile.error());
+  flamegraph::write_report(*profile, rows, std::cout);
+  return 0;
+}
+
+int run_diff(const std::string& base, const std::string& now, const std::string& out, const std::string& event) {
+  auto format = flamegraph::format_for_path(out);
+  if (!format) return fail(format.error());
+  if (*format != flamegraph::Format::Html) return fail("ember diff writes a flamegraph: give -o a .html name");
+  auto before = read(base, event);
+  if (!before) return fail(before.error());
+  auto after = read(now, event);
+  if (!after) return fail(after.error());
+  if (before->unit != after->unit)
+    return fail("cannot diff " + before->event + " (" + before->unit + ") against " + after->event + " (" +
+                after->unit + "): compare like with like (--event chooses a pprof's sample type)");
+  flamegraph::HtmlOptions html;
+  html.title = "ember diff — " + base_name(base) + " → " + base_name(now);
+  html.base = &*before;
+  html.label = base_name(now);
+  html.base_label = base_name(base);
+  if (auto w = flamegraph::write_profile(*after, out, html); !w) return fail(w.error());
+  return 0;
+}
+
+}  // namespace ember

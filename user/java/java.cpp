@@ -1,0 +1,129 @@
+#include "user/java/java.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+
+#include "user/java/java_attach.h"
+
+namespace ember {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The agent file as the JVM can open it: ember's own path when they share a
+// mount namespace, else a copy in the JVM's file system.
+std::expected<std::string, std::string> agent_for(const java::JvmProcess& jvm, const std::string& agent) {
+  if (!jvm.own_mount_ns) return agent;
+  return place_agent_library(jvm.root, agent);
+}
+
+// Whether JIT frames carry frame pointers: -XX:+PreserveFramePointer.
+bool preserves_frame_pointer(pid_t pid) {
+  std::string flag = "PreserveFramePointer";
+  auto r = java::attach_command(pid, "printflag", std::span(&flag, 1), 2000);
+  return r && r->code == 0 && r->output.find("-XX:+PreserveFramePointer") != std::string::npos;
+}
+
+}  // namespace
+
+std::string default_agent_path() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return (exe.parent_path() / "libember-agent.so").string();
+}
+
+JavaSession::JavaSession(std::string agent_path, std::string events, bool unwinds_jit)
+    : agent_path_(std::move(agent_path)), events_(std::move(events)), unwinds_jit_(unwinds_jit) {
+  // What a killed ember left in this /tmp (a container's: see attach).
+  sweep_agent_dirs("");
+}
+
+JavaSession::~JavaSession() { detach(); }
+
+void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& collector,
+                         const std::function<bool()>& stop) {
+  for (pid_t pid : pids) {
+    if (stop()) return;
+    auto jvm = java::inspect_jvm(pid);
+    if (!jvm) {
+      if (named) std::fprintf(stderr, "ember: --java-attach: %s\n", jvm.error().c_str());
+      continue;
+    }
+    auto agent = agent_for(*jvm, agent_path_);
+    if (!agent) {
+      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, agent.error().c_str());
+      continue;
+    }
+    // What a killed ember left in the container's /tmp goes first.
+    if (jvm->own_mount_ns) sweep_agent_dirs(jvm->root);
+    auto dir = AgentDir::create(jvm->own_mount_ns ? jvm->root : "", jvm->uid, jvm->gid);
+    if (!dir) {
+      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, dir.error().c_str());
+      continue;
+    }
+    std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
+    if (auto r = java::load_agent(pid, *agent, "out=" + map + ",lease" + events_); !r) {
+      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
+      continue;
+    }
+    // The agent is loaded from now on: stop it at the end, whatever follows.
+    attached_.push_back({pid, *agent});
+    int fd = dir->open_file(std::to_string(jvm->ns_pid) + ".jitmap");
+    dirs_.push_back(std::move(*dir));
+    if (fd < 0) {
+      std::fprintf(stderr, "ember: JVM %d: its agent made no code map; its Java frames will be unnamed\n", pid);
+      continue;
+    }
+    bool fp = preserves_frame_pointer(pid);
+    if (!fp && !unwinds_jit_)
+      std::fprintf(stderr,
+                   "ember: JVM %d runs without -XX:+PreserveFramePointer: stacks stop at the first JIT-compiled "
+                   "frame; restart it with -XX:+PreserveFramePointer for whole Java stacks\n",
+                   pid);
+    collector.watch_jvm(static_cast<uint32_t>(pid), fd, fp);
+  }
+}
+
+std::expected<std::string, std::string> JavaSession::tool_options(const std::string& existing,
+                                                                    bool add_frame_pointers) {
+  auto dir = AgentDir::create("", geteuid(), getegid());
+  if (!dir) return std::unexpected(dir.error());
+  started_dir_.emplace(std::move(*dir));
+  started_frame_pointers_ = add_frame_pointers;
+  std::string opts = "-agentpath:" + agent_path_ + "=out=" + started_dir_->path() + "/{pid}.jitmap,lease" + events_;
+  if (add_frame_pointers) opts += " -XX:+PreserveFramePointer";
+  return existing.empty() ? opts : existing + " " + opts;
+}
+
+void JavaSession::find_started(Collector& collector) {
+  if (!started_dir_) return;
+  std::vector<uint32_t> known = collector.jvm_pids();
+  for (const std::string& name : started_dir_->names()) {
+    uint32_t pid = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec != std::errc() || pid == 0 || std::string_view(end, name.data() + name.size()) != ".jitmap") continue;
+    if (std::find(known.begin(), known.end(), pid) != known.end()) continue;
+    int fd = started_dir_->open_file(name);
+    if (fd < 0) continue;
+    collector.watch_jvm(pid, fd, started_frame_pointers_);
+    attached_.push_back({static_cast<pid_t>(pid), agent_path_});
+  }
+}
+
+void JavaSession::detach() {
+  for (const Attached& a : attached_) {
+    // The JVM may have exited: nothing to stop then. With live objects
+    // followed, the stop runs a full GC first: give it time.
+    java::load_agent(a.pid, a.agent_path, "stop", 15000);
+  }
+  attached_.clear();
+  // The directories go after the stops: an agent's lease ends with them.
+  dirs_.clear();
+  started_dir_.reset();
+}
+
+}  // namespace ember

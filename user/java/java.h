@@ -1,0 +1,64 @@
+// Java in a recording: attaching libember-agent.so to the JVMs in scope
+// (or injecting it into `-- java ...`), telling the collector where each
+// agent publishes its code map, and detaching at the end.
+#pragma once
+
+#include <sys/types.h>
+
+#include <expected>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "user/java/agent_dir.h"
+#include "user/session/collector.h"
+
+namespace ember {
+
+class JavaSession {
+ public:
+  // `agent_path`: libember-agent.so as ember sees it. `events`: what the
+  // agent reports besides code, as agent options (",alloc=524288,live,lock").
+  // `unwinds_jit`: ember's unwinder steps through JIT frames by the frame
+  // sizes the agent publishes (else they need -XX:+PreserveFramePointer).
+  JavaSession(std::string agent_path, std::string events, bool unwinds_jit);
+  ~JavaSession();
+  JavaSession(const JavaSession&) = delete;
+  JavaSession& operator=(const JavaSession&) = delete;
+
+  // Attaches to each pid that is a HotSpot JVM and has the collector name
+  // its JIT code. Failures are reported per JVM and do not stop the others;
+  // pids that are not JVMs are passed over, or reported if `named` (the user
+  // asked for them). Gives up on the rest once `stop` says so.
+  void attach(const std::vector<pid_t>& pids, bool named, Collector& collector, const std::function<bool()>& stop);
+
+  // For `-- CMD`: the JAVA_TOOL_OPTIONS that load the agent into any JVM the
+  // command starts (existing options kept), publishing into a directory
+  // made for them now (see find_started).
+  std::expected<std::string, std::string> tool_options(const std::string& existing, bool add_frame_pointers);
+  // Has the collector read the code maps of the JVMs the command started
+  // since the last call.
+  void find_started(Collector& collector);
+
+  // Stops every agent this session started and removes their directories.
+  void detach();
+
+ private:
+  std::string agent_path_;
+  std::string events_;
+  bool unwinds_jit_;
+  bool started_frame_pointers_ = true;
+  struct Attached {
+    pid_t pid;
+    std::string agent_path;  // as the JVM sees it
+  };
+  std::vector<Attached> attached_;  // the agents to stop
+  std::vector<AgentDir> dirs_;      // one per attached JVM
+  std::optional<AgentDir> started_dir_;  // the JVMs of `-- CMD`
+};
+
+// libember-agent.so next to the ember binary.
+std::string default_agent_path();
+
+}  // namespace ember

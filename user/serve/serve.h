@@ -1,0 +1,53 @@
+// `ember serve`: a web page and JSON API to start and stop profiles and
+// browse their results (README "Web UI"). The HTTP server is cpp-httplib;
+// the profiles run in `ember record` processes (user/serve/recorder.h).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ember {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8080";
+  std::string dir;         // results; empty: default_results_dir()
+  std::string token_file;  // empty: .token in the results directory
+  std::string tls_cert, tls_key;
+};
+
+int run_serve(const ServeOptions& options);
+
+// /var/lib/ember/results as root, else $XDG_STATE_HOME/ember/results.
+std::string default_results_dir();
+
+// The pieces of the server's guard, on their own for the unit tests.
+namespace serve {
+
+struct Endpoint {
+  std::string host;  // without brackets
+  int port = 0;
+};
+// "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:80", ":8080" (all addresses).
+std::expected<Endpoint, std::string> parse_listen(std::string_view text);
+bool is_loopback(std::string_view host);
+
+// The token a request carries: "Authorization: Bearer T", else the
+// ember_token cookie.
+std::string request_token(std::string_view authorization, std::string_view cookie);
+// Constant-time comparison: how long a wrong token takes says nothing of it.
+bool token_matches(std::string_view given, std::string_view expected);
+
+// Why a state-changing request must be refused as possibly cross-site, if
+// it must: it lacks "X-Ember-Request: 1", or comes from another origin.
+std::optional<std::string> cross_site_refusal(std::string_view marker, std::string_view origin,
+                                              std::string_view sec_fetch_site, std::string_view host, bool tls);
+
+// The token in `path` (created, mode 0600, with a fresh random token when
+// missing); `created` says whether it was.
+std::expected<std::string, std::string> load_or_create_token(const std::string& path, bool& created);
+
+}  // namespace serve
+}  // namespace ember

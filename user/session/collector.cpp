@@ -1,0 +1,659 @@
+#include "user/session/collector.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unordered_set>
+
+#include "user/session/symbol_frames.h"
+
+namespace ember {
+
+using flamegraph::Frame;
+using flamegraph::FrameId;
+using flamegraph::FrameKind;
+
+namespace {
+
+// Return addresses point after the call; naming the call itself needs -1.
+// The leaf is the interrupted instruction and stays as it is.
+uint64_t lookup_address(std::span<const uint64_t> ips, size_t i) { return i == 0 ? ips[i] : ips[i] - 1; }
+
+constexpr uint64_t kJitToken = uint64_t{1} << 63;
+bool is_jit_token(uint64_t ip) { return ip & kJitToken; }
+
+// The token for the pseudo-frame that ends a stack cut at a JIT frame.
+constexpr uint32_t kBrokenChainToken = 0;
+constexpr uint32_t kUnnamedInterpretedToken = 1;  // a Method* the JVM's agent did not name
+bool is_interpreted_method(uint64_t ip) { return (ip & ~EMBER_FRAME_METHOD_MASK) == EMBER_FRAME_METHOD; }
+
+// JVM samples wait this long for the agent to publish their code.
+constexpr uint64_t kJitSettleNs = 300'000'000;
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+bool has_waker_stacks(const ember_sample& s) { return s.kind == EMBER_KIND_BLOCKED && s.waker == EMBER_WAKER_SEEN; }
+
+// The record's length in the ring buffer: header and every stack it carries.
+size_t record_size(const ember_sample& s) {
+  size_t ips = s.ustack_len + s.kstack_len;
+  if (has_waker_stacks(s)) ips += s.waker_ustack_len + s.waker_kstack_len;
+  return EMBER_SAMPLE_HEADER_SIZE + ips * sizeof(uint64_t);
+}
+
+// When the record's last stack was taken: a block's waker runs up to the
+// end of the block, which is when the record is sent.
+uint64_t end_time(const ember_sample& s) {
+  return s.kind == EMBER_KIND_BLOCKED || s.kind == EMBER_KIND_PREEMPTED ? s.time_ns + s.weight : s.time_ns;
+}
+
+bool starts_with_any(const std::string& name, std::initializer_list<std::string_view> prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
+}
+
+}  // namespace
+
+// A wakeup in an interrupt (a timer expiring, I/O completing, a softirq on
+// the way out of one) runs on whatever task it interrupted, which did not
+// wake anyone: the waker's kernel stack then passes an interrupt entry
+// (x86: asm_sysvec_*, asm_common_interrupt; arm64: el1_interrupt,
+// el0_interrupt), past which the frames are the interrupted task's.
+// Softirqs run by ksoftirqd, or by a task as it re-enables them (a
+// loopback send), are the task's own doing and stay its wakeups.
+Collector::Wakeup Collector::classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name) {
+  static const std::initializer_list<std::string_view> kEntries = {
+      "asm_sysvec_", "sysvec_", "__sysvec_", "asm_common_interrupt", "common_interrupt", "asm_spurious_interrupt",
+      "el1_interrupt", "el0_interrupt", "el1h_64_irq", "el0t_64_irq"};
+  bool softirq = false;
+  for (size_t i = 0; i < depth; ++i) {
+    const std::string& n = name(i);
+    if (n == "handle_softirqs" || n == "__do_softirq") softirq = true;
+    if (!starts_with_any(n, kEntries)) continue;
+    while (i + 1 < depth && starts_with_any(name(i + 1), kEntries)) ++i;
+    return {softirq ? WakeContext::Softirq : WakeContext::Hardirq, i + 1};
+  }
+  return {WakeContext::Task, depth};
+}
+
+size_t Collector::KeyHash::operator()(const Key& k) const {
+  uint64_t h = 0;
+  for (uint32_t v : {k.view, k.offcpu, k.pid, k.tid, k.process_name, k.thread_name, k.ustack, k.kstack, k.waker,
+                     k.waker_pid, k.waker_tid, k.waker_process_name, k.waker_thread_name, k.waker_ustack,
+                     k.waker_kstack})
+    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+uint32_t Collector::name_id(std::string_view name) {
+  if (auto it = name_ids_.find(name); it != name_ids_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(names_.size());
+  name_ids_.emplace(name, id);
+  names_.emplace_back(name);
+  comm_matches_.push_back(options_.comm ? std::regex_search(names_.back(), *options_.comm) : 1);
+  return id;
+}
+
+size_t Collector::StackTable::Hash::operator()(Ips ips) const {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the addresses
+  for (uint64_t ip : ips) h = (h ^ ip) * 1099511628211ULL;
+  return static_cast<size_t>(h ^ (h >> 32));
+}
+
+uint32_t Collector::StackTable::intern(Ips key) {
+  if (auto it = ids_.find(key); it != ids_.end()) return *it;
+  uint32_t id = static_cast<uint32_t>(spans_.size());
+  spans_.emplace_back(arena_.size(), key.size());
+  arena_.insert(arena_.end(), key.begin(), key.end());
+  ids_.insert(id);
+  return id;
+}
+
+Collector::Collector(CollectorOptions options, symbolizer::Symbolizer& symbolizer)
+    : options_(std::move(options)), symbolizer_(symbolizer) {
+  add_fixed_frames();
+}
+
+// What every window starts with: the fixed JIT tokens (kBrokenChainToken,
+// kUnnamedInterpretedToken) and the name of ember's child before its exec.
+void Collector::add_fixed_frames() {
+  jit_frames_.push_back({Frame{"[JIT frames without frame pointers: restart the JVM with -XX:+PreserveFramePointer]",
+                               FrameKind::Unknown, {}}});
+  jit_frames_.push_back({Frame{"Interpreter", FrameKind::Interpreted, "[jvm generated code]"}});
+  if (!options_.before_exec_name.empty()) before_exec_id_ = name_id(options_.before_exec_name);
+}
+
+std::vector<uint32_t> Collector::next_window() {
+  counts_.clear();
+  held_allocations_.clear();
+  ustacks_.clear();
+  kstacks_.clear();
+  unwind_tallies_.clear();
+  stats_ = {};
+  jit_frames_.clear();
+  for (auto& [pid, jvm] : jvms_) {
+    jvm.tokens.clear();
+    jvm.method_tokens.clear();
+  }
+  // Names are interned afresh (a fleet's process names churn), the live
+  // processes' last names carried over.
+  std::vector<std::string> names = std::move(names_);
+  names_.clear();
+  name_ids_.clear();
+  comm_matches_.clear();
+  add_fixed_frames();
+  for (auto& [pid, name] : process_name_) name = name_id(names[name]);
+
+  // A process whose exit went unseen (its mappings lost, or never sampled
+  // since the kernel sends them only for sampled ones) is found gone here.
+  for (const auto& [pid, name] : process_name_)
+    if (pid != 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) exited_.insert(pid);
+  std::vector<uint32_t> forgotten;
+  for (uint32_t pid : exited_before_) {
+    if (copies_waiting_.count(pid)) continue;  // still needed
+    auto jvm = jvms_.find(pid);
+    if (jvm != jvms_.end()) {
+      if (!jvm->second.held.empty()) continue;
+      jvms_.erase(jvm);
+    }
+    process_name_.erase(pid);
+    last_snapshot_.erase(pid);
+    exited_.erase(pid);
+    forgotten.push_back(pid);
+  }
+  exited_before_ = exited_;
+  for (uint32_t pid : forgotten) exited_before_.erase(pid);
+  return forgotten;
+}
+
+Collector::Jvm::~Jvm() {
+  if (fd >= 0) close(fd);
+}
+
+size_t Collector::LocationHash::operator()(const symbolizer::JitMap::Location& l) const {
+  return std::hash<uint64_t>{}((l.start * 0x9e3779b97f4a7c15ULL) ^ l.load_ns ^ (uint64_t{l.pc} << 40));
+}
+
+void Collector::watch_jvm(uint32_t pid, int jitmap_fd, bool frame_pointers) {
+  Jvm& jvm = jvms_[pid];
+  if (jvm.fd >= 0) close(jvm.fd);
+  jvm.fd = jitmap_fd;
+  jvm.frame_pointers = frame_pointers;
+}
+
+void Collector::update_jvms(bool final) {
+  uint64_t now = monotonic_ns();
+  uint64_t settled = final ? UINT64_MAX : now - kJitSettleNs;
+  char buf[1 << 16];
+  for (auto& [pid, jvm] : jvms_) {
+    ssize_t n;
+    while (jvm.fd >= 0 && (n = read(jvm.fd, buf, sizeof buf)) > 0) {
+      jvm.map.feed(std::string_view(buf, static_cast<size_t>(n)));
+      jvm.events.feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+    if (on_jit_code_ && jvm.map.code_version() != jvm.code_version) {
+      jvm.code_version = jvm.map.code_version();
+      std::vector<symbolizer::JitMap::Code> code = jvm.map.live_code();
+      // Code where the process's last snapshot mapped nothing: its code
+      // cache grew, or it was not there yet (a JVM the command started had
+      // only the launcher mapped at its first sample). Its samples name no
+      // address outside the snapshot (JIT frames are tokens by then).
+      if (std::any_of(code.begin(), code.end(), [&](const auto& c) { return !symbolizer_.maps(pid, c.start); }) &&
+          symbolizer_.snapshot_process(pid) && on_snapshot_)
+        on_snapshot_(pid);
+      on_jit_code_(pid, code);
+    }
+    while (!jvm.held.empty()) {
+      const auto& s = *reinterpret_cast<const ember_sample*>(jvm.held.front().data());
+      if (end_time(s) > settled) break;
+      add_now(s);
+      jvm.held.pop_front();
+    }
+  }
+}
+
+uint32_t Collector::jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at) {
+  auto [it, inserted] = jvm.tokens.try_emplace(at, static_cast<uint32_t>(jit_frames_.size()));
+  if (inserted) jit_frames_.push_back(jvm.map.frames(at));
+  return it->second;
+}
+
+uint32_t Collector::interpreted_token(Jvm* jvm, uint64_t method_pointer) {
+  uint32_t method = jvm ? jvm->map.interpreted_method(method_pointer) : 0;
+  ++stats_.interpreted_frames;
+  if (!method) {
+    ++stats_.unnamed_interpreted_frames;
+    return kUnnamedInterpretedToken;
+  }
+  auto [it, inserted] = jvm->method_tokens.try_emplace(method, static_cast<uint32_t>(jit_frames_.size()));
+  if (inserted) jit_frames_.push_back({Frame{std::string(jvm->map.name(method)), FrameKind::Interpreted, {}}});
+  return it->second;
+}
+
+size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t time_ns, uint64_t* out) {
+  auto found = jvms_.find(pid);
+  Jvm* jvm = found == jvms_.end() ? nullptr : &found->second;
+  size_t n = 0;
+  for (size_t i = 0; i < ips.size(); ++i) {
+    if (is_interpreted_method(ips[i])) {
+      out[n++] = kJitToken | interpreted_token(jvm, ips[i] & EMBER_FRAME_METHOD_MASK);
+      continue;
+    }
+    // A frame-pointer walk that strays into garbage can return a "user"
+    // address in the kernel half; nothing past it is a frame (and the top
+    // bit is the JIT-token bit).
+    if (is_jit_token(ips[i])) break;
+    auto at = jvm ? jvm->map.locate(i == 0 ? ips[i] : ips[i] - 1, time_ns) : symbolizer::JitMap::Location{};
+    if (!at) {
+      out[n++] = ips[i];
+      continue;
+    }
+    out[n++] = kJitToken | jit_token(*jvm, at);
+    ++stats_.jit_frames;
+    // Compiled Java code uses the frame pointer as a general register
+    // unless asked not to: whatever the walk found above it is garbage.
+    // (Not where ember's unwinder stepped through it by its frame size.)
+    if (at.compiled && !jvm->frame_pointers && !(at.framed && on_jit_code_)) {
+      out[n++] = kJitToken | kBrokenChainToken;
+      ++stats_.broken_java_stacks;
+      break;
+    }
+  }
+  return n;
+}
+
+void Collector::add(const ember_sample& s) {
+  // A JVM's records wait until its agent has published the code they ran
+  // (see kJitSettleNs); a block woken by a JVM thread waits for the waker's.
+  auto jvm = jvms_.find(s.pid);
+  if (jvm == jvms_.end() && has_waker_stacks(s)) jvm = jvms_.find(s.waker_pid);
+  if (jvm != jvms_.end()) {
+    // Its tables go to the kernel now, not once the record is taken in.
+    if (s.ustack_stop == EMBER_STOP_NOT_LOADED && s.ustack_len > 0) {
+      uint64_t ip = s.ips[EMBER_COPY_IP];
+      note_process(s.pid, name_id(s.process_comm), std::span(&ip, 1), s.time_ns);
+    }
+    auto bytes = reinterpret_cast<const uint8_t*>(&s);
+    jvm->second.held.emplace_back(bytes, bytes + record_size(s));
+    return;
+  }
+  add_now(s);
+}
+
+std::span<const __u64> Collector::user_ips(uint32_t pid, const char (&process_comm)[EMBER_COMM_LEN],
+                                            std::span<const __u64> ips, uint64_t time_ns, uint8_t& stop, __u64* out) {
+  if (stop != EMBER_STOP_NOT_LOADED || ips.empty()) return ips;
+  // The tables come with the process's first snapshot: take it now.
+  uint64_t ip = ips[EMBER_COPY_IP];
+  note_process(pid, name_id(process_comm), std::span(&ip, 1), time_ns);
+  size_t n = 1;
+  out[0] = ips[EMBER_COPY_IP];
+  if (copy_unwinder_) std::tie(n, stop) = copy_unwinder_(pid, ips, out);
+  return {out, n};  // empty: no tables for the process
+}
+
+void Collector::add_now(const ember_sample& s, bool final) {
+  uint64_t ustack[EMBER_MAX_STACK_DEPTH + 1], waker_ustack[EMBER_MAX_STACK_DEPTH + 1];
+  __u64 unwound[EMBER_MAX_STACK_DEPTH];
+  uint8_t ustop = s.ustack_stop, waker_ustop = s.waker_ustack_stop;
+  auto ips = user_ips(s.pid, s.process_comm, std::span(s.ips, s.ustack_len), s.time_ns, ustop, unwound);
+  if (ips.empty() && s.ustack_len > 0) {
+    // A copy of a process already gone: wait for its exit-time mappings.
+    if (!final) {
+      auto bytes = reinterpret_cast<const uint8_t*>(&s);
+      copies_waiting_[s.pid].emplace_back(bytes, bytes + record_size(s));
+      return;
+    }
+    unwound[0] = s.ips[EMBER_COPY_IP];
+    ips = std::span(unwound, 1);
+  }
+  size_t n = user_stack(s.pid, ips, s.time_ns, ustack);
+  size_t waker_n = 0;
+  // The waker's stack is the waker's process's: its JIT code, its mappings.
+  if (has_waker_stacks(s)) {
+    auto ips = std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len);
+    waker_n = user_stack(s.waker_pid, user_ips(s.waker_pid, s.waker_process_comm, ips, end_time(s), waker_ustop, unwound),
+                         end_time(s), waker_ustack);
+  }
+  add_resolved(s, std::span(ustack, n), ustop, std::span(waker_ustack, waker_n), waker_ustop);
+}
+
+void Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns) {
+  // Snapshot mappings now, while the process surely lives; again when its
+  // name changes (an exec maps a new image) or a frame lies outside what
+  // was mapped (a library loaded since), at most every 100 ms.
+  auto [it, first] = process_name_.try_emplace(pid, name);
+  if (pid != 0 && !ustack.empty()) {
+    bool renamed = first || it->second != name;
+    uint64_t& last = last_snapshot_[pid];
+    bool unmapped = time_ns >= last + 100'000'000 &&
+                    std::any_of(ustack.begin(), ustack.end(),
+                                [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(pid, ip); });
+    if (renamed || unmapped) {
+      if (symbolizer_.snapshot_process(pid) && on_snapshot_) on_snapshot_(pid);
+      last = time_ns;
+    }
+  }
+  it->second = name;
+}
+
+void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack, uint8_t ustop,
+                             std::span<const uint64_t> waker_ustack, uint8_t waker_ustop) {
+  uint32_t process = name_id(s.process_comm), thread = name_id(s.comm);
+  if (process == before_exec_id_) return;
+  if (!comm_matches_[process] && !comm_matches_[thread]) {
+    ++stats_.comm_filtered;
+    return;
+  }
+  bool woken = has_waker_stacks(s);
+  if (user_truncated(ustack.size(), ustop) || s.kstack_len >= options_.max_depth ||
+      (woken && (user_truncated(waker_ustack.size(), waker_ustop) || s.waker_kstack_len >= options_.max_depth)))
+    ++stats_.truncated;
+  count_unwind(s.pid, process, ustop);
+  if (woken) count_unwind(s.waker_pid, name_id(s.waker_process_comm), waker_ustop);
+
+  uint64_t kstack[EMBER_MAX_STACK_DEPTH];
+  std::memcpy(kstack, s.ips + s.ustack_len, s.kstack_len * sizeof(uint64_t));
+  Key key{0, s.kind != EMBER_KIND_CPU, s.pid, s.tid, process, thread, ustacks_.intern(ustack),
+          kstacks_.intern(std::span(kstack, s.kstack_len))};
+  // The same block in a graph with its waker.
+  Key with_waker = key;
+  if (s.kind == EMBER_KIND_BLOCKED && s.waker != EMBER_WAKER_NONE) {
+    with_waker.waker = s.waker;
+    if (woken) {
+      with_waker.waker_ustack = ustacks_.intern(waker_ustack);
+      std::memcpy(kstack, s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len * sizeof(uint64_t));
+      with_waker.waker_kstack = kstacks_.intern(std::span(kstack, s.waker_kstack_len));
+      uint32_t waker_process = name_id(s.waker_process_comm);
+      with_waker.waker_pid = s.waker_pid;
+      with_waker.waker_tid = s.waker_tid;
+      with_waker.waker_process_name = waker_process;
+      with_waker.waker_thread_name = name_id(s.waker_comm);
+      note_process(s.waker_pid, waker_process, waker_ustack, end_time(s));
+    }
+  }
+  for (uint32_t v = 0; v < options_.views.size(); ++v) {
+    const EventView& view = options_.views[v];
+    if (!(view.kinds & (1u << s.kind))) continue;
+    if (s.kind == EMBER_KIND_BLOCKED && s.weight < view.min_blocked_ns) continue;
+    Key& k = view.waker ? with_waker : key;
+    k.view = v;
+    if (view.live_only) {
+      held_allocations_.push_back({k, s.weight, s.pad});
+      continue;
+    }
+    Weight& w = counts_[k];
+    w.total += s.kind == EMBER_KIND_CPU ? view.cpu_weight : s.weight;
+    ++w.records;
+  }
+  note_process(s.pid, process, ustack, s.time_ns);
+}
+
+bool Collector::user_truncated(uint32_t frames, uint8_t stop) const {
+  // The kernel's frame-pointer walk stops at kernel.perf_event_max_stack
+  // without saying so; ember's own walk says why it stopped.
+  if (stop == EMBER_STOP_FP_END) return frames >= options_.max_depth;
+  return stop == EMBER_STOP_DEPTH;
+}
+
+void Collector::count_unwind(uint32_t pid, uint32_t name, uint8_t stop) {
+  if (stop >= EMBER_STOP_KINDS || stop == EMBER_STOP_NO_USER) return;
+  Tally& t = unwind_tallies_[pid];
+  t.name = name;
+  ++t.stops[stop];
+}
+
+std::vector<Collector::UnwindTally> Collector::unwind_tallies() const {
+  std::vector<UnwindTally> out;
+  for (const auto& [pid, t] : unwind_tallies_) {
+    UnwindTally u{pid, names_[t.name]};
+    for (int i = 0; i < EMBER_STOP_KINDS; ++i) u.stacks += u.stops[i] = t.stops[i];
+    out.push_back(std::move(u));
+  }
+  std::sort(out.begin(), out.end(), [](const UnwindTally& a, const UnwindTally& b) {
+    return a.stacks != b.stacks ? a.stacks > b.stacks : a.pid < b.pid;
+  });
+  return out;
+}
+
+std::vector<uint32_t> Collector::jvm_pids() const {
+  std::vector<uint32_t> pids;
+  for (const auto& [pid, jvm] : jvms_) pids.push_back(pid);
+  return pids;
+}
+
+std::vector<Collector::JavaStream> Collector::java_streams() const {
+  std::vector<JavaStream> out;
+  for (const auto& [pid, jvm] : jvms_) {
+    auto name = process_name_.find(pid);
+    out.push_back({pid, name == process_name_.end() ? "java" : names_[name->second], &jvm.events,
+                   jvm.map.frames_unavailable(), jvm.map.interpreter_methods_unavailable()});
+  }
+  return out;
+}
+
+void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
+  std::unordered_set<uint32_t> live(ids.begin(), ids.end());
+  for (const HeldAllocation& a : held_allocations_)
+    if (live.count(a.id)) {
+      Weight& w = counts_[a.key];
+      w.total += a.bytes;
+      ++w.records;
+    }
+  held_allocations_.clear();
+}
+
+void Collector::refresh_processes() {
+  for (const auto& [pid, name] : process_name_)
+    if (symbolizer_.has_process(pid)) symbolizer_.snapshot_process(pid);
+}
+
+void Collector::take_in_copies(bool final) {
+  for (auto it = copies_waiting_.begin(); it != copies_waiting_.end();) {
+    uint32_t pid = it->first;
+    if (!final && !exited_.count(pid)) {
+      ++it;
+      continue;
+    }
+    if (on_snapshot_ && symbolizer_.has_process(pid)) on_snapshot_(pid);
+    std::vector<std::vector<uint8_t>> records = std::move(it->second);
+    it = copies_waiting_.erase(it);
+    for (const auto& r : records) add_now(*reinterpret_cast<const ember_sample*>(r.data()), true);
+  }
+}
+
+void Collector::add_exit_mapping(const ember_mapping& m) {
+  symbolizer::Mapping mapping;
+  mapping.start = m.start;
+  mapping.end = m.end;
+  mapping.offset = m.offset;
+  mapping.dev = m.dev;
+  mapping.inode = m.inode;
+  mapping.executable = true;
+  for (uint32_t i = std::min<uint32_t>(m.path_parts, EMBER_PATH_PARTS); i-- > 0;)
+    mapping.path += "/" + std::string(m.path[i], strnlen(m.path[i], EMBER_PATH_PART_LEN));
+  symbolizer_.add_mapping(m.pid, std::move(mapping));
+  exited_.insert(m.pid);
+}
+
+flamegraph::Profile Collector::build(size_t view) {
+  flamegraph::Profile profile;
+  profile.event = options_.views[view].name;
+  profile.unit = options_.views[view].unit;
+  stats_.samples = stats_.unknown_addresses = stats_.unknown_samples = 0;
+  stats_.woken_by_thread = stats_.woken_by_interrupt = stats_.waker_unseen = 0;
+
+  // Name every distinct address once: user addresses per process, kernel
+  // addresses for all. An address can stand for several frames (inlined calls).
+  struct Named {
+    uint32_t first, count;  // into named_frames
+    bool known;
+  };
+  std::vector<FrameId> named_frames;
+  std::unordered_map<uint64_t, Named> kernel_names;
+  std::unordered_map<uint32_t, std::unordered_map<uint64_t, Named>> user_names;
+  std::unordered_map<uint32_t, Wakeup> wakeups;  // by waker kernel stack
+  {
+    std::unordered_map<uint32_t, std::unordered_set<uint64_t>> user_addrs;
+    std::unordered_set<uint64_t> kernel_addrs;
+    auto take_user = [&](uint32_t pid, std::span<const uint64_t> u) {
+      if (!options_.kernel_only)
+        for (size_t i = 0; i < u.size(); ++i)
+          if (!is_jit_token(u[i])) user_addrs[pid].insert(lookup_address(u, i));
+    };
+    auto take_kernel = [&](std::span<const uint64_t> k) {
+      for (size_t i = 0; i < k.size(); ++i) kernel_addrs.insert(lookup_address(k, i));
+    };
+    for (const auto& [key, count] : counts_) {
+      if (key.view != view) continue;
+      // Named even with --user-only where they pick stacks (-e lock), or
+      // tell a wakeup from an interrupt.
+      if (!options_.user_only || !options_.views[view].kernel_frame_prefix.empty())
+        take_kernel(kstacks_.get(key.kstack));
+      if (key.waker == EMBER_WAKER_SEEN) take_kernel(kstacks_.get(key.waker_kstack));
+    }
+    auto name_all = [&](const std::unordered_set<uint64_t>& set, auto&& symbolize,
+                        std::unordered_map<uint64_t, Named>& out) {
+      std::vector<uint64_t> addrs(set.begin(), set.end());
+      std::vector<symbolizer::Symbol> symbols = symbolize(addrs);
+      for (size_t i = 0; i < addrs.size(); ++i) {
+        Named n{static_cast<uint32_t>(named_frames.size()), 0, symbols[i].known()};
+        for (const Frame& f : profile_frames(symbols[i])) {
+          named_frames.push_back(profile.intern(f));
+          ++n.count;
+        }
+        out[addrs[i]] = n;
+        if (!n.known) ++stats_.unknown_addresses;
+      }
+    };
+    name_all(kernel_addrs, [&](std::span<const uint64_t> a) { return symbolizer_.symbolize_kernel(a); },
+             kernel_names);
+    for (const auto& [key, count] : counts_) {
+      if (key.view != view) continue;
+      take_user(key.pid, ustacks_.get(key.ustack));
+      // A waker's user addresses are its own process's; an interrupt's
+      // "user stack" is the interrupted task's, not shown.
+      if (key.waker != EMBER_WAKER_SEEN) continue;
+      auto k = kstacks_.get(key.waker_kstack);
+      auto [it, added] = wakeups.try_emplace(key.waker_kstack);
+      if (added)
+        it->second = classify_wakeup(k.size(), [&](size_t i) -> const std::string& {
+          return profile.frames()[named_frames[kernel_names.at(lookup_address(k, i)).first]].name;
+        });
+      if (it->second.context == WakeContext::Task) take_user(key.waker_pid, ustacks_.get(key.waker_ustack));
+    }
+    for (const auto& [pid, set] : user_addrs)
+      name_all(set, [&, pid = pid](std::span<const uint64_t> a) { return symbolizer_.symbolize_user(pid, a); },
+               user_names[pid]);
+  }
+
+  std::vector<FrameId> frames;
+  for (const auto& [key, count] : counts_) {
+    if (key.view != view) continue;
+    frames.clear();
+    bool unknown = false;
+    const std::string& process = names_[key.process_name];
+    std::string root = options_.pid_frames ? process + " (" + std::to_string(key.pid) + ")" : process;
+    frames.push_back(profile.intern(Frame{root, FrameKind::Process, {}}));
+    if (options_.thread_frames)
+      frames.push_back(profile.intern(
+          Frame{"[" + names_[key.thread_name] + " tid=" + std::to_string(key.tid) + "]", FrameKind::Thread, {}}));
+    auto name_of = [&](const std::unordered_map<uint64_t, Named>& names, std::span<const uint64_t> ips, size_t i)
+        -> const std::string& { return profile.frames()[named_frames[names.at(lookup_address(ips, i)).first]].name; };
+    // Appends a stack root first, or (a waker's, above the "--") leaf first.
+    // Kernel addresses have the top bit set too: tokens live in user stacks only.
+    auto append = [&](std::span<const uint64_t> ips, const std::unordered_map<uint64_t, Named>& names, bool user,
+                      bool leaf_first = false) {
+      // An off-CPU stack (or a waker's) is taken inside a BPF program on a
+      // scheduler tracepoint: its own frames and the tracepoint's above
+      // __schedule (or try_to_wake_up) are ember's, not the thread's. With
+      // another program on the same tracepoint (a second ember, offcputime)
+      // the kernel calls them through __traceiter_* (seen on 6.x), not
+      // straight from the static call.
+      size_t leaf = 0;
+      for (size_t i = 0; !user && key.offcpu && i < std::min<size_t>(ips.size(), 6); ++i) {
+        const std::string& name = name_of(names, ips, i);
+        if (name.starts_with("bpf_trace_run") || name.starts_with("__bpf_trace_") || name.starts_with("__traceiter_"))
+          leaf = i + 1;
+      }
+      for (size_t j = leaf; j < ips.size(); ++j) {
+        size_t i = leaf_first ? j : ips.size() - 1 - (j - leaf);
+        if (user && is_jit_token(ips[i])) {
+          const auto& jit = jit_frames_[ips[i] & ~kJitToken];  // innermost first
+          if (leaf_first)
+            for (const Frame& f : jit) frames.push_back(profile.intern(f));
+          else
+            for (auto f = jit.rbegin(); f != jit.rend(); ++f) frames.push_back(profile.intern(*f));
+          continue;
+        }
+        const Named& n = names.at(lookup_address(ips, i));
+        auto first = named_frames.begin() + n.first, last = first + n.count;  // outermost first
+        if (leaf_first)
+          frames.insert(frames.end(), std::make_reverse_iterator(last), std::make_reverse_iterator(first));
+        else
+          frames.insert(frames.end(), first, last);
+        unknown |= !n.known;
+      }
+    };
+    if (const std::string& prefix = options_.views[view].kernel_frame_prefix; !prefix.empty()) {
+      auto k = kstacks_.get(key.kstack);
+      bool match = false;
+      for (size_t i = 0; i < k.size() && !match; ++i) {
+        const Named& n = kernel_names.at(lookup_address(k, i));
+        match = profile.frames()[named_frames[n.first]].name.starts_with(prefix);
+      }
+      if (!match) continue;
+    }
+    if (!options_.kernel_only) append(ustacks_.get(key.ustack), user_names[key.pid], true);
+    if (!options_.user_only) append(kstacks_.get(key.kstack), kernel_names, false);
+    // --kernel-only: time in user space still counts, as one frame.
+    if (options_.kernel_only && kstacks_.get(key.kstack).empty())
+      frames.push_back(profile.intern(Frame{"[user space]", FrameKind::Unknown, {}}));
+    if (std::any_of(frames.begin(), frames.end(), [&](FrameId id) {
+          return std::any_of(options_.views[view].excluded_frames.begin(), options_.views[view].excluded_frames.end(),
+                             [&](const std::string& e) { return profile.frames()[id].name.find(e) != std::string::npos; });
+        }))
+      continue;
+    // The waker, upside down above the block, as BCC's offwaketime draws
+    // it: the two stacks meet at the "--", where the wakeup happened.
+    if (key.waker != EMBER_WAKER_NONE) {
+      frames.push_back(profile.intern(Frame{"--", FrameKind::Unknown, {}}));
+      std::string waker = "unknown";
+      if (key.waker == EMBER_WAKER_SEEN) {
+        const Wakeup& w = wakeups.at(key.waker_kstack);
+        bool task = w.context == WakeContext::Task;
+        if (!options_.user_only || !task)
+          append(kstacks_.get(key.waker_kstack).first(w.frames), kernel_names, false, true);
+        if (!options_.kernel_only && task)
+          append(ustacks_.get(key.waker_ustack), user_names[key.waker_pid], true, true);
+        waker = w.context == WakeContext::Hardirq ? "hardirq"
+                : w.context == WakeContext::Softirq ? "softirq"
+                                                    : names_[key.waker_process_name];
+        if (task && options_.pid_frames) waker += " (" + std::to_string(key.waker_pid) + ")";
+        if (task && options_.thread_frames)
+          waker += ", thread " + names_[key.waker_thread_name] + " tid " + std::to_string(key.waker_tid);
+        (task ? stats_.woken_by_thread : stats_.woken_by_interrupt) += count.records;
+      } else {
+        stats_.waker_unseen += count.records;
+      }
+      frames.push_back(profile.intern(Frame{"[waker: " + waker + "]", FrameKind::Unknown, {}}));
+    }
+    profile.add(frames, count.total);
+    stats_.samples += count.records;
+    if (unknown) stats_.unknown_samples += count.records;
+  }
+  stats_.jvms = jvms_.size();
+  stats_.exited_processes = exited_.size();
+  stats_.bad_jit_map_lines = 0;
+  for (const auto& [pid, jvm] : jvms_) stats_.bad_jit_map_lines += jvm.map.bad_lines();
+  return profile;
+}
+
+}  // namespace ember

@@ -1,0 +1,425 @@
+#include "user/session/sampler.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "profile.skel.h"
+
+namespace ember {
+namespace {
+
+bool g_verbose = false;
+
+// Samples handled per poll() at most, so a flood cannot starve the loop.
+constexpr size_t kMaxBatch = 16384;
+
+int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
+  if (!g_verbose || level == LIBBPF_DEBUG) return 0;
+  return std::vfprintf(stderr, format, args);
+}
+
+std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+
+int open_perf_event(SampleEvent event, uint32_t frequency, int cpu) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  if (event == SampleEvent::Cycles) {
+    attr.type = PERF_TYPE_HARDWARE;
+    attr.config = PERF_COUNT_HW_CPU_CYCLES;
+  } else {
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  }
+  attr.freq = 1;
+  attr.sample_freq = frequency;
+  return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+// The ring buffer holds about half a second of worst-case traffic (both
+// stacks full) so a busy collector never loses samples; power of two, >= 4 MiB.
+uint32_t ring_bytes(uint32_t frequency, int cpus) {
+  constexpr uint64_t kFullSample = offsetof(ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64);
+  uint64_t want = static_cast<uint64_t>(frequency) * cpus * kFullSample / 2;
+  uint64_t size = 4u << 20;
+  while (size < want && size < (1u << 30)) size <<= 1;
+  return static_cast<uint32_t>(size);
+}
+
+// Processes the unwinder holds tables for at once (entries of 6 KiB,
+// allocated as processes are sampled; exited ones are removed).
+constexpr uint32_t kUnwindProcesses = 16384;
+
+// Whether the kernel can send a process's mappings as it exits: the
+// open-coded VMA iterator (6.7+) and bpf_loop (5.17+).
+bool kernel_has_exit_mappings() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return false;
+  bool has = btf__find_by_name_kind(vmlinux, "bpf_iter_task_vma_new", BTF_KIND_FUNC) > 0 &&
+             libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) > 0;
+  btf__free(vmlinux);
+  return has;
+}
+
+// ember_mmap's cookie for `library`: where mmap lies in the library's
+// executable segment (its offset there << 32 | the segment's size), so the
+// probe tells the library's own calls (malloc's) from the program's.
+std::expected<uint64_t, std::string> mmap_cookie(const std::string& library) {
+  int fd = open(library.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(library + ": " + errno_text(errno));
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  std::optional<uint64_t> mmap;
+  for (Elf_Scn* scn = nullptr; elf && !mmap && (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; ++i) {
+      GElf_Sym sym;
+      const char* name;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value &&
+          (name = elf_strptr(elf, shdr.sh_link, sym.st_name)) && std::strcmp(name, "mmap") == 0) {
+        mmap = sym.st_value;
+        break;
+      }
+    }
+  }
+  std::optional<uint64_t> cookie;
+  size_t count = 0;
+  if (mmap && elf && elf_getphdrnum(elf, &count) == 0)
+    for (size_t i = 0; i < count && !cookie; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+          *mmap >= ph.p_vaddr && *mmap < ph.p_vaddr + ph.p_memsz && ph.p_memsz <= UINT32_MAX)
+        cookie = (*mmap - ph.p_vaddr) << 32 | ph.p_memsz;
+    }
+  if (elf) elf_end(elf);
+  close(fd);
+  if (!cookie) return std::unexpected(library + " has no mmap function in an executable segment");
+  return *cookie;
+}
+
+// Puts the cgroup at `dir` in slot `slot` of `map` (the map holds the
+// cgroup itself: the directory's descriptor is not kept).
+std::expected<void, std::string> add_target_cgroup(bpf_map* map, uint32_t slot, const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return std::unexpected("cannot open the cgroup " + dir + ": " + errno_text(errno));
+  int err = bpf_map__update_elem(map, &slot, sizeof slot, &fd, sizeof fd, BPF_ANY) ? errno : 0;
+  close(fd);
+  if (err) return std::unexpected("cannot add the cgroup " + dir + " to the targets: " + errno_text(err));
+  return {};
+}
+
+}  // namespace
+
+struct Sampler::State {
+  std::unique_ptr<profile_bpf, void (*)(profile_bpf*)> skel{nullptr, profile_bpf::destroy};
+  std::vector<bpf_link*> links;
+  ring_buffer* ring = nullptr;
+  SampleHandler handler;
+  ExitHandler on_exit;
+  size_t batch = 0;  // samples delivered by the current poll()
+
+  ~State() {
+    if (ring) ring_buffer__free(ring);
+    for (bpf_link* l : links) bpf_link__destroy(l);
+  }
+};
+
+std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const SamplerConfig& config,
+                                                                     SampleHandler handler, ExitHandler on_exit) {
+  g_verbose = config.verbose;
+  libbpf_set_print(libbpf_print);
+  std::unique_ptr<Sampler> sampler(new Sampler());
+  sampler->state_ = std::make_unique<State>();
+  State& st = *sampler->state_;
+  st.handler = std::move(handler);
+  st.on_exit = std::move(on_exit);
+
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) return std::unexpected("cannot count CPUs: " + errno_text(ncpus));
+
+  st.skel.reset(profile_bpf::open());
+  if (!st.skel) return std::unexpected("cannot open the BPF program: " + errno_text(errno));
+  profile_bpf* skel = st.skel.get();
+  skel->rodata->filter_pids = config.filter_pids;
+  skel->rodata->filter_tids = !config.tids.empty();
+  skel->rodata->include_idle = config.include_idle;
+  skel->rodata->follow_forks = config.follow_forks;
+  uint32_t ring_size = ring_bytes(config.frequency, ncpus);
+  bpf_map__set_max_entries(skel->maps.samples, ring_size);
+  skel->rodata->wakeup_bytes = ring_size / 4;
+  skel->rodata->kernel_walk_bytes =
+      std::clamp<uint32_t>(config.kernel_walk_frames, 1, EMBER_MAX_STACK_DEPTH) * sizeof(__u64);
+  bpf_map__set_max_entries(skel->maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
+  bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
+  if (config.cgroup_dirs.size() > EMBER_MAX_CGROUPS)
+    return std::unexpected("at most " + std::to_string(EMBER_MAX_CGROUPS) + " cgroups (--cgroup)");
+  skel->rodata->target_cgroup_count = static_cast<uint32_t>(config.cgroup_dirs.size());
+  bpf_map__set_max_entries(skel->maps.target_cgroups, std::max<size_t>(config.cgroup_dirs.size(), 1));
+  skel->rodata->offcpu_preempted = config.offcpu_preempted;
+  skel->rodata->min_block_ns = config.min_block_ns;
+  bool waker = config.offcpu && config.offcpu_waker;
+  skel->rodata->offcpu_waker = waker;
+  bpf_program__set_autoload(skel->progs.ember_switch, config.offcpu);
+  bpf_program__set_autoload(skel->progs.ember_waking, waker);
+  // Task storage needs Linux 5.11: made only when off-CPU time is recorded.
+  bpf_map__set_autocreate(skel->maps.offcpu_start, config.offcpu);
+  bpf_map__set_autocreate(skel->maps.waker_stacks, waker);
+  bool allocations = !config.malloc_libraries.empty();
+  for (bpf_program* prog : {skel->progs.ember_malloc, skel->progs.ember_calloc, skel->progs.ember_realloc})
+    bpf_program__set_autoload(prog, allocations);
+  // mmap's probe tells the C library's own calls by a BPF cookie (Linux 5.15+).
+  bool mmaps = allocations && libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) > 0;
+  if (allocations && !mmaps)
+    sampler->warnings_.push_back(
+        "-e malloc: mmap calls are not recorded: this kernel has no BPF cookies for uprobes (Linux 5.15+)");
+  bpf_program__set_autoload(skel->progs.ember_mmap, mmaps);
+  bpf_program__set_autoload(skel->progs.ember_alloc_return, allocations && config.malloc_live);
+  bpf_program__set_autoload(skel->progs.ember_mmap_return, mmaps && config.malloc_live);
+  bpf_program__set_autoload(skel->progs.ember_free, allocations && config.malloc_live);
+  skel->rodata->malloc_interval = std::max<uint64_t>(config.malloc_interval, 1);
+  skel->rodata->malloc_live = config.malloc_live;
+  bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
+  bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
+  // The unwinder needs bpf_loop (Linux 5.17) and bpf_task_pt_regs (5.15).
+  sampler->unwind_ = config.unwind;
+  if (config.unwind != UnwindMode::Fp &&
+      (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, nullptr) <= 0 ||
+       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0)) {
+    if (config.unwind == UnwindMode::Cfi)
+      return std::unexpected("--unwind cfi: this kernel cannot run ember's unwinder (it needs Linux 5.17 or later); "
+                             "use --unwind fp");
+    sampler->warnings_.push_back(
+        "user stacks are walked by frame pointers only: this kernel cannot run ember's unwinder (it needs Linux "
+        "5.17 or later)");
+    sampler->unwind_ = UnwindMode::Fp;
+  }
+  bool unwind = sampler->unwind_ != UnwindMode::Fp;
+  skel->rodata->unwind_mode = static_cast<uint32_t>(sampler->unwind_);
+  bpf_map__set_max_entries(skel->maps.unwind_rows,
+                           unwind ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
+  bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? kUnwindProcesses : 1);
+  bpf_program__set_autoload(skel->progs.ember_unwind_exit, unwind);
+  bool exit_mappings = kernel_has_exit_mappings();
+  bpf_program__set_autoload(skel->progs.ember_exit_mappings, exit_mappings);
+
+  if (int err = profile_bpf::load(skel))
+    return std::unexpected("cannot load the BPF program: " + errno_text(err) +
+                           (config.verbose ? "" : " (run with -v for the verifier's log)"));
+
+  if (config.before_sampling && sampler->unwind_ != UnwindMode::Fp)
+    if (auto ready = config.before_sampling(sampler->unwind_, sampler->unwind_maps()); !ready)
+      return std::unexpected(ready.error());
+
+  // -v: how hard the verifier worked on each program (its limit is a
+  // million instructions processed), for reports of load failures to come.
+  if (config.verbose) {
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, skel->obj) {
+      bpf_prog_info info{};
+      uint32_t size = sizeof info;
+      if (bpf_program__fd(prog) >= 0 && bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &size) == 0)
+        std::fprintf(stderr, "ember: BPF program %s: %u instructions verified\n", bpf_program__name(prog),
+                     info.verified_insns);
+    }
+  }
+
+  uint8_t one = 1;
+  for (uint32_t pid : config.pids)
+    if (bpf_map__update_elem(skel->maps.target_pids, &pid, sizeof pid, &one, sizeof one, BPF_ANY))
+      return std::unexpected("cannot add pid " + std::to_string(pid) + " to the targets: " + errno_text(errno));
+  for (uint32_t tid : config.tids)
+    if (bpf_map__update_elem(skel->maps.target_tids, &tid, sizeof tid, &one, sizeof one, BPF_ANY))
+      return std::unexpected("cannot add tid " + std::to_string(tid) + " to the targets: " + errno_text(errno));
+
+  for (uint32_t i = 0; i < config.cgroup_dirs.size(); ++i)
+    if (auto added = add_target_cgroup(skel->maps.target_cgroups, i, config.cgroup_dirs[i]); !added)
+      return std::unexpected(added.error());
+
+  if (config.follow_forks) {
+    for (bpf_program* prog : {skel->progs.ember_follow_fork, skel->progs.ember_forget_exit}) {
+      bpf_link* link = bpf_program__attach(prog);
+      if (!link) return std::unexpected("cannot follow child processes: " + errno_text(errno));
+      st.links.push_back(link);
+    }
+  }
+  if (unwind) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_unwind_exit);
+    if (!link) return std::unexpected("cannot attach to sched_process_exit: " + errno_text(errno));
+    st.links.push_back(link);
+  }
+  if (exit_mappings) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_exit_mappings);
+    if (!link) return std::unexpected("cannot attach to sched_process_exit: " + errno_text(errno));
+    st.links.push_back(link);
+  }
+
+  st.ring = ring_buffer__new(
+      bpf_map__fd(skel->maps.samples),
+      [](void* ctx, void* data, size_t) {
+        auto* st = static_cast<State*>(ctx);
+        st->handler(*static_cast<const ember_sample*>(data));
+        // libbpf keeps consuming while samples keep coming: end the batch
+        // so the caller gets to check its deadline and signals.
+        return ++st->batch >= kMaxBatch ? -EAGAIN : 0;
+      },
+      &st, nullptr);
+  if (!st.ring) return std::unexpected("cannot open the ring buffer: " + errno_text(errno));
+  if (ring_buffer__add(st.ring, bpf_map__fd(skel->maps.exits),
+                       [](void* ctx, void* data, size_t) {
+                         static_cast<State*>(ctx)->on_exit(*static_cast<const ember_mapping*>(data));
+                         return 0;
+                       },
+                       &st))
+    return std::unexpected("cannot open the exits ring buffer: " + errno_text(errno));
+
+  if (config.offcpu) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_switch);
+    if (!link)
+      return std::unexpected("-e offcpu/wall/lock: cannot attach to the sched_switch tracepoint: " +
+                             errno_text(errno) + " (the kernel needs BTF-typed tracepoints, Linux 5.5+)");
+    st.links.push_back(link);
+  }
+  if (waker) {
+    bpf_link* link = bpf_program__attach(skel->progs.ember_waking);
+    if (!link)
+      return std::unexpected("--waker: cannot attach to the sched_waking tracepoint: " + errno_text(errno) +
+                             " (record without --waker)");
+    st.links.push_back(link);
+  }
+  for (const std::string& library : config.malloc_libraries) {
+    struct Probe {
+      bpf_program* prog;
+      const char* function;
+      bool ret;
+      uint64_t cookie = 0;
+    };
+    std::vector<Probe> probes = {{skel->progs.ember_malloc, "malloc", false},
+                                 {skel->progs.ember_calloc, "calloc", false},
+                                 {skel->progs.ember_realloc, "realloc", false}};
+    if (config.malloc_live)
+      for (const char* f : {"malloc", "calloc", "realloc"}) probes.push_back({skel->progs.ember_alloc_return, f, true});
+    if (config.malloc_live) probes.push_back({skel->progs.ember_free, "free", false});
+    if (mmaps) {
+      if (auto cookie = mmap_cookie(library); !cookie) {
+        sampler->warnings_.push_back("-e malloc: mmap calls are not recorded: " + cookie.error());
+      } else {
+        probes.push_back({skel->progs.ember_mmap, "mmap", false, *cookie});
+        if (config.malloc_live) {
+          probes.push_back({skel->progs.ember_mmap_return, "mmap", true});
+          probes.push_back({skel->progs.ember_free, "munmap", false});
+        }
+      }
+    }
+    for (const Probe& p : probes) {
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = p.cookie, .retprobe = p.ret, .func_name = p.function);
+      bpf_link* link = bpf_program__attach_uprobe_opts(p.prog, -1, library.c_str(), 0, &opts);
+      if (!link)
+        return std::unexpected("-e malloc: cannot put a uprobe on " + std::string(p.function) + " in " + library +
+                               ": " + errno_text(errno) +
+                               " (the kernel needs uprobes, CONFIG_UPROBE_EVENTS; record without -e malloc)");
+      st.links.push_back(link);
+    }
+  }
+  for (int cpu = 0; config.cpu && cpu < ncpus; ++cpu) {
+    int fd = open_perf_event(config.event, config.frequency, cpu);
+    if (fd < 0) {
+      int err = errno;
+      if (err == ENODEV) continue;  // possible but offline CPU
+      if (config.event == SampleEvent::Cycles && (err == ENOENT || err == EOPNOTSUPP))
+        return std::unexpected(
+            "event 'cycles' is not available: this machine has no hardware PMU (common in VMs); "
+            "use -e cpu-clock");
+      if (err == EACCES || err == EPERM)
+        return std::unexpected("perf_event_open refused (" + errno_text(err) +
+                               "): run as root, or lower kernel.perf_event_paranoid");
+      return std::unexpected("perf_event_open on CPU " + std::to_string(cpu) + " failed: " + errno_text(err));
+    }
+    sampler->perf_fds_.push_back(fd);
+    ++sampler->cpus_;
+    bpf_link* link = bpf_program__attach_perf_event(skel->progs.ember_sample, fd);
+    if (!link) return std::unexpected("cannot attach to the perf event on CPU " + std::to_string(cpu) + ": " +
+                                      errno_text(errno));
+    st.links.push_back(link);
+  }
+  if (config.cpu && sampler->cpus_ == 0) return std::unexpected("no online CPU to sample");
+  if (!config.cpu) sampler->cpus_ = ncpus;
+  return sampler;
+}
+
+Sampler::~Sampler() { stop(); }
+
+void Sampler::arm() { __atomic_store_n(&state_->skel->bss->armed, true, __ATOMIC_RELEASE); }
+
+void Sampler::poll(int timeout_ms) {
+  // Samples arrive without wakeups until a quarter of the ring is full (or
+  // a new process shows up), so the timeout is the usual way out of the
+  // wait: then take what is queued.
+  state_->batch = 0;
+  ring_buffer__poll(state_->ring, timeout_ms);
+  if (state_->batch < kMaxBatch) ring_buffer__consume(state_->ring);
+}
+
+void Sampler::stop() {
+  // Links before fds: the link holds its own reference to the event.
+  for (bpf_link* l : state_->links) bpf_link__destroy(l);
+  state_->links.clear();
+  for (int fd : perf_fds_) close(fd);
+  perf_fds_.clear();
+}
+
+SamplerCounters Sampler::counters() const {
+  SamplerCounters sum;
+  sum.unwind_unsupported = state_->skel->bss->unwind_unsupported;
+  std::vector<ember_counters> per_cpu(static_cast<size_t>(std::max(libbpf_num_possible_cpus(), 1)));
+  uint32_t zero = 0;
+  if (bpf_map__lookup_elem(state_->skel->maps.counters, &zero, sizeof zero, per_cpu.data(),
+                           per_cpu.size() * sizeof(ember_counters), 0) != 0)
+    return sum;
+  for (const ember_counters& c : per_cpu) {
+    sum.seen += c.samples_seen;
+    sum.lost += c.samples_lost;
+    sum.idle += c.samples_idle;
+    sum.targets_full += c.targets_full;
+    sum.mappings_lost += c.mappings_lost;
+    sum.offcpu_untracked += c.offcpu_untracked;
+    sum.malloc_untracked += c.malloc_live_full;
+    sum.waker_untracked += c.waker_untracked;
+    sum.scratch_busy += c.scratch_busy;
+  }
+  return sum;
+}
+
+UnwindMaps Sampler::unwind_maps() const {
+  profile_bpf* skel = state_->skel.get();
+  return {bpf_map__fd(skel->maps.unwind_rows), bpf_map__max_entries(skel->maps.unwind_rows),
+          bpf_map__fd(skel->maps.unwind_processes)};
+}
+
+std::vector<uint32_t> Sampler::live_allocations() const {
+  std::vector<uint32_t> ids;
+  int fd = bpf_map__fd(state_->skel->maps.live_allocs);
+  uint64_t pointer = 0;
+  for (bool first = true; bpf_map_get_next_key(fd, first ? nullptr : &pointer, &pointer) == 0; first = false) {
+    uint32_t id = 0;
+    if (bpf_map_lookup_elem(fd, &pointer, &id) == 0) ids.push_back(id);
+  }
+  return ids;
+}
+
+}  // namespace ember

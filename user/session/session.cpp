@@ -1,0 +1,321 @@
+#include "user/session/session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "user/java/java_attach.h"
+
+namespace ember {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+uint64_t unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Whether a thread of process `pid` has a name `comm` finds.
+bool any_thread_matches(pid_t pid, const std::regex& comm) {
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "comm");
+    std::string name;
+    if (std::getline(in, name) && std::regex_search(name, comm)) return true;
+  }
+  return false;
+}
+
+SamplerCounters operator-(const SamplerCounters& a, const SamplerCounters& b) {
+  SamplerCounters d;
+  d.seen = a.seen - b.seen;
+  d.lost = a.lost - b.lost;
+  d.idle = a.idle - b.idle;
+  d.targets_full = a.targets_full - b.targets_full;
+  d.mappings_lost = a.mappings_lost - b.mappings_lost;
+  d.offcpu_untracked = a.offcpu_untracked - b.offcpu_untracked;
+  d.malloc_untracked = a.malloc_untracked - b.malloc_untracked;
+  d.waker_untracked = a.waker_untracked - b.waker_untracked;
+  d.unwind_unsupported = a.unwind_unsupported - b.unwind_unsupported;
+  d.scratch_busy = a.scratch_busy - b.scratch_busy;
+  return d;
+}
+
+symbolizer::Options symbol_options(const SessionConfig& c) {
+  symbolizer::Options o;
+  o.inlines = c.inlines;
+  o.lines = c.lines;
+  o.dwarf_memory_bytes = uint64_t(c.symbol_memory_mib) << 20;
+  return o;
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<Session>, std::string> Session::create(SessionConfig config, const std::string& command,
+                                                                     std::vector<std::string>& warnings) {
+  std::optional<std::regex> comm;
+  if (!config.comm.empty()) {
+    try {
+      comm.emplace(config.comm, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      return std::unexpected("--comm '" + config.comm + "' is not a valid regular expression: " + e.what());
+    }
+  }
+  auto cgroups = resolve_cgroups(config.cgroups);
+  if (!cgroups) return std::unexpected(cgroups.error());
+  events::Scope scope;
+  scope.pids = config.pids;
+  for (pid_t pid : processes_in_cgroups(*cgroups)) scope.members.push_back(static_cast<uint32_t>(pid));
+  for (uint32_t tid : config.tids) scope.pids.push_back(static_cast<uint32_t>(thread_group_of(tid)));
+  scope.command = command;
+  scope.java = config.java;
+  HostFacts host = read_host_facts();
+  auto plan = events::plan(config.events, config.settings, scope, host, warnings);
+  if (!plan) return std::unexpected(plan.error());
+  if (auto ok = check_can_record(host); !ok) return std::unexpected(ok.error());
+  return std::unique_ptr<Session>(
+      new Session(std::move(config), std::move(*plan), host, std::move(comm), std::move(*cgroups)));
+}
+
+Session::Session(SessionConfig config, events::Plan plan, HostFacts host, std::optional<std::regex> comm,
+                 std::vector<CgroupTarget> cgroups)
+    : config_(std::move(config)),
+      plan_(std::move(plan)),
+      host_(host),
+      cgroups_(std::move(cgroups)),
+      collector_opts_{.views = plan_.views,
+                      .thread_frames = config_.thread_frames,
+                      .pid_frames = config_.pid_frames,
+                      .kernel_only = config_.kernel_only,
+                      .user_only = config_.user_only,
+                      .comm = std::move(comm),
+                      .before_exec_name = kBeforeExecName,
+                      .max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH)},
+      symbolizer_(symbol_options(config_)),
+      collector_(collector_opts_, symbolizer_) {
+  if (!config_.java) return;
+  std::string agent = default_agent_path();
+  if (access(agent.c_str(), R_OK) == 0)
+    java_.emplace(agent, plan_.agent_options, config_.unwind != "fp");
+  else
+    warnings_.push_back("no Java agent at " + agent +
+                             ": Java frames will be unnamed; build it with `make` (needs "
+                             "openjdk-17-jdk-headless), or pass --no-java to silence this");
+}
+
+Session::~Session() {
+  if (java_) java_->detach();
+}
+
+std::expected<std::optional<std::string>, std::string> Session::java_tool_options(const std::string& existing,
+                                                                                  bool add_frame_pointers) {
+  if (!java_) return std::nullopt;
+  return java_->tool_options(existing, add_frame_pointers || config_.unwind == "fp");
+}
+
+std::expected<void, std::string> Session::start(std::optional<pid_t> command, const std::function<bool()>& stopping) {
+  SamplerConfig config = plan_.sampler;
+  config.kernel_walk_frames = std::min<uint32_t>(host_.max_stack, EMBER_MAX_STACK_DEPTH);
+  config.unwind = config_.unwind == "fp"    ? UnwindMode::Fp
+                  : config_.unwind == "cfi" ? UnwindMode::Cfi
+                                            : UnwindMode::Auto;
+  config.unwind_memory_bytes = uint64_t(config_.unwind_memory_mib) << 20;
+  config.include_idle = config_.idle;
+  config.verbose = config_.verbose;
+  config.tids = config_.tids;
+  for (const CgroupTarget& c : cgroups_) config.cgroup_dirs.push_back(c.dir);
+  if (command) {
+    config.pids = {static_cast<uint32_t>(*command)};
+    config.filter_pids = config.follow_forks = true;
+  } else if (!config_.pids.empty()) {
+    config.pids = config_.pids;
+    config.filter_pids = true;
+  }
+  // Each process's tables go to the kernel as its mappings are read (at
+  // its first sample); the named targets' before the first sample.
+  config.before_sampling = [&](UnwindMode mode, const UnwindMaps& maps) -> std::expected<void, std::string> {
+    auto u = Unwinder::open(maps, static_cast<uint32_t>(mode));
+    if (!u) return std::unexpected(u.error());
+    unwinder_ = std::move(*u);
+    collector_.on_snapshot([this](uint32_t pid) { unwinder_->add_process(pid, symbolizer_.mapped_files(pid)); });
+    collector_.on_copied_stack([this](uint32_t pid, std::span<const __u64> copy, __u64* out) {
+      return unwinder_->unwind_copy(pid, copy, out);
+    });
+    collector_.on_jit_code([this](uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code) {
+      unwinder_->set_jit_code(pid, code);
+    });
+    for (uint32_t pid : config_.pids)
+      if (symbolizer_.snapshot_process(pid)) unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
+    return {};
+  };
+  auto sampler = Sampler::start(
+      config,
+      [this](const ember_sample& s) {
+        collector_.add(s);
+        if (!cgroups_.empty()) cgroup_tally_.add(s.cgroup_id);
+      },
+      [this](const ember_mapping& m) { collector_.add_exit_mapping(m); });
+  if (!sampler) return std::unexpected(sampler.error());
+  sampler_ = std::move(*sampler);
+  cpus_ = sampler_->cpus();
+  // Kallsyms read after the programs load: it then names them too.
+  if (!config_.user_only) symbolizer_.prefetch_kernel();
+  // Agents only once the kernel took every probe: an agent cannot be
+  // unloaded, so none goes into a JVM for a session that fails to start.
+  if (java_) {
+    std::vector<pid_t> jvms;
+    if (!config_.java_attach.empty())
+      jvms.assign(config_.java_attach.begin(), config_.java_attach.end());
+    else if (!config_.pids.empty())
+      jvms.assign(config_.pids.begin(), config_.pids.end());
+    else if (!config_.tids.empty())
+      for (uint32_t tid : config_.tids) jvms.push_back(thread_group_of(tid));
+    else if (!command)
+      jvms = java::find_jvms();
+    // --comm and --cgroup narrow the scope: a JVM none of whose threads
+    // --comm names, or outside the cgroups, is out of it (unless named
+    // with --java-attach).
+    if (collector_opts_.comm && config_.java_attach.empty())
+      std::erase_if(jvms, [&](pid_t pid) { return !any_thread_matches(pid, *collector_opts_.comm); });
+    if (!cgroups_.empty() && config_.java_attach.empty())
+      std::erase_if(jvms, [&](pid_t pid) { return !process_in_cgroups(pid, cgroups_); });
+    java_->attach(jvms, !config_.java_attach.empty(), collector_, stopping);
+    // Java events need a JVM: say so for each named target that is not one.
+    bool java_alloc = std::any_of(plan_.events.begin(), plan_.events.end(), [](const events::Event* e) {
+      return e->java_profile == JavaProfileKind::AllocBytes;
+    });
+    if (java_alloc)
+      for (uint32_t pid : config_.pids)
+        if (!java::inspect_jvm(static_cast<pid_t>(pid)))
+          warnings_.push_back("process " + std::to_string(pid) +
+                                   " is not a HotSpot JVM: -e alloc sees Java allocations only (for C/C++ code: "
+                                   "-e malloc)");
+  }
+  return {};
+}
+
+void Session::arm() {
+  // The code the agents replayed as they attached: its frames reach the
+  // unwinder before the first record.
+  collector_.update_jvms(false);
+  sampler_->arm();
+  window_start_s_ = now_s();
+  window_start_unix_ns_ = unix_ns();
+  window_counters_ = {};
+}
+
+void Session::poll(int timeout_ms) {
+  sampler_->poll(timeout_ms);
+  if (java_) java_->find_started(collector_);
+  collector_.update_jvms(false);
+  collector_.take_in_copies(false);
+  watch_jvms();
+}
+
+void Session::watch_jvms() {
+  for (uint32_t pid : collector_.jvm_pids())
+    if (!jvm_watches_.count(pid)) {
+      auto w = JvmWatch::start(static_cast<pid_t>(pid));
+      jvm_watches_[pid].watch = w ? std::optional<JvmWatch>(std::move(*w)) : std::nullopt;
+    }
+  for (auto& [pid, w] : jvm_watches_)
+    if (w.watch && !w.ended && !w.watch->poll()) w.ended = true;
+}
+
+Window Session::cut(bool final) {
+  Window window;
+  window.seconds = now_s() - window_start_s_;
+  window.start_unix_ns = window_start_unix_ns_;
+  if (final && !stopped_) {
+    sampler_->stop();
+    sampler_->poll(0);  // what was queued before the stop
+    stopped_ = true;
+  }
+  SamplerCounters counters = sampler_->counters();
+  window.counters = counters - window_counters_;
+  window_counters_ = counters;
+  bool live = config_.settings.live;
+  if (final) {
+    if (live) collector_.keep_live_allocations(sampler_->live_allocations());
+    sampler_.reset();
+    // Detach first: with --live, the agents' last full GC reports the frees.
+    if (java_) {
+      java_->find_started(collector_);
+      java_->detach();
+    }
+  }
+  collector_.update_jvms(final);
+  collector_.take_in_copies(final);
+  collector_.refresh_processes();
+
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", window.seconds);
+  events::Resolved resolved{config_.settings, plan_.min_block_ns};
+  for (size_t v = 0; v < plan_.views.size(); ++v) {
+    const events::Event* event = plan_.events[v];
+    const EventView& view = plan_.views[v];
+    flamegraph::Profile profile = collector_.build(v);
+    profile.start_unix_ns = window.start_unix_ns;
+    profile.duration_ns = static_cast<uint64_t>(window.seconds * 1e9);
+    CollectorStats stats = collector_.stats();
+    // Java allocations and monitor contention come from the agents.
+    if (event->java_profile) {
+      JavaProfileOptions jopts{view.live_only, config_.thread_frames, config_.pid_frames,
+                               java_native_namer(symbolizer_)};
+      for (const Collector::JavaStream& j : collector_.java_streams()) {
+        add_java_profile(*j.events, *event->java_profile, {j.pid, j.name}, jopts, profile);
+        // What the agent could not follow or lost: in the graph and the summary.
+        for (auto& [key, value] : java_profile_info(*j.events, *event->java_profile, jopts))
+          window.java_notes.push_back("JVM " + std::to_string(j.pid) + " " + view.name + ": " + key + " " + value);
+      }
+    }
+    profile.info = {{"samples", std::to_string(stats.samples)},
+                    {"lost", std::to_string(window.counters.lost)},
+                    {"truncated", std::to_string(stats.truncated)},
+                    {"unknown addresses", std::to_string(stats.unknown_addresses)},
+                    {"duration", std::string(secs) + " s"},
+                    {"cpus", std::to_string(cpus_)},
+                    {"host", host_name()}};
+    if (event->info) {
+      auto extra = event->info(resolved);
+      profile.info.insert(profile.info.begin() + 5, extra.begin(), extra.end());
+    }
+    if (view.unit == "samples") profile.period_ns = 1'000'000'000ull / config_.settings.frequency;
+    window.graphs.push_back({event, view, std::move(profile), stats});
+  }
+  window.unwind_tallies = collector_.unwind_tallies();
+  window.cgroups = std::exchange(cgroup_tally_, {});
+  for (uint32_t pid : collector_.next_window()) {
+    symbolizer_.forget_process(pid);
+    if (unwinder_) unwinder_->remove_process(pid);
+  }
+  symbolizer_.end_window();
+  window_start_s_ = now_s();
+  window_start_unix_ns_ = unix_ns();
+  return window;
+}
+
+std::vector<std::string> Session::warnings() const {
+  std::vector<std::string> all = warnings_;
+  if (sampler_) all.insert(all.end(), sampler_->warnings().begin(), sampler_->warnings().end());
+  return all;
+}
+
+const std::vector<std::string>& Session::symbol_warnings() const { return symbolizer_.warnings(); }
+
+std::vector<std::pair<uint32_t, std::string>> Session::jvm_summaries() const {
+  std::vector<std::pair<uint32_t, std::string>> out;
+  for (const auto& [pid, w] : jvm_watches_)
+    if (w.watch) out.emplace_back(pid, w.watch->summary());
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,154 @@
+// A profiling session: the loaded BPF programs, the targets, the JVMs'
+// agents, the unwinder and the symbolizer, alive from start() to stop();
+// cut() returns the profile of one window and starts the next without
+// reloading anything. `ember record` is one window; the fleet agent many.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "flamegraph/profile.h"
+#include "symbolizer/symbolizer.h"
+#include "user/session/cgroup.h"
+#include "user/session/collector.h"
+#include "user/events/event.h"
+#include "user/java/java.h"
+#include "user/java/jvm.h"
+#include "user/session/sampler.h"
+#include "user/session/unwinder.h"
+
+namespace ember {
+
+struct SessionConfig {
+  std::vector<std::string> events = {"cpu-clock"};  // one graph each
+  events::Settings settings;
+  // Targets: the whole host, unless pids, tids or a command are given.
+  std::vector<uint32_t> pids;
+  std::vector<uint32_t> tids;
+  std::vector<std::string> cgroups;  // only tasks in these cgroups (v2) and below them
+  std::string comm;   // POSIX extended regex over process and thread names
+  bool idle = false;  // samples of idle CPUs
+  // Stacks and their names.
+  bool thread_frames = false;
+  bool pid_frames = false;
+  bool kernel_only = false;
+  bool user_only = false;
+  bool lines = false;                // file:line in frame names
+  bool inlines = true;               // inlined calls as frames
+  uint32_t symbol_memory_mib = 256;  // DWARF the symbolizer may hold
+  std::string unwind = "auto";       // user stacks: auto, fp or cfi
+  uint32_t unwind_memory_mib = 16;   // the kernel's unwind tables at most
+  // Java.
+  bool java = true;                   // attach the agent to JVMs in scope
+  std::vector<uint32_t> java_attach;  // attach only to these JVMs
+  bool verbose = false;               // libbpf's own messages on stderr
+};
+
+// The name a command ember starts carries until it execs: its records
+// until then (ember's own code) are left out.
+inline constexpr char kBeforeExecName[] = "ember-pre-exec";
+
+// One event's graph of a window.
+struct WindowGraph {
+  const events::Event* event;
+  EventView view;
+  flamegraph::Profile profile;
+  CollectorStats stats;
+};
+
+struct Window {
+  double seconds = 0;            // its length
+  uint64_t start_unix_ns = 0;
+  std::vector<WindowGraph> graphs;  // one per event, in the order given
+  SamplerCounters counters;         // over the window
+  std::vector<std::string> java_notes;  // what the agents could not follow or lost
+  std::vector<Collector::UnwindTally> unwind_tallies;
+  CgroupTally cgroups;  // records per cgroup, with --cgroup
+};
+
+class Session {
+ public:
+  // Checks the configuration (events and their settings, the host's
+  // limits): nothing is loaded yet. `command`: the path of a command's
+  // executable, if one will be started. `warnings`: what the events will
+  // not see, given even when the session is refused (they may say why).
+  static std::expected<std::unique_ptr<Session>, std::string> create(SessionConfig config, const std::string& command,
+                                                                     std::vector<std::string>& warnings);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // The JAVA_TOOL_OPTIONS a command's JVMs load the agent with; nothing
+  // without the agent. Before start().
+  std::expected<std::optional<std::string>, std::string> java_tool_options(const std::string& existing,
+                                                                           bool add_frame_pointers);
+  // Loads and attaches the programs, makes the targets' unwind tables and
+  // attaches the JVMs' agents; `stopping` cuts the attaching short. Nothing
+  // is recorded before arm(). `command`: the pid of a command ember started
+  // and holds until then, followed with its children.
+  std::expected<void, std::string> start(std::optional<pid_t> command, const std::function<bool()>& stopping);
+  void arm();
+  // Waits for records (up to `timeout_ms`) and takes them in, with the
+  // JVMs' new code and events.
+  void poll(int timeout_ms);
+  // The profile of the window since the last cut (or arm()); `final`: the
+  // session stops first, so what was in flight is in it.
+  Window cut(bool final);
+
+  SamplerCounters counters() const { return sampler_->counters(); }  // since arm()
+  int cpus() const { return cpus_; }
+  bool kernel_symbols_hidden() { return !config_.user_only && symbolizer_.kernel_symbols_hidden(); }
+  const events::Plan& plan() const { return plan_; }
+  const SessionConfig& config() const { return config_; }
+  uint32_t max_depth() const { return collector_opts_.max_depth; }
+  // Problems worth telling before the recording: the agent's, the sampler's.
+  std::vector<std::string> warnings() const;
+  // ...and after it, once symbols were read (kptr_restrict, unreadable files).
+  const std::vector<std::string>& symbol_warnings() const;
+  // The unwinder's tables, if user stacks are unwound by CFI.
+  const Unwinder* unwinder() const { return unwinder_.get(); }
+  std::vector<Collector::JavaStream> java_streams() const { return collector_.java_streams(); }
+  // Each JVM's heap, GCs and allocation rate since it was first seen.
+  std::vector<std::pair<uint32_t, std::string>> jvm_summaries() const;
+
+ private:
+  Session(SessionConfig config, events::Plan plan, HostFacts host, std::optional<std::regex> comm,
+          std::vector<CgroupTarget> cgroups);
+  void watch_jvms();
+
+  SessionConfig config_;
+  events::Plan plan_;
+  HostFacts host_;
+  std::vector<CgroupTarget> cgroups_;
+  CgroupTally cgroup_tally_;  // of the window now open
+  std::vector<std::string> warnings_;
+  CollectorOptions collector_opts_;
+  symbolizer::Symbolizer symbolizer_;
+  Collector collector_;
+  std::optional<JavaSession> java_;
+  std::unique_ptr<Unwinder> unwinder_;
+  std::unique_ptr<Sampler> sampler_;
+  int cpus_ = 0;
+  bool stopped_ = false;
+  // The window now open: since when, and the counters at its start.
+  double window_start_s_ = 0;
+  uint64_t window_start_unix_ns_ = 0;
+  SamplerCounters window_counters_;
+  // Each JVM's telemetry, from its hsperfdata, read at every poll so each GC is seen.
+  struct Watched {
+    std::optional<JvmWatch> watch;  // none: no hsperfdata (-XX:-UsePerfData)
+    bool ended = false;             // the JVM exited: its summary stands
+  };
+  std::map<uint32_t, Watched> jvm_watches_;
+};
+
+}  // namespace ember
