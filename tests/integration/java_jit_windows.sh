@@ -21,7 +21,7 @@ windows() {
 	jvm=$!
 	BACKGROUND+=($jvm)
 	wait_compiled "$TMP/$label.jit" Prologues::leaf Prologues::middle
-	"$EMBER" record -p "$jvm" -F 999 -d 4 -o "$TMP/$label.folded" 2>"$TMP/$label.err" ||
+	"$EMBER" record -p "$jvm" -F 999 -d 8 -o "$TMP/$label.folded" 2>"$TMP/$label.err" ||
 		fail "$label: ember exited $?: $(cat "$TMP/$label.err")"
 	grep -A1 -E "^  stacks" "$TMP/$label.err"
 	grep -q "frames-unavailable" "$TMP/$label.err" && skip "$label: the JVM's VMStructs lack what the agent needs"

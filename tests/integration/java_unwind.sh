@@ -70,7 +70,7 @@ echo "top methods (both): $(top "$TMP/fp.folded" | tr '\n' ' ')"
 # From start-up, default flags: bench/java/Throughput's workers, whose
 # JIT code lies where the JVM had mapped nothing at its first sample.
 javac -d "$TMP/classes" "$ROOT/bench/java/Throughput.java" || fail "javac failed"
-"$EMBER" record -F 999 -o "$TMP/start.folded" -- java -cp "$TMP/classes" Throughput 4 \
+"$EMBER" record -F 999 -o "$TMP/start.folded" -- java -cp "$TMP/classes" Throughput 8 \
 	>/dev/null 2>"$TMP/start.err" || fail "start-up: ember exited $?: $(cat "$TMP/start.err")"
 read -r whole java < <(reach "$TMP/start.folded" 'Throughput\.[a-zA-Z]+_\[(j|i)\]')
 echo "start-up, default flags: $whole of $java stacks with a Java frame reach the thread's entry"
