@@ -1,13 +1,12 @@
 // Bytes allocated by C/C++ code: uprobes on the C library's malloc,
 // calloc, realloc and mmap sample one allocation per --alloc-interval bytes
 // (and, with --live, follow each sampled pointer to its free).
-#include <elf.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstring>
 #include <fstream>
 
+#include "symbolizer/elf_facts.h"
 #include "user/events/event.h"
 
 namespace ember::events {
@@ -45,24 +44,6 @@ void add_library(std::vector<std::string>& libraries, const std::string& path) {
   libraries.push_back(same ? host_path : path);
 }
 
-// Whether the 64-bit ELF executable at `path` is statically linked (no
-// program interpreter, so no libc.so.6 to probe); nothing when it is not
-// such a file (a script, a 32-bit binary) or cannot be read.
-std::optional<bool> is_static_executable(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  Elf64_Ehdr eh{};
-  if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
-    return std::nullopt;
-  in.seekg(static_cast<std::streamoff>(eh.e_phoff));
-  for (int i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph{};
-    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) return std::nullopt;
-    if (ph.p_type == PT_INTERP) return false;
-  }
-  return true;
-}
-
 // The targets' own libc (they may live in containers); the host's for
 // everything else, a command included.
 std::expected<void, std::string> configure(const Resolved& s, const Scope& scope, SamplerConfig& config,
@@ -81,7 +62,7 @@ std::expected<void, std::string> configure(const Resolved& s, const Scope& scope
   for (uint32_t pid : scope.members)
     if (std::string libc = libc_of("/proc/" + std::to_string(pid)); !libc.empty())
       add_library(config.malloc_libraries, libc);
-  if (!scope.command.empty() && is_static_executable(scope.command).value_or(false))
+  if (!scope.command.empty() && symbolizer::is_static_executable(scope.command).value_or(false))
     warnings.push_back(scope.command +
                        " is statically linked (no libc.so.6): -e malloc cannot see its allocations, only those of "
                        "the dynamically linked programs it starts");

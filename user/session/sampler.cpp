@@ -1,8 +1,6 @@
 #include "user/session/sampler.h"
 
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include <optional>
 
 #include "profile.skel.h"
+#include "symbolizer/elf_facts.h"
 
 namespace ember {
 namespace {
@@ -79,38 +78,10 @@ bool kernel_has_exit_mappings() {
 // executable segment (its offset there << 32 | the segment's size), so the
 // probe tells the library's own calls (malloc's) from the program's.
 std::expected<uint64_t, std::string> mmap_cookie(const std::string& library) {
-  int fd = open(library.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::unexpected(library + ": " + errno_text(errno));
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  std::optional<uint64_t> mmap;
-  for (Elf_Scn* scn = nullptr; elf && !mmap && (scn = elf_nextscn(elf, scn));) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; ++i) {
-      GElf_Sym sym;
-      const char* name;
-      if (gelf_getsym(data, static_cast<int>(i), &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value &&
-          (name = elf_strptr(elf, shdr.sh_link, sym.st_name)) && std::strcmp(name, "mmap") == 0) {
-        mmap = sym.st_value;
-        break;
-      }
-    }
-  }
-  std::optional<uint64_t> cookie;
-  size_t count = 0;
-  if (mmap && elf && elf_getphdrnum(elf, &count) == 0)
-    for (size_t i = 0; i < count && !cookie; ++i) {
-      GElf_Phdr ph;
-      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
-          *mmap >= ph.p_vaddr && *mmap < ph.p_vaddr + ph.p_memsz && ph.p_memsz <= UINT32_MAX)
-        cookie = (*mmap - ph.p_vaddr) << 32 | ph.p_memsz;
-    }
-  if (elf) elf_end(elf);
-  close(fd);
-  if (!cookie) return std::unexpected(library + " has no mmap function in an executable segment");
-  return *cookie;
+  auto place = symbolizer::exported_function_place(library, "mmap");
+  if (!place) return std::unexpected(place.error());
+  if (place->segment_size > UINT32_MAX) return std::unexpected(library + ": its code segment is over 4 GiB");
+  return place->offset << 32 | place->segment_size;
 }
 
 // Puts the cgroup at `dir` in slot `slot` of `map` (the map holds the

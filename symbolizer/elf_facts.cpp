@@ -1,0 +1,65 @@
+#include "symbolizer/elf_facts.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace ember::symbolizer {
+
+std::optional<bool> is_static_executable(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!in.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+    return std::nullopt;
+  in.seekg(static_cast<std::streamoff>(eh.e_phoff));
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) return std::nullopt;
+    if (ph.p_type == PT_INTERP) return false;
+  }
+  return true;
+}
+
+std::expected<SegmentPlace, std::string> exported_function_place(const std::string& path, std::string_view name) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(path + ": " + std::strerror(errno));
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  std::optional<uint64_t> address;
+  for (Elf_Scn* scn = nullptr; elf && !address && (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; ++i) {
+      GElf_Sym sym;
+      const char* found;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value &&
+          (found = elf_strptr(elf, shdr.sh_link, sym.st_name)) && name == found) {
+        address = sym.st_value;
+        break;
+      }
+    }
+  }
+  std::optional<SegmentPlace> place;
+  size_t count = 0;
+  if (address && elf && elf_getphdrnum(elf, &count) == 0)
+    for (size_t i = 0; i < count && !place; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+          *address >= ph.p_vaddr && *address < ph.p_vaddr + ph.p_memsz)
+        place = SegmentPlace{*address - ph.p_vaddr, ph.p_memsz};
+    }
+  if (elf) elf_end(elf);
+  close(fd);
+  if (!place) return std::unexpected(path + " has no " + std::string(name) + " function in an executable segment");
+  return *place;
+}
+
+}  // namespace ember::symbolizer
