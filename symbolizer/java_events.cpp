@@ -278,4 +278,11 @@ std::string_view JavaEvents::thread_name(uint32_t tid) const {
   return it == threads_.end() ? std::string_view() : std::string_view(it->second);
 }
 
+void JavaEvents::next_window() {
+  alloc_.clear();
+  lock_.clear();
+  stats_.alloc_samples = stats_.native_alloc_samples = stats_.lock_samples = 0;
+  stats_.truncated_stacks = stats_.bad_lines = 0;
+}
+
 }  // namespace ember::symbolizer

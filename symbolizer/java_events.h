@@ -67,7 +67,12 @@ class JavaEvents {
     uint64_t wait_ns = 0;  // time spent waiting (estimated: short waits are sampled)
   };
 
-  // Allocation sites over the whole stream, and those whose followed
+  // Starts a new window: the sites' weights and their counts restart at
+  // zero; names, stacks and the stream's settings stay. Not with live
+  // (what is alive is a fact of the whole stream).
+  void next_window();
+
+  // Allocation sites over the stream (since next_window), and those whose followed
   // samples are still alive (F lines subtract; with `live` only).
   const std::unordered_map<Site, AllocWeight, SiteHash>& alloc_sites() const { return alloc_; }
   std::unordered_map<Site, AllocWeight, SiteHash> live_alloc_sites() const;

@@ -347,3 +347,17 @@ TEST_CASE("java events: allocation estimates are unbiased at every size (simulat
     }
   }
 }
+
+TEST_CASE("java events: a window restarts the weights, names and stacks stay") {
+  JavaEvents events;
+  events.feed(kStream);
+  REQUIRE(!events.alloc_sites().empty());
+  REQUIRE(!events.lock_sites().empty());
+  events.next_window();
+  CHECK(events.alloc_sites().empty());
+  CHECK(events.lock_sites().empty());
+  CHECK(events.stats().alloc_samples == 0);
+  CHECK(folded(events, JavaProfileKind::AllocBytes).empty());
+  CHECK(events.class_name(2) == "byte[]");
+  CHECK(events.thread_name(8) == "worker-1");
+}

@@ -256,11 +256,22 @@ std::expected<void, std::string> cut_window(Session& session, const std::vector<
   std::vector<std::expected<void, std::string>> written = write_window(window, files);
   for (const auto& w : written)
     if (!w) return std::unexpected("window " + std::to_string(n) + ": " + w.error());
-  std::string records;
-  for (const WindowGraph& g : window.graphs)
-    records += (records.empty() ? "" : ", ") + std::to_string(g.stats.samples) + " " + g.view.name;
-  std::fprintf(stderr, "ember: window %u: %.1f s, %s records, %llu lost; wrote %s\n", n, window.seconds,
-               records.c_str(), static_cast<unsigned long long>(window.counters.lost), files.front().c_str());
+  // Each graph's weight in its unit (Java allocations come from the agents,
+  // not as records).
+  std::string weights;
+  for (const WindowGraph& g : window.graphs) {
+    char weight[96];
+    double total = static_cast<double>(g.profile.total());
+    if (g.view.unit == "ns")
+      std::snprintf(weight, sizeof weight, "%s %.3f s", g.view.name.c_str(), total / 1e9);
+    else if (g.view.unit == "bytes")
+      std::snprintf(weight, sizeof weight, "%s %.1f MiB", g.view.name.c_str(), total / 1048576.0);
+    else
+      std::snprintf(weight, sizeof weight, "%s %.0f samples", g.view.name.c_str(), total);
+    weights += (weights.empty() ? "" : ", ") + std::string(weight);
+  }
+  std::fprintf(stderr, "ember: window %u: %.1f s, %s, %llu lost; wrote %s\n", n, window.seconds, weights.c_str(),
+               static_cast<unsigned long long>(window.counters.lost), files.front().c_str());
   return {};
 }
 
@@ -370,6 +381,9 @@ int run_record(const RecordOptions& o) {
   std::vector<std::string> outputs;
   for (const std::string& event : c.events) outputs.push_back(output_for(o.output, event, c.events.size()));
   if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
+  if (o.window > 0 && c.settings.live)
+    return fail("--live shows what is still allocated at the end of the recording, which windows do not have: drop "
+                "--live or --window");
   if (o.all && (!c.pids.empty() || !c.tids.empty() || !o.command.empty() || !c.cgroups.empty()))
     return fail("-a profiles every process: drop it, or drop -p, --tid, --cgroup and the command");
   if (!c.cgroups.empty() && (!c.pids.empty() || !c.tids.empty() || !o.command.empty()))

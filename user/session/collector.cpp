@@ -141,6 +141,7 @@ std::vector<uint32_t> Collector::next_window() {
   for (auto& [pid, jvm] : jvms_) {
     jvm.tokens.clear();
     jvm.method_tokens.clear();
+    jvm.events.next_window();
   }
   // Names are interned afresh (a fleet's process names churn), the live
   // processes' last names carried over.
