@@ -44,23 +44,6 @@ SIXTEEN+=(--cgroup "$CG")
 NAMES=(pid cgroup 16-cgroups)
 [ -z "${BASE_EMBER:-}" ] || NAMES+=(base-pid)
 
-# bpf_time PID -> "run_time_ns run_cnt" of the process's perf_event programs
-# (BPF_PROG_TYPE_PERF_EVENT, 7), each program once.
-bpf_time() {
-	cat /proc/"$1"/fdinfo/* 2>/dev/null |
-		awk '/^pos:/ { type = 0 } /^prog_type:/ { type = $2 } /^prog_id:/ { id = $2 } /^run_time_ns:/ { ns = $2 }
-		     /^run_cnt:/ && type == 7 && !(id in seen) { seen[id]; sum_ns += ns; sum_cnt += $2 }
-		     END { print sum_ns + 0, sum_cnt + 0 }'
-}
-
-until_sampling() {
-	local ns cnt
-	until read -r ns cnt < <(bpf_time "$1") && [ "$cnt" -gt 0 ]; do
-		kill -0 "$1" 2>/dev/null || { echo "bench: profiler $1 exited before sampling" >&2; exit 1; }
-		sleep 0.1
-	done
-}
-
 # per_sample_run -> one line "NAME NS" per recording, all attached together.
 per_sample_run() {
 	local -A pid ns0 cnt0

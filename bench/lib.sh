@@ -22,3 +22,23 @@ spread() {
 		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 		print m, v[1], v[NR] }'
 }
+
+# bpf_time PID -> "run_time_ns run_cnt" of the process's perf_event programs
+# (BPF_PROG_TYPE_PERF_EVENT, 7), each program once. Each fd's info starts
+# with its pos; fds that close while they are read are left out. Needs
+# kernel.bpf_stats_enabled=1.
+bpf_time() {
+	cat /proc/"$1"/fdinfo/* 2>/dev/null |
+		awk '/^pos:/ { type = 0 } /^prog_type:/ { type = $2 } /^prog_id:/ { id = $2 } /^run_time_ns:/ { ns = $2 }
+		     /^run_cnt:/ && type == 7 && !(id in seen) { seen[id]; sum_ns += ns; sum_cnt += $2 }
+		     END { print sum_ns + 0, sum_cnt + 0 }'
+}
+
+# until_sampling PID: waits until the process's programs have run.
+until_sampling() {
+	local ns cnt
+	until read -r ns cnt < <(bpf_time "$1") && [ "$cnt" -gt 0 ]; do
+		kill -0 "$1" 2>/dev/null || { echo "bench: profiler $1 exited before sampling" >&2; exit 1; }
+		sleep 0.1
+	done
+}
