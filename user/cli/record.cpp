@@ -1,7 +1,6 @@
 #include "user/cli/record.h"
 
 #include <fcntl.h>
-#include <elf.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -13,23 +12,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <regex>
 
 #include "flamegraph/output.h"
 #include "user/session/cgroup.h"
-#include "user/session/record_channel.h"
-#include "symbolizer/symbolizer.h"
-#include "user/session/collector.h"
 #include "user/session/host.h"
-#include "user/java/java.h"
-#include "user/java/java_attach.h"
-#include "user/java/java_profiles.h"
-#include "user/java/jvm.h"
-#include "user/session/sampler.h"
-#include "user/session/unwinder.h"
+#include "user/session/record_channel.h"
+#include "user/session/session.h"
 
 namespace ember {
 namespace {
