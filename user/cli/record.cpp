@@ -446,7 +446,9 @@ int run_record(const RecordOptions& o) {
   StatusLine status;
   bool targets_gone = false;
   unsigned windows = 0;  // written so far (--window)
-  double window_began = 0;
+  // Windows end on a fixed cadence (--window, 2*--window, ...), not a
+  // window after the last cut: cutting takes time, which would add up.
+  double window_ends = o.window;
   const std::vector<uint32_t>& targets = c.pids.empty() ? c.tids : c.pids;
   while (!g_stop_signal) {
     // With JVMs, their newly compiled code reaches the unwinder from here:
@@ -466,12 +468,12 @@ int run_record(const RecordOptions& o) {
       targets_gone = true;
       break;
     }
-    if (o.window > 0 && elapsed() - window_began >= o.window) {
+    if (o.window > 0 && elapsed() >= window_ends) {
       if (auto done = cut_window(session, outputs, ++windows); !done) {
         status.clear();
         warn(done.error());
       }
-      window_began = elapsed();
+      while (window_ends <= elapsed()) window_ends += o.window;  // boundaries a slow cut passed
     }
     SamplerCounters counters = session.counters();
     status.update(elapsed(), counters.seen, counters.lost);
