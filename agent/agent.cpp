@@ -3,41 +3,11 @@
 // the interpreter and stubs are, which method each Method* an interpreted
 // frame holds is — as a stream the ember collector tails; and,
 // on request, Java allocation samples and monitor contention with their
-// Java stacks (format: symbolizer/jit_map.h).
+// Java stacks.
 //
 // Load at start-up:  java -agentpath:/path/libember-agent.so=out=/path/x.jitmap ...
-// or let `ember record` attach it to a running JVM. Options (comma-separated):
-//   out=PATH     where to write the stream (required); "{pid}" in PATH becomes
-//                this JVM's pid (as it sees it). The file is created, mode
-//                0600, and must not exist: an existing file or a symlink at
-//                PATH is never written through
-//   lease        the directory of PATH is ember's (see user/java/agent_dir.h): its
-//                reader holds a shared flock on it while it reads. When the
-//                lock is let go without a `stop` (ember was killed), the agent
-//                stops publishing and removes the file and the directory
-//   alloc[=N]    sampled object allocation (JVMTI SampledObjectAlloc), one
-//                sample per N bytes allocated on average (default 524288);
-//                allocations made by native code (JNI) carry its frames too
-//   live         with alloc: follow the sampled objects (weak references,
-//                at most LiveObjects::kMaxTracked at a time) and write which
-//                ones the GC freed. A `stop` ends the stream with one full GC
-//                (as `jmap -histo:live` does), so that objects dropped but
-//                not yet collected are not taken for live ones. At JVM exit
-//                only with G1: by VMDeath HotSpot has stopped the threads of
-//                its concurrent collectors, and a forced GC hangs the exit
-//                (seen with ZGC and Shenandoah on JDK 17.0.15), while G1's
-//                full GC runs in the VM thread. "O live-end gc" or
-//                "O live-end none" says which ending a stream had.
-//   lock[=NS]    contended monitor enters (MonitorContendedEnter/Entered):
-//                the wait, the waiter's stack and the monitor's class.
-//                Waits shorter than NS (default 10000) are sampled: one per
-//                NS of such waiting (async-profiler's lock=10us default);
-//                lock=0 records every one.
-//   stop         stop publishing and close the file (the "detach": HotSpot
-//                never unloads an agent library, so a later attach restarts it)
-// Attaching again while publishing starts a fresh stream with the new
-// options (events the old ones enabled and the new ones do not are turned
-// off): the collector of a new recording replays the JVM's code from the top.
+// or let `ember record` attach it to a running JVM. Its options and the
+// stream it writes: agent/protocol.h.
 //
 // Contracts (design.md): callbacks allocate nothing on the Java heap, hold
 // at most a few KiB of stack, delete the JNI local references they make,
@@ -70,6 +40,7 @@
 #include "agent/live_objects.h"
 #include "agent/method_pointers.h"
 #include "agent/prologue.h"
+#include "agent/protocol.h"
 #include "agent/vm_structs.h"
 
 #define EMBER_EXPORT extern "C" __attribute__((visibility("default"))) JNIEXPORT
@@ -77,12 +48,12 @@
 namespace ember::agent {
 namespace {
 
-constexpr int kMaxFrames = 128;  // Java frames per event; deeper stacks are cut (and marked)
+constexpr int kMaxFrames = protocol::kMaxJavaFrames;  // deeper stacks are cut (and marked)
 // Native frames of an allocation made through native code: the unwinder
 // walks at most kMaxWalk frames (the agent's and the JVM's own allocation
 // path take ~12 of them), and the innermost kMaxNative past the JVM's are kept.
 constexpr int kMaxWalk = 96;
-constexpr int kMaxNative = 32;
+constexpr int kMaxNative = protocol::kMaxNativeFrames;
 constexpr int kMaxLibraries = 256;
 constexpr uint64_t kDefaultAllocInterval = 512 * 1024;
 constexpr uint64_t kDefaultLockIntervalNs = 10'000;
@@ -194,6 +165,18 @@ bool numeric_option(const char* p, size_t len, const char* name, bool zero_ok, u
   return true;
 }
 
+// Whether p[0..len) is the option `name`; with `value`, "name=<value>"
+// (a value not empty), its value.
+bool is_option(const char* p, size_t len, const char* name, const char** value = nullptr, size_t* value_len = nullptr) {
+  size_t n = std::strlen(name);
+  if (len < n || std::strncmp(p, name, n) != 0) return false;
+  if (!value) return len == n;
+  if (len <= n + 1 || p[n] != '=') return false;
+  *value = p + n + 1;
+  *value_len = len - n - 1;
+  return true;
+}
+
 void parse_options(const char* text, Options& o) {
   if (!text) return;
   const char* p = text;
@@ -202,17 +185,19 @@ void parse_options(const char* text, Options& o) {
     size_t len = end ? static_cast<size_t>(end - p) : std::strlen(p);
     uint64_t alloc = kDefaultAllocInterval, lock = kDefaultLockIntervalNs;
     bool bad = false;
-    if (len > 4 && std::strncmp(p, "out=", 4) == 0) {
-      expand_path(p + 4, len - 4, o.out, sizeof o.out);
-    } else if (len == 4 && std::strncmp(p, "stop", 4) == 0) {
+    const char* path;
+    size_t path_len;
+    if (is_option(p, len, protocol::args::kOut, &path, &path_len)) {
+      expand_path(path, path_len, o.out, sizeof o.out);
+    } else if (is_option(p, len, protocol::args::kStop)) {
       o.stop = true;
-    } else if (len == 4 && std::strncmp(p, "live", 4) == 0) {
+    } else if (is_option(p, len, protocol::args::kLive)) {
       o.live = true;
-    } else if (len == 5 && std::strncmp(p, "lease", 5) == 0) {
+    } else if (is_option(p, len, protocol::args::kLease)) {
       o.lease = true;
-    } else if (numeric_option(p, len, "alloc", false, &alloc, &bad)) {
+    } else if (numeric_option(p, len, protocol::args::kAlloc, false, &alloc, &bad)) {
       o.alloc = std::min<uint64_t>(alloc, INT_MAX);  // SetHeapSamplingInterval takes a jint
-    } else if (numeric_option(p, len, "lock", true, &lock, &bad)) {  // lock=0: every wait
+    } else if (numeric_option(p, len, protocol::args::kLock, true, &lock, &bad)) {  // lock=0: every wait
       o.lock = true;
       o.lock_interval = lock;
     } else {
@@ -475,7 +460,7 @@ struct NativeStack {
         char value[sizeof lib.path + 64];
         std::snprintf(value, sizeof value, "%llx %llx %llx %s", static_cast<unsigned long long>(lib.lo),
                       static_cast<unsigned long long>(lib.hi), static_cast<unsigned long long>(lib.bias), lib.path);
-        g_writer.option("native-library", value);
+        g_writer.option(protocol::setting::kNativeLibrary, value);
       }
       frames[count++] = walk.pcs[i] - 1;
     }
@@ -551,7 +536,7 @@ void JNICALL on_monitor_contended_entered(jvmtiEnv*, JNIEnv* jni, jthread thread
   if (!g_lock_on.load() || enter == 0 || t_enter_epoch != g_lock_epoch.load() || t_busy) return;
   uint64_t wait = monotonic_ns() - enter;
   // Short waits are sampled by time: one record per `interval` ns of them,
-  // which the reader weighs `interval` (symbolizer/java_events.h).
+  // which the reader weighs `interval` (user/java/java_events.h).
   uint64_t interval = g_lock_interval.load(std::memory_order_relaxed);
   if (interval && wait < interval) {
     uint64_t before = g_lock_short_waits.fetch_add(wait, std::memory_order_relaxed);
@@ -742,7 +727,7 @@ void publish_loaded_method_pointers(JNIEnv* jni) {
   g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
   g_writer.lock();
   if (sweep.resolved == 0 && sweep.failed > 0)
-    g_writer.option("interpreter-methods-unavailable", "its jmethodIDs do not lead to Method*s");
+    g_writer.option(protocol::setting::kMethodsUnavailable, "its jmethodIDs do not lead to Method*s");
   g_writer.commit();
   g_writer.unlock();
 }
@@ -765,10 +750,11 @@ void end_java_events(JNIEnv* jni, bool final_gc) {
     if (live) sweep_live(jni, monotonic_ns());
     g_live.clear(jni);
   }
-  if (live) g_writer.option("live-end", collected ? "gc" : "none");
+  if (live)
+    g_writer.option(protocol::setting::kLiveEnd, collected ? protocol::setting::kEndGc : protocol::setting::kEndNone);
   if (alloc || lock) {
-    if (uint64_t n = g_reentered.exchange(0)) g_writer.counter("reentered", n);
-    if (uint64_t n = g_writer.write_errors()) g_writer.counter("write-error-bytes", n);
+    if (uint64_t n = g_reentered.exchange(0)) g_writer.counter(protocol::counter::kReentered, n);
+    if (uint64_t n = g_writer.write_errors()) g_writer.counter(protocol::counter::kWriteErrorBytes, n);
     g_writer.commit();
   }
   g_writer.unlock();
@@ -794,10 +780,10 @@ void start_java_events(const Options& o) {
               g_jvmti->SetHeapSamplingInterval(static_cast<jint>(o.alloc)) == JVMTI_ERROR_NONE;
     g_writer.lock();
     std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(o.alloc));
-    g_writer.option(ok ? "alloc-interval" : "alloc-unavailable", value);
+    g_writer.option(ok ? protocol::setting::kAllocInterval : protocol::setting::kAllocUnavailable, value);
     if (ok && o.live) {
       std::snprintf(value, sizeof value, "%u", LiveObjects::kMaxTracked);
-      g_writer.option("live-max", value);
+      g_writer.option(protocol::setting::kLiveMax, value);
     }
     g_writer.commit();
     g_writer.unlock();
@@ -811,7 +797,7 @@ void start_java_events(const Options& o) {
     bool ok = add_capability([](jvmtiCapabilities& c) { c.can_generate_monitor_events = 1; }, "monitor events");
     g_writer.lock();
     std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(o.lock_interval));
-    g_writer.option(ok ? "lock-interval" : "lock-unavailable", value);
+    g_writer.option(ok ? protocol::setting::kLockInterval : protocol::setting::kLockUnavailable, value);
     g_writer.commit();
     g_writer.unlock();
     if (ok) {
@@ -827,7 +813,7 @@ void start_java_events(const Options& o) {
 
 void close_stream() {
   g_writer.lock();
-  if (g_frames_unmatched) g_writer.counter("frames-unmatched", g_frames_unmatched);
+  if (g_frames_unmatched) g_writer.counter(protocol::counter::kFramesUnmatched, g_frames_unmatched);
   g_writer.close();
   g_writer.unlock();
 }
@@ -1007,15 +993,15 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
   g_writer.lock();
   bool opened = g_writer.open(o.out, getpid());
   g_frames_unmatched = 0;
-  if (opened && !g_code_heap.ready()) g_writer.option("frames-unavailable", g_frames_missing);
+  if (opened && !g_code_heap.ready()) g_writer.option(protocol::setting::kFramesUnavailable, g_frames_missing);
   if (opened && g_method_pointers.ready()) {
     char slot[16];
     std::snprintf(slot, sizeof slot, "%d", g_method_pointers.frame_slot());
-    g_writer.option("interpreter-method-slot", slot);
+    g_writer.option(protocol::setting::kMethodSlot, slot);
   } else if (opened) {
     char reason[160];
     std::snprintf(reason, sizeof reason, "its VMStructs lack %s", g_methods_missing);
-    g_writer.option("interpreter-methods-unavailable", reason);
+    g_writer.option(protocol::setting::kMethodsUnavailable, reason);
   }
   if (opened) g_writer.commit();
   g_writer.unlock();

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "agent/protocol.h"
+
 namespace ember::agent {
 namespace {
 
@@ -106,7 +108,7 @@ bool JitMapWriter::open(const char* path, int pid) {
   classes_.clear();
   write_errors_ = 0;
   generation_.fetch_add(1, std::memory_order_acq_rel);
-  appendf("# ember-jitmap 1 pid %d\n", pid);
+  appendf("%s pid %d\n", protocol::kHeader, pid);
   flush();
   return true;
 }
@@ -164,13 +166,13 @@ void JitMapWriter::commit_lazy() {
 }
 
 void JitMapWriter::compiled_load(uint64_t start, uint64_t size, uint32_t method, bool replayed) {
-  appendf("L %llu %llx %llx %u\n", replayed ? 0ull : (unsigned long long)monotonic_ns(), (unsigned long long)start,
+  appendf("%c %llu %llx %llx %u\n", protocol::kLoad, replayed ? 0ull : (unsigned long long)monotonic_ns(), (unsigned long long)start,
           (unsigned long long)size, method);
 }
 
 void JitMapWriter::inline_frames(uint64_t pc_offset, const uint32_t* methods, int count) {
   char line[4096];
-  int n = std::snprintf(line, sizeof line, "I %llx", (unsigned long long)pc_offset);
+  int n = std::snprintf(line, sizeof line, "%c %llx", protocol::kInline, (unsigned long long)pc_offset);
   for (int i = 0; i < count && n < static_cast<int>(sizeof line) - 16; ++i)
     n += std::snprintf(line + n, sizeof line - n, "%c%u", i == 0 ? ' ' : ',', methods[i]);
   line[n++] = '\n';
@@ -178,13 +180,13 @@ void JitMapWriter::inline_frames(uint64_t pc_offset, const uint32_t* methods, in
 }
 
 void JitMapWriter::frame(uint64_t start, int32_t frame_words, int32_t complete, const FrameStep* steps, int count) {
-  appendf("G %llx %d %d", (unsigned long long)start, frame_words, complete);
+  appendf("%c %llx %d %d", protocol::kFrame, (unsigned long long)start, frame_words, complete);
   for (int i = 0; i < count; ++i) appendf(" %u:%d:%d", steps[i].offset, steps[i].cfa_words, steps[i].rbp_slot);
   append("\n", 1);
 }
 
 void JitMapWriter::compiled_unload(uint64_t start) {
-  appendf("U %llu %llx\n", (unsigned long long)monotonic_ns(), (unsigned long long)start);
+  appendf("%c %llu %llx\n", protocol::kUnload, (unsigned long long)monotonic_ns(), (unsigned long long)start);
 }
 
 bool JitMapWriter::claim_method_pointer(const void* method) {
@@ -193,15 +195,15 @@ bool JitMapWriter::claim_method_pointer(const void* method) {
 }
 
 void JitMapWriter::method_pointer(uint64_t pointer, uint32_t method) {
-  appendf("P %llx %u\n", (unsigned long long)pointer, method);
+  appendf("%c %llx %u\n", protocol::kMethodPointer, (unsigned long long)pointer, method);
 }
 
 void JitMapWriter::stub(uint64_t start, uint64_t size, const char* name, bool replayed) {
-  appendf("S %llu %llx %llx %s\n", replayed ? 0ull : (unsigned long long)monotonic_ns(), (unsigned long long)start,
+  appendf("%c %llu %llx %llx %s\n", protocol::kStub, replayed ? 0ull : (unsigned long long)monotonic_ns(), (unsigned long long)start,
           (unsigned long long)size, name);
 }
 
-void JitMapWriter::define_method(uint32_t id, const char* name) { appendf("M %u %s\n", id, name); }
+void JitMapWriter::define_method(uint32_t id, const char* name) { appendf("%c %u %s\n", protocol::kMethod, id, name); }
 
 uint32_t JitMapWriter::method_id(const void* key, bool* is_new) {
   return methods_.find_or_add(reinterpret_cast<uintptr_t>(key), is_new);
@@ -209,16 +211,16 @@ uint32_t JitMapWriter::method_id(const void* key, bool* is_new) {
 
 uint32_t JitMapWriter::class_id(uint64_t name_hash, bool* is_new) { return classes_.find_or_add(name_hash, is_new); }
 
-void JitMapWriter::define_class(uint32_t id, const char* name) { appendf("K %u %s\n", id, name); }
+void JitMapWriter::define_class(uint32_t id, const char* name) { appendf("%c %u %s\n", protocol::kClass, id, name); }
 
-void JitMapWriter::option(const char* key, const char* value) { appendf("O %s %s\n", key, value); }
+void JitMapWriter::option(const char* key, const char* value) { appendf("%c %s %s\n", protocol::kOption, key, value); }
 
 void JitMapWriter::thread_name(uint32_t tid, const char* name) {
   char clean[256];
   size_t n = 0;
   for (; name[n] && n + 1 < sizeof clean; ++n) clean[n] = name[n] == '\n' || name[n] == '\r' ? ' ' : name[n];
   clean[n] = '\0';
-  appendf("T %u %s\n", tid, clean);
+  appendf("%c %u %s\n", protocol::kThread, tid, clean);
 }
 
 // " 12,7,3" or " -" (no Java frames); ",+" after the last one when the
@@ -244,9 +246,10 @@ void JitMapWriter::alloc(uint64_t time_ns, uint32_t tid, uint64_t size, uint32_t
                          const uint32_t* frames, int count, bool truncated, const uint64_t* native,
                          int native_count) {
   // 5 numbers, <= 128 frames of <= 11 bytes, <= 32 native frames of <= 17
+  static_assert(protocol::kMaxJavaFrames <= 128 && protocol::kMaxNativeFrames <= 32);
   char line[2560];
   size_t n = 0;
-  line[n++] = 'A';
+  line[n++] = protocol::kAlloc;
   for (uint64_t v : {time_ns, uint64_t{tid}, size, uint64_t{klass}, sample}) {
     line[n++] = ' ';
     n += put_u64(line + n, v);
@@ -266,7 +269,7 @@ void JitMapWriter::alloc(uint64_t time_ns, uint32_t tid, uint64_t size, uint32_t
 void JitMapWriter::freed(uint64_t sample) {
   char line[64];
   size_t n = 0;
-  line[n++] = 'F';
+  line[n++] = protocol::kFree;
   for (uint64_t v : {monotonic_ns(), sample}) {
     line[n++] = ' ';
     n += put_u64(line + n, v);
@@ -279,7 +282,7 @@ void JitMapWriter::contended(uint64_t time_ns, uint32_t tid, uint64_t wait_ns, u
                              const uint32_t* frames, int count, bool truncated) {
   char line[2048];
   size_t n = 0;
-  line[n++] = 'C';
+  line[n++] = protocol::kContended;
   for (uint64_t v : {time_ns, uint64_t{tid}, wait_ns, uint64_t{klass}}) {
     line[n++] = ' ';
     n += put_u64(line + n, v);
@@ -289,7 +292,7 @@ void JitMapWriter::contended(uint64_t time_ns, uint32_t tid, uint64_t wait_ns, u
 }
 
 void JitMapWriter::counter(const char* name, uint64_t value) {
-  appendf("D %llu %s %llu\n", (unsigned long long)monotonic_ns(), name, (unsigned long long)value);
+  appendf("%c %llu %s %llu\n", protocol::kCounter, (unsigned long long)monotonic_ns(), name, (unsigned long long)value);
 }
 
 }  // namespace ember::agent

@@ -1,5 +1,5 @@
 // Appends code-map and Java-event lines to the file the collector tails
-// (format in symbolizer/jit_map.h). Thread-safe; bounded memory; no Java heap.
+// (format in agent/protocol.h). Thread-safe; bounded memory; no Java heap.
 #pragma once
 
 #include <atomic>

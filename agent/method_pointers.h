@@ -1,7 +1,7 @@
 // Which method an interpreted Java frame runs. HotSpot's interpreter keeps
 // the method's Method* (its metadata) in a slot of the frame, below the
 // saved rbp; ember's BPF unwinder reads that word, and the agent tells the
-// collector which method each Method* is ("P" lines, symbolizer/jit_map.h).
+// collector which method each Method* is ("P" lines, agent/protocol.h).
 //
 // A jmethodID is, up to JDK 25, the address of a slot holding the Method*.
 // Nothing here takes that on trust: the Method* read through it must lead,

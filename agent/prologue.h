@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "agent/protocol.h"
+
 namespace ember::agent {
 
 // From `offset` (bytes from the code's start) on, the caller's rsp is rsp +
@@ -29,7 +31,7 @@ struct FrameStep {
 };
 
 struct Prologue {
-  static constexpr int kMaxSteps = 4;
+  static constexpr int kMaxSteps = protocol::kMaxFrameSteps;
   // Where the whole frame (frame_words, rbp right below the return
   // address) is built, from the code's start; -1: the decoder could not tell.
   int32_t built = -1;

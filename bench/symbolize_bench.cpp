@@ -155,7 +155,7 @@ int run(int argc, char** argv) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   std::printf("rss_kb %ld\n", ru.ru_maxrss);
-  for (const std::string& w : symbolizer.warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
+  for (const std::string& w : symbolizer.take_warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
   return 0;
 }
 

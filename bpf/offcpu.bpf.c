@@ -17,6 +17,15 @@ const volatile bool offcpu_preempted = false;
 const volatile __u64 min_block_ns = 0;
 /* --waker: each block also carries the stacks of whoever woke the thread. */
 const volatile bool offcpu_waker = false;
+/* -e lock: tell the blocks in a lock (needs bpf_task_pt_regs, Linux 5.15). */
+const volatile bool tell_lock_waits = false;
+
+/* futex(2) (include/uapi/linux/futex.h: vmlinux.h has no macros). */
+#define FUTEX_WAIT 0
+#define FUTEX_LOCK_PI 6
+#define FUTEX_LOCK_PI2 13
+#define FUTEX_CMD_MASK 0x7f /* the operation, without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME */
+#define NR_FUTEX_X86_64 202
 
 /* A thread off CPU: the record of its switch out, stacks included, kept
  * in the task's own storage (no copy, freed with the task) until it runs
@@ -62,6 +71,32 @@ static __always_inline long task_state(struct task_struct *t)
 	if (bpf_core_field_exists(t->__state))
 		return BPF_CORE_READ(t, __state);
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+/* What `task`, switching out asleep, waits in: a lock when it sleeps in
+ * the futex(2) system call's FUTEX_WAIT, as glibc's mutexes (__lll_lock_wait),
+ * barriers and once-only initializers do, or FUTEX_LOCK_PI (priority-
+ * inheriting mutexes). Not FUTEX_WAIT_BITSET, glibc's condition variables,
+ * read-write locks, semaphores and joins: mostly threads waiting for work
+ * (-e offcpu has them), a JVM's parked threads among them (its monitors come
+ * from the agent). Read from the registers the thread entered the kernel
+ * with, so it holds for stripped and static binaries alike. */
+static __always_inline __u8 wait_of(struct task_struct *task)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs;
+	__u64 op;
+
+	if (!tell_lock_waits || !task->mm)
+		return EMBER_WAIT_OTHER;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (regs->orig_ax != NR_FUTEX_X86_64)
+		return EMBER_WAIT_OTHER;
+	op = regs->si & FUTEX_CMD_MASK;
+	return op == FUTEX_WAIT || op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2 ? EMBER_WAIT_LOCK : EMBER_WAIT_OTHER;
+#else
+	return EMBER_WAIT_OTHER;
+#endif
 }
 
 /* A block and its waker's stacks, joined into one record. */
@@ -111,6 +146,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 				take_stacks(ctx, (struct stack_start){}, s, pid, tid, true, false);
 				s->weight = 0;
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
+				s->wait = runnable ? EMBER_WAIT_OTHER : wait_of(prev);
 			} else {
 				COUNT(offcpu_untracked);
 			}

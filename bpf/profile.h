@@ -19,6 +19,10 @@
 #define EMBER_KIND_PREEMPTED 2   /* a thread's time off CPU while runnable (weight: ns) */
 #define EMBER_KIND_MALLOC 3      /* a sampled native allocation (weight: bytes; pad: its id with --live) */
 
+/* What a blocked thread waits in (EMBER_KIND_BLOCKED), told only for -e lock. */
+#define EMBER_WAIT_OTHER 0  /* anything else, or not told */
+#define EMBER_WAIT_LOCK 1   /* a lock: futex(2) FUTEX_WAIT or FUTEX_LOCK_PI (bpf/offcpu.bpf.c) */
+
 /* Who ended a block (EMBER_KIND_BLOCKED), with --waker. */
 #define EMBER_WAKER_NONE 0     /* not asked for, or not a block */
 #define EMBER_WAKER_UNSEEN 1   /* asked for, but no wakeup was seen for this block */
@@ -39,7 +43,8 @@ struct ember_sample {
 	__u32 cpu;
 	__u16 ustack_len;
 	__u16 kstack_len;
-	__u16 kind;      /* EMBER_KIND_* */
+	__u8 kind;       /* EMBER_KIND_* */
+	__u8 wait;       /* EMBER_KIND_BLOCKED: what the thread waits in, EMBER_WAIT_* */
 	__u8 ustack_stop;        /* why the user stack ends: EMBER_STOP_* (bpf/unwind.h) */
 	__u8 waker_ustack_stop;  /* the same for the waker's user stack */
 	__u32 pad;

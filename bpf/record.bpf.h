@@ -285,6 +285,7 @@ static __always_inline void take_stacks(void *ctx, struct stack_start start, str
 	s->pid = pid;
 	s->tid = tid;
 	s->cpu = bpf_get_smp_processor_id();
+	s->wait = EMBER_WAIT_OTHER;
 	s->pad = 0;
 	copy_comm(s->comm, task->comm);
 	copy_comm(s->process_comm, task->group_leader->comm);

@@ -5,10 +5,10 @@
 
 namespace ember::symbolizer {
 
-using flamegraph::Frame;
-using flamegraph::FrameKind;
-
 namespace {
+
+namespace protocol = agent::protocol;
+namespace setting = agent::protocol::setting;
 
 bool number(std::string_view& s, uint64_t& out, int base) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -45,16 +45,16 @@ void JitMap::line(std::string_view s) {
   s.remove_prefix(1);
   uint64_t a = 0, b = 0, c = 0, d = 0;
   switch (tag) {
-    case 'M':
+    case protocol::kMethod:
       if (number(s, a, 10) && a < (1u << 24)) {
         names_[static_cast<uint32_t>(a)] = std::string(rest_of(s));
         return;
       }
       break;
-    case 'L':
-    case 'S': {
+    case protocol::kLoad:
+    case protocol::kStub: {
       if (!number(s, a, 10) || !number(s, b, 16) || !number(s, c, 16) || b == 0 || c == 0) break;
-      if (tag == 'L' && !number(s, d, 10)) break;
+      if (tag == protocol::kLoad && !number(s, d, 10)) break;
       // Whatever this code overlaps was freed before it was placed here.
       auto it = live_.lower_bound(b);
       if (it != live_.begin()) --it;
@@ -64,12 +64,12 @@ void JitMap::line(std::string_view s) {
         it = next;
       }
       Blob& blob = live_[b];
-      blob = Blob{b, c, a, UINT64_MAX, static_cast<uint32_t>(d), tag == 'S' ? std::string(rest_of(s)) : "", {}, -1, -1, {}};
-      last_loaded_ = tag == 'L' ? &blob : nullptr;
+      blob = Blob{b, c, a, UINT64_MAX, static_cast<uint32_t>(d), tag == protocol::kStub ? std::string(rest_of(s)) : "", {}, -1, -1, {}};
+      last_loaded_ = tag == protocol::kLoad ? &blob : nullptr;
       ++code_version_;
       return;
     }
-    case 'G': {
+    case protocol::kFrame: {
       int64_t words = 0, complete = 0;
       auto signed_number = [&](int64_t& out) {
         s = rest_of(s);
@@ -91,7 +91,7 @@ void JitMap::line(std::string_view s) {
       ++code_version_;
       return;
     }
-    case 'I': {
+    case protocol::kInline: {
       if (!last_loaded_ || !number(s, a, 16)) break;
       InlinePc pc{a, static_cast<uint32_t>(inline_ids_.size()), 0};
       s = rest_of(s);
@@ -111,39 +111,40 @@ void JitMap::line(std::string_view s) {
         pcs.push_back(pc);
       return;
     }
-    case 'U': {
+    case protocol::kUnload: {
       if (!number(s, a, 10) || !number(s, b, 16)) break;
       if (auto it = live_.find(b); it != live_.end()) retire(it, a);
       ++code_version_;
       return;
     }
-    case 'P':
+    case protocol::kMethodPointer:
       if (!number(s, a, 16) || !number(s, b, 10) || a == 0 || b == 0 || b >= (1u << 24)) break;
       method_pointers_[a] = static_cast<uint32_t>(b);
       return;
-    case 'O': {
+    case protocol::kOption: {
       std::string_view rest = rest_of(s);
-      if (rest.starts_with("frames-unavailable ")) {
-        frames_unavailable_ = rest_of(rest.substr(19));
-      } else if (rest.starts_with("interpreter-methods-unavailable ")) {
-        interpreter_methods_unavailable_ = rest_of(rest.substr(32));
-      } else if (rest.starts_with("interpreter-method-slot ")) {
-        std::string_view v = rest_of(rest.substr(24));
+      size_t space = rest.find(' ');
+      std::string_view key = rest.substr(0, space), value = space == rest.npos ? "" : rest_of(rest.substr(space));
+      if (key == setting::kFramesUnavailable) {
+        frames_unavailable_ = value;
+      } else if (key == setting::kMethodsUnavailable) {
+        interpreter_methods_unavailable_ = value;
+      } else if (key == setting::kMethodSlot) {
         int32_t slot = 0;
-        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), slot);
-        if (ec != std::errc() || p == v.data() || slot >= 0 || slot < -64) break;
+        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), slot);
+        if (ec != std::errc() || p == value.data() || slot >= 0 || slot < -64) break;
         method_slot_ = slot;
         ++code_version_;
       }
       return;  // the others: JavaEvents's
     }
-    case 'K':
-    case 'T':
-    case 'A':
-    case 'F':
-    case 'C':
-    case 'D':
-      return;  // Java events: JavaEvents's (symbolizer/java_events.h)
+    case protocol::kClass:
+    case protocol::kThread:
+    case protocol::kAlloc:
+    case protocol::kFree:
+    case protocol::kContended:
+    case protocol::kCounter:
+      return;  // Java events: JavaEvents's (user/java/java_events.h)
   }
   ++bad_lines_;
 }
@@ -164,7 +165,7 @@ bool JitMap::frame_steps(std::string_view s, int32_t words, int32_t complete, st
                   (out.empty() || step.offset > out.back().offset);
     bool sized = step.cfa_words >= 1 && step.cfa_words <= words;
     bool rbp = step.rbp_slot == 0 || (step.rbp_slot <= -2 && step.rbp_slot >= -step.cfa_words);
-    if (!placed || !sized || !rbp || out.size() == kMaxFrameSteps) return false;
+    if (!placed || !sized || !rbp || out.size() == protocol::kMaxFrameSteps) return false;
     out.push_back(step);
   }
   return true;
@@ -177,10 +178,10 @@ std::vector<JitMap::Code> JitMap::live_code() const {
     Code c{Code::Kind::Other, b.start, b.size, b.frame_words, b.complete, b.steps};
     if (b.method) {
       c.kind = Code::Kind::Compiled;
-    } else if (b.stub == "Interpreter") {
+    } else if (b.stub == protocol::kInterpreter) {
       c.kind = Code::Kind::Interpreter;
       c.method_slot = method_slot_;
-    } else if (b.stub == "call_stub") {
+    } else if (b.stub == protocol::kCallStub) {
       c.kind = Code::Kind::CallStub;
     }
     code.push_back(c);
@@ -246,7 +247,7 @@ std::vector<Frame> JitMap::frames(const Location& at) const {
   const Blob* blob = find_blob(at.start, at.load_ns);
   if (!blob) return {};
   if (blob->method == 0) {
-    bool interpreter = blob->stub == "Interpreter";
+    bool interpreter = blob->stub == protocol::kInterpreter;
     return {Frame{blob->stub, interpreter ? FrameKind::Interpreted : FrameKind::Native, "[jvm generated code]"}};
   }
   std::vector<Frame> out;

@@ -1,115 +1,8 @@
 // The code map a JVM publishes through libember-agent.so: which Java method
-// (and which inlined callees) a JIT address belonged to at a given time, and
-// where the interpreter and stubs are. Written by agent/jitmap_writer.cpp as
-// text lines, appended while the JVM runs:
-//   # ember-jitmap 1 pid N
-//   M <id> <name>                  method id -> "com.example.Foo.bar"
-//   L <ns> <start> <size> <id>     compiled method loaded at [start, start+size)
-//   I <pc_off> <id>,<id>,...       after its L: the frames at start+pc_off, innermost first
-//   U <ns> <start>                 the compiled method at start was freed
-//   S <ns> <start> <size> <name>   generated code: interpreter, stubs, adapters
-//   P <pointer> <id>               interpreted frames whose Method* slot holds
-//                                  <pointer> (hex) run method <id>; a later P
-//                                  line for the same pointer replaces it (its
-//                                  class was unloaded, the memory reused)
-//   G <start> <words> <complete> [<offset>:<cfa>:<rbp> ...]
-//                                  right after the L or S line of the code at
-//                                  start: its frame. <words> (decimal): the
-//                                  frame's size in 8-byte words, return address
-//                                  and saved rbp included (HotSpot's
-//                                  CodeBlob::_frame_size: the caller's rsp is
-//                                  rsp + 8 * words once the frame is complete,
-//                                  its rbp saved right below the return
-//                                  address; 0: the code builds no frame, the
-//                                  return address stays at rsp: the
-//                                  method-handle intrinsics, which jump on to
-//                                  their target, and the vtable and itable
-//                                  stubs, which jump to theirs).
-//                                  <complete> (decimal): the offset in bytes
-//                                  from start where the frame is complete: for
-//                                  a compiled method whose prologue the agent
-//                                  decoded (agent/prologue.h), right after the
-//                                  instruction that finishes it; else
-//                                  HotSpot's frame-complete offset, which may
-//                                  lie further (it counts in what follows the
-//                                  frame's construction: the nmethod entry
-//                                  barrier on JDK 25); -1 when HotSpot says it
-//                                  never is (or it lies before start). Before
-//                                  it the return address is at rsp, except
-//                                  where a step says otherwise: from <offset>
-//                                  (decimal, bytes from start, increasing, each
-//                                  below <complete>) on, the caller's rsp is
-//                                  rsp + 8 * <cfa> and its rbp is saved at
-//                                  that rsp + 8 * <rbp> (negative; 0: still in
-//                                  rbp): a prologue's frame half built (after
-//                                  push rbp, or after sub rsp before rbp is
-//                                  stored), at most 4 steps. The epilogues
-//                                  that tear the frame down are not marked:
-//                                  ember's unwinder reads them (bpf/unwind.bpf.c).
-//                                  Every compiled method gets a G line unless
-//                                  the agent could not match its code to the
-//                                  code cache (counted: D frames-unmatched);
-//                                  generated code when it is a blob of its own
-//                                  with a frame (RuntimeStub, SafepointBlob,
-//                                  ...) or a vtable or itable stub (0 words),
-//                                  not the other stubs that share a blob
-//                                  (StubRoutines, the interpreter). None at all
-//                                  after "O frames-unavailable <entry>": the
-//                                  JVM's VMStructs lack <entry>
-// Times are CLOCK_MONOTONIC nanoseconds, the clock of the BPF samples; an
-// L or S time of 0 is code that was there before the stream began (replayed
-// when the agent attaches to a running JVM, while the recording runs).
-// Addresses and sizes are hex.
-//
-// Java events, with the agent options alloc, live and lock (read by
-// symbolizer/java_events.h; JitMap skips them). Numbers are decimal.
-//   O <key> <value>                a setting, before the events it governs:
-//                                  alloc-interval <bytes> (mean bytes between
-//                                  allocation samples), live-max <n> (samples
-//                                  are followed for liveness, at most n at a
-//                                  time), lock-interval <ns>; alloc-unavailable
-//                                  or lock-unavailable when the JVM refused;
-//                                  at the end of a live stream, live-end gc
-//                                  (after a full GC: what is left is live) or
-//                                  live-end none (no GC: the JVM exited with a
-//                                  collector other than G1, or the stream was
-//                                  replaced; garbage not yet collected is left);
-//                                  native-library <start> <end> <bias> <path>
-//                                  (hex) before the first A line with a native
-//                                  frame in that file: it is mapped at
-//                                  [start, end), address - bias is the address
-//                                  in the file's symbol table;
-//                                  frames-unavailable <entry> (no G lines);
-//                                  interpreter-method-slot <n> (decimal): an
-//                                  interpreted frame's Method* is at rbp + 8n;
-//                                  interpreter-methods-unavailable <reason>:
-//                                  no P lines (the JVM's VMStructs lack an
-//                                  entry, or its jmethodIDs are no Method* slots)
-//   K <id> <name>                  class id -> "java.lang.String", "byte[]"
-//   T <tid> <name>                 a thread's name, before its first event
-//   A <ns> <tid> <size> <class> <sample> <frames> [<native>]
-//                                  an allocation sample: an object of <size>
-//                                  bytes; <sample> > 0 numbers a followed one
-//                                  (live), 0 when not followed; <native>, only
-//                                  when native code allocated (JNI): its frames
-//                                  from the innermost Java frame (a native
-//                                  method) to the JNI function, innermost
-//                                  first, call-site addresses in hex,
-//                                  comma-separated (at most 32)
-//   F <ns> <sample>                the followed object of <sample> was freed
-//                                  (seen at <ns>)
-//   C <ns> <tid> <wait> <class> <frames>
-//                                  a thread waited <wait> ns from <ns> to enter
-//                                  a contended monitor of class <class>; waits
-//                                  under lock-interval are sampled, one record
-//                                  per lock-interval ns of them
-//   D <ns> <counter> <value>       losses inside the agent over the stream
-//                                  (reentered, write-error-bytes,
-//                                  frames-unmatched: compiled methods without
-//                                  a G line)
-// <tid> is the Linux thread id. <frames>: method ids (M lines), innermost
-// first, comma-separated; "-" for none; a last "+" when the agent cut the
-// stack at its depth limit (128). Unknown lines are counted and skipped.
+// (and which inlined callees) a JIT address belonged to at a given time,
+// where the interpreter and stubs are, and their frames. Read from the
+// agent's stream (format: agent/protocol.h); its Java events are
+// user/java/java_events.h's.
 #pragma once
 
 #include <cstdint>
@@ -119,8 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "flamegraph/profile.h"
+#include "agent/protocol.h"
 #include "symbolizer/line_buffer.h"
+#include "symbolizer/symbol.h"
 
 namespace ember::symbolizer {
 
@@ -143,7 +37,7 @@ class JitMap {
   // The code that covered `address` at `time_ns`, if the JVM published any.
   Location locate(uint64_t address, uint64_t time_ns) const;
   // The frames at a location, innermost (leaf) first; empty once forgotten.
-  std::vector<flamegraph::Frame> frames(const Location& at) const;
+  std::vector<Frame> frames(const Location& at) const;
   // Forgets freed code older than `time_ns` (no pending sample is older).
   void forget_before(uint64_t time_ns);
 
@@ -154,7 +48,6 @@ class JitMap {
     int32_t cfa_words = 1, rbp_slot = 0;
     bool operator==(const FrameStep&) const = default;
   };
-  static constexpr size_t kMaxFrameSteps = 4;
 
   // Live code and its frames, for the unwinder (user/session/unwinder.h).
   struct Code {

@@ -542,10 +542,13 @@ void Symbolizer::end_window() {
     return !reachable || window_ - std::max(m.used_window, m.mapped_window) >= options_.idle_windows;
   });
   evict_over_cap();
-  // A binary read again warns again.
+  ++window_;
+}
+
+std::vector<std::string> Symbolizer::take_warnings() {
   std::set<std::string> seen;
   std::erase_if(warnings_, [&](const std::string& w) { return !seen.insert(w).second; });
-  ++window_;
+  return std::exchange(warnings_, {});
 }
 
 void Symbolizer::evict_over_cap() {

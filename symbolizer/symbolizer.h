@@ -111,8 +111,10 @@ class Symbolizer {
   // Files held open: one per (device, inode) mapped by a remembered process.
   size_t open_files() const { return files_.size() + files_by_path_.size(); }
 
-  // Problems worth telling the user once (kptr_restrict, unreadable files).
-  const std::vector<std::string>& warnings() const { return warnings_; }
+  // Problems worth telling the user (kptr_restrict, unreadable files) met
+  // since the last call, each once; they are forgotten, so a long session
+  // holds none (a binary read again after eviction warns again).
+  std::vector<std::string> take_warnings();
   // Distinct binaries held now: copies of one build (a container's libc and
   // the host's) count once.
   struct Binary {

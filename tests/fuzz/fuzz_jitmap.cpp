@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "symbolizer/java_events.h"
+#include "user/java/java_events.h"
 #include "symbolizer/jit_map.h"
 
 namespace {
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   size_t cut = size ? data[0] % (size + 1) : 0;
   JitMap map;
-  ember::symbolizer::JavaEvents events;
+  ember::java::JavaEvents events;
   map.feed(text.substr(0, cut));
   events.feed(text.substr(0, cut));
   map.feed(text.substr(cut));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # -e lock: time blocked in futex waits (pthread mutexes), with the waiter's
 # stack. Two threads take turns holding one mutex for 20 ms, 10 times each;
-# the workload measures its own waits around pthread_mutex_lock.
+# the workload measures its own waits around pthread_mutex_lock. A third
+# waits on a condition variable all along: no lock wait.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 "$EMBER" record -e lock --no-java -o "$TMP/lock.folded" -- "$WORKLOADS/lock_contention" 10 20 >"$TMP/out" 2>"$TMP/err" ||
@@ -12,6 +13,10 @@ echo "lock: workers waited $((waits / 1000000)) ms in futex waits; they measured
 (( truth > 50000000 )) || fail "the workload barely contended ($truth ns): nothing to measure"
 (( waits * 100 >= truth * 90 && waits * 100 <= truth * 110 )) || fail "$waits ns, not $truth ns ±10%: $(cat "$TMP/lock.folded")"
 assert_absent "$TMP/lock.folded" 'hold_lock' "the holder's sleep (not a futex) counted as a lock wait"
+# The idle thread waits ~400 ms for work; on its wakeup it may wait some
+# microseconds more for the condition's mutex, a lock wait indeed.
+idle=$(weight "$TMP/lock.folded" ';wait_for_work;')
+(( idle < 20000000 )) || fail "a condition variable's wait counted as a lock wait: $idle ns in wait_for_work: $(cat "$TMP/lock.folded")"
 assert_contains "$TMP/err" "waiting for locks \\(mutexes"
 
 # With a second program on the scheduler's tracepoints (another ember here;

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "flamegraph/folded.h"
-#include "symbolizer/java_events.h"
+#include "user/java/java_events.h"
 #include "user/java/java_profiles.h"
 
 int main(int argc, char** argv) {
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "java_events_dump: cannot read %s: %s\n", path, std::strerror(errno));
     return 1;
   }
-  symbolizer::JavaEvents events;
+  java::JavaEvents events;
   char buffer[1 << 16];
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) events.feed(std::string_view(buffer, in.gcount()));
   flamegraph::Profile profile = java_profile(events, kind, process, options);

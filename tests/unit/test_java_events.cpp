@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "flamegraph/folded.h"
-#include "symbolizer/java_events.h"
+#include "user/java/java_events.h"
 #include "symbolizer/jit_map.h"
 #include "user/java/java_profiles.h"
 
 using ember::JavaProcess;
 using ember::JavaProfileKind;
 using ember::JavaProfileOptions;
-using ember::symbolizer::JavaEvents;
+using ember::java::JavaEvents;
 using ember::symbolizer::JitMap;
 
 namespace {

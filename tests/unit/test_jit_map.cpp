@@ -2,16 +2,26 @@
 
 #include "symbolizer/jit_map.h"
 
-using ember::flamegraph::FrameKind;
+using ember::symbolizer::FrameKind;
 using ember::symbolizer::JitMap;
 
 namespace {
+
+std::string_view kind_name(FrameKind k) {
+  switch (k) {
+    case FrameKind::Native: return "native";
+    case FrameKind::Jit: return "jit";
+    case FrameKind::Inlined: return "inlined";
+    case FrameKind::Interpreted: return "interpreted";
+    default: return "other";
+  }
+}
 
 std::vector<std::string> names(const JitMap& map, uint64_t address, uint64_t time) {
   std::vector<std::string> out;
   auto at = map.locate(address, time);
   if (!at) return out;
-  for (const auto& f : map.frames(at)) out.push_back(f.name + "/" + std::string(ember::flamegraph::kind_name(f.kind)));
+  for (const auto& f : map.frames(at)) out.push_back(f.name + "/" + std::string(kind_name(f.kind)));
   return out;
 }
 

@@ -1,6 +1,8 @@
 /* Two threads contending on one pthread mutex: each holds it for HOLD_MS
  * in hold_lock, so the other waits in wait_for_lock. Prints the time the
  * threads spent waiting, as measured around pthread_mutex_lock: "waited_ns N".
+ * A third thread waits for work on a condition variable all along, in
+ * wait_for_work: an idle wait, not a lock wait.
  * Usage: lock_contention [rounds] [hold_ms] (default 10, 20). */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +14,9 @@ static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static int rounds = 10;
 static long hold_ms = 20;
 static unsigned long waited_ns;  /* under the mutex */
+static pthread_mutex_t work_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
+static int done;  /* under work_mutex */
 
 __attribute__((noinline)) void hold_lock(void)
 {
@@ -24,6 +29,21 @@ __attribute__((noinline)) void wait_for_lock(void)
 	struct timespec start = now();
 	pthread_mutex_lock(&mutex);
 	waited_ns += (unsigned long)(seconds_since(start) * 1e9);
+}
+
+__attribute__((noinline)) void wait_for_work(void)
+{
+	pthread_mutex_lock(&work_mutex);
+	while (!done)
+		pthread_cond_wait(&work, &work_mutex);
+	pthread_mutex_unlock(&work_mutex);
+}
+
+static void *idle(void *arg)
+{
+	(void)arg;
+	wait_for_work();
+	return NULL;
 }
 
 static void *worker(void *arg)
@@ -39,15 +59,21 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	pthread_t a, b;
+	pthread_t a, b, c;
 	if (argc > 1)
 		rounds = atoi(argv[1]);
 	if (argc > 2)
 		hold_ms = atol(argv[2]);
+	pthread_create(&c, NULL, idle, NULL);
 	pthread_create(&a, NULL, worker, NULL);
 	pthread_create(&b, NULL, worker, NULL);
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
+	pthread_mutex_lock(&work_mutex);
+	done = 1;
+	pthread_cond_signal(&work);
+	pthread_mutex_unlock(&work_mutex);
+	pthread_join(c, NULL);
 	printf("waited_ns %lu\n", waited_ns);
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "flamegraph/output.h"
+#include "user/events/timer.h"
 #include "user/session/cgroup.h"
 #include "user/session/host.h"
 #include "user/session/record_channel.h"
@@ -238,9 +239,11 @@ std::vector<std::expected<void, std::string>> write_window(const Window& window,
 }
 
 // --window: cuts window `n` while recording goes on, writes it and says so
-// in one line.
-std::expected<void, std::string> cut_window(Session& session, const std::vector<std::string>& outputs, unsigned n) {
+// in one line (after what the symbolizer warned of).
+std::expected<void, std::string> cut_window(Session& session, const std::vector<std::string>& outputs, unsigned n,
+                                            const std::function<void(const std::string&)>& warn) {
   Window window = session.cut(false);
+  for (const std::string& warning : window.symbol_warnings) warn(warning);
   std::vector<std::string> files = window_files(outputs, n);
   std::vector<std::expected<void, std::string>> written = write_window(window, files);
   for (const auto& w : written)
@@ -271,8 +274,8 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
   const SamplerCounters& counters = w.counters;
   const CollectorStats& stats = w.graphs.front().stats;
   bool kernel_hidden = session.kernel_symbols_hidden();
-  bool samples_cpu = session.plan().sampler.cpu;
-  for (const std::string& warning : session.symbol_warnings()) warn(warning);
+  bool samples_cpu = find_part<events::CpuTimer>(session.plan().sampler.parts) != nullptr;
+  for (const std::string& warning : w.symbol_warnings) warn(warning);
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", w.seconds);
   std::string names;
@@ -309,7 +312,8 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
   if (lone_cpu)
     std::fprintf(stderr, "  unknown     %llu  addresses not symbolized (in %llu samples)%s\n", n(stats.unknown_addresses),
                  n(stats.unknown_samples), kernel_hidden ? "; kernel frames unnamed, see the warning above" : "");
-  if (session.plan().sampler.offcpu)
+  if (std::any_of(w.graphs.begin(), w.graphs.end(),
+                  [](const WindowGraph& g) { return g.view.kinds & 1u << EMBER_KIND_BLOCKED; }))
     std::fprintf(stderr, "  untracked   %llu  (switches off CPU not recorded: the off-CPU table was full)\n",
                  n(counters.offcpu_untracked));
   for (const WindowGraph& g : w.graphs)
@@ -469,7 +473,7 @@ int run_record(const RecordOptions& o) {
       break;
     }
     if (o.window > 0 && elapsed() >= window_ends) {
-      if (auto done = cut_window(session, outputs, ++windows); !done) {
+      if (auto done = cut_window(session, outputs, ++windows, warn); !done) {
         status.clear();
         warn(done.error());
       }

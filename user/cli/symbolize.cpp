@@ -119,7 +119,7 @@ int run_symbolize(const SymbolizeOptions& o) {
       std::printf("%s\t?? not a hex address\n", text[i].c_str());
     }
   }
-  for (const std::string& w : symbolizer.warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
+  for (const std::string& w : symbolizer.take_warnings()) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
   // Status 2, as for other bad arguments: the answers are all there, but
   // a script should not take a half-read input for a complete one.
   return bad ? 2 : 0;

@@ -1,5 +1,6 @@
 // Bytes allocated by Java code: the JVMs' agents sample allocations
 // (JVMTI SampledObjectAlloc) and stream them; no kernel records feed it.
+#include "agent/protocol.h"
 #include "user/events/event.h"
 
 namespace ember::events {
@@ -11,7 +12,10 @@ std::expected<void, std::string> check(const Resolved&, const Scope& scope) {
 }
 
 std::string agent_options(const Resolved& s) {
-  return ",alloc=" + std::to_string(s.settings.alloc_interval) + (s.settings.live ? ",live" : "");
+  namespace args = agent::protocol::args;
+  std::string options = std::string(",") + args::kAlloc + "=" + std::to_string(s.settings.alloc_interval);
+  if (s.settings.live) options += std::string(",") + args::kLive;
+  return options;
 }
 
 EventView view(const Resolved& s) {

@@ -1,18 +1,39 @@
-// What the events built on sched_switch (offcpu, wall, lock) ask of the
-// kernel alike.
+// What the events built on sched_switch (offcpu, wall, lock) share: their
+// kernel part and their view of blocks.
 #pragma once
+
+#include <algorithm>
 
 #include "user/events/event.h"
 
 namespace ember::events {
 
+// bpf/offcpu.bpf.c: sched_switch records each block off CPU with the
+// blocked thread's stacks; sched_waking, with `waker`, its waker's stacks.
+class SchedSwitch : public KernelPart {
+ public:
+  uint64_t min_block_ns = UINT64_MAX;  // shorter blocks are not sent
+  bool preempted = false;              // blocks while runnable too (wall-clock time)
+  bool waker = false;                  // blocks carry their waker's stacks
+  bool lock_waits = false;             // tell the blocks in a lock (EMBER_WAIT_LOCK)
+
+  std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override;
+  std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override;
+};
+
 // Blocks of at least the event's --min-block are sent (the shortest any
 // event of the recording keeps), with their wakers' stacks under --waker.
-inline std::expected<void, std::string> track_blocks(const Resolved& s, const Scope&, SamplerConfig& config,
-                                                     std::vector<std::string>&) {
-  config.min_block_ns = config.offcpu ? std::min(config.min_block_ns, s.min_block_ns) : s.min_block_ns;
-  config.offcpu = true;
-  config.offcpu_waker = config.offcpu_waker || s.settings.waker;
+inline SchedSwitch& track_blocks(const Resolved& s, SamplerConfig& config) {
+  SchedSwitch& blocks = kernel_part<SchedSwitch>(config.parts);
+  blocks.min_block_ns = std::min(blocks.min_block_ns, s.min_block_ns);
+  blocks.waker = blocks.waker || s.settings.waker;
+  return blocks;
+}
+
+// track_blocks as an Event::configure.
+inline std::expected<void, std::string> configure_blocks(const Resolved& s, const Scope&, SamplerConfig& config,
+                                                         std::vector<std::string>&) {
+  track_blocks(s, config);
   return {};
 }
 

@@ -6,11 +6,10 @@
 namespace ember::events {
 namespace {
 
-template <SampleEvent kEvent>
+template <CpuTimer::Clock kClock>
 std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
                                            std::vector<std::string>&) {
-  sample_on_timer(s, config);
-  config.event = kEvent;
+  sample_on_timer(s, config).clock = kClock;
   return {};
 }
 
@@ -30,7 +29,7 @@ extern const Event kCpuClock = {
     .unit = "samples",
     .settings = kFrequency,
     .samples_cpu = true,
-    .configure = configure<SampleEvent::CpuClock>,
+    .configure = configure<CpuTimer::Clock::CpuClock>,
     .view = view,
     .info = frequency_info,
     .summary = summary,
@@ -43,7 +42,7 @@ extern const Event kCycles = {
     .settings = kFrequency,
     .samples_cpu = true,
     .served = false,
-    .configure = configure<SampleEvent::Cycles>,
+    .configure = configure<CpuTimer::Clock::Cycles>,
     .view = view,
     .info = frequency_info,
     .summary = summary,

@@ -3,14 +3,95 @@
 // (and, with --live, follow each sampled pointer to its free).
 #include <sys/stat.h>
 
+#include <bpf/libbpf.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 
+#include "profile.skel.h"
 #include "symbolizer/elf_facts.h"
 #include "user/events/event.h"
 
 namespace ember::events {
 namespace {
+
+// ember_mmap's cookie for `library`: where mmap lies in the library's
+// executable segment (its offset there << 32 | the segment's size), so the
+// probe tells the library's own calls (malloc's) from the program's.
+std::expected<uint64_t, std::string> mmap_cookie(const std::string& library) {
+  auto place = symbolizer::exported_function_place(library, "mmap");
+  if (!place) return std::unexpected(place.error());
+  if (place->segment_size > UINT32_MAX) return std::unexpected(library + ": its code segment is over 4 GiB");
+  return place->offset << 32 | place->segment_size;
+}
+
+// bpf/malloc.bpf.c: uprobes on the C libraries' malloc, calloc, realloc and
+// mmap (and, with `live`, their returns, free and munmap), in every
+// process mapping them.
+class MallocProbes : public KernelPart {
+ public:
+  std::vector<std::string> libraries;  // paths ember can open
+  uint64_t interval = 512 * 1024;      // bytes per sample
+  bool live = false;                   // follow sampled pointers until freed
+
+  std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override {
+    skel.rodata->malloc_interval = std::max<uint64_t>(interval, 1);
+    skel.rodata->malloc_live = live;
+    for (bpf_program* prog : {skel.progs.ember_malloc, skel.progs.ember_calloc, skel.progs.ember_realloc})
+      bpf_program__set_autoload(prog, true);
+    bpf_program__set_autoload(skel.progs.ember_alloc_return, live);
+    bpf_program__set_autoload(skel.progs.ember_free, live);
+    // mmap's probe tells the C library's own calls by a BPF cookie (Linux 5.15+).
+    mmaps_ = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) > 0;
+    if (!mmaps_)
+      warnings.push_back(
+          "-e malloc: mmap calls are not recorded: this kernel has no BPF cookies for uprobes (Linux 5.15+)");
+    bpf_program__set_autoload(skel.progs.ember_mmap, mmaps_);
+    bpf_program__set_autoload(skel.progs.ember_mmap_return, mmaps_ && live);
+    return {};
+  }
+
+  std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override {
+    struct Probe {
+      bpf_program* prog;
+      const char* function;
+      bool ret;
+      uint64_t cookie = 0;
+    };
+    for (const std::string& library : libraries) {
+      std::vector<Probe> probes = {{skel.progs.ember_malloc, "malloc", false},
+                                   {skel.progs.ember_calloc, "calloc", false},
+                                   {skel.progs.ember_realloc, "realloc", false}};
+      if (live) {
+        for (const char* f : {"malloc", "calloc", "realloc"}) probes.push_back({skel.progs.ember_alloc_return, f, true});
+        probes.push_back({skel.progs.ember_free, "free", false});
+      }
+      if (mmaps_) {
+        if (auto cookie = mmap_cookie(library); !cookie) {
+          warnings.push_back("-e malloc: mmap calls are not recorded: " + cookie.error());
+        } else {
+          probes.push_back({skel.progs.ember_mmap, "mmap", false, *cookie});
+          if (live) {
+            probes.push_back({skel.progs.ember_mmap_return, "mmap", true});
+            probes.push_back({skel.progs.ember_free, "munmap", false});
+          }
+        }
+      }
+      for (const Probe& p : probes) {
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = p.cookie, .retprobe = p.ret, .func_name = p.function);
+        if (!keep(bpf_program__attach_uprobe_opts(p.prog, -1, library.c_str(), 0, &opts)))
+          return std::unexpected("-e malloc: cannot put a uprobe on " + std::string(p.function) + " in " + library +
+                                 ": " + errno_text(errno) +
+                                 " (the kernel needs uprobes, CONFIG_UPROBE_EVENTS; record without -e malloc)");
+      }
+    }
+    return {};
+  }
+
+ private:
+  bool mmaps_ = false;
+};
 
 // The C library a process maps, as a path ember can open (through the
 // process's root, for containers); empty if it maps none (a static binary).
@@ -48,6 +129,7 @@ void add_library(std::vector<std::string>& libraries, const std::string& path) {
 // everything else, a command included.
 std::expected<void, std::string> configure(const Resolved& s, const Scope& scope, SamplerConfig& config,
                                            std::vector<std::string>& warnings) {
+  MallocProbes& probes = kernel_part<MallocProbes>(config.parts);
   for (uint32_t pid : scope.pids) {
     std::string libc = libc_of("/proc/" + std::to_string(pid));
     if (libc.empty())
@@ -55,26 +137,26 @@ std::expected<void, std::string> configure(const Resolved& s, const Scope& scope
                          " maps no libc.so.6 (a static binary, or its own allocator): -e malloc cannot see its "
                          "allocations");
     else
-      add_library(config.malloc_libraries, libc);
+      add_library(probes.libraries, libc);
   }
   // The cgroups' processes are not named one by one: no warning for those
   // without a libc (kernel threads in the root cgroup among them).
   for (uint32_t pid : scope.members)
     if (std::string libc = libc_of("/proc/" + std::to_string(pid)); !libc.empty())
-      add_library(config.malloc_libraries, libc);
+      add_library(probes.libraries, libc);
   if (!scope.command.empty() && symbolizer::is_static_executable(scope.command).value_or(false))
     warnings.push_back(scope.command +
                        " is statically linked (no libc.so.6): -e malloc cannot see its allocations, only those of "
                        "the dynamically linked programs it starts");
   // Processes that start in an empty cgroup most likely use the host's.
-  if (scope.pids.empty() && config.malloc_libraries.empty()) config.malloc_libraries.push_back(libc_of("/proc/self"));
-  if (config.malloc_libraries.empty() || config.malloc_libraries.front().empty())
+  if (scope.pids.empty() && probes.libraries.empty()) probes.libraries.push_back(libc_of("/proc/self"));
+  if (probes.libraries.empty() || probes.libraries.front().empty())
     return std::unexpected(
         "-e malloc: none of the targets maps a shared libc.so.6, the allocator ember probes (static binaries and "
         "other allocators, such as jemalloc linked in, are not seen): profile their CPU time with -e cpu-clock, or "
         "relink them against glibc's malloc");
-  config.malloc_interval = s.settings.alloc_interval;
-  config.malloc_live = s.settings.live;
+  probes.interval = s.settings.alloc_interval;
+  probes.live = s.settings.live;
   return {};
 }
 

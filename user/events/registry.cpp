@@ -89,7 +89,6 @@ std::expected<Plan, std::string> plan(const std::vector<std::string>& names, con
                                       const Scope& scope, const HostFacts& host, std::vector<std::string>& warnings,
                                       Spelling spelling) {
   Plan plan;
-  plan.sampler.cpu = false;
   const Event* cpu = nullptr;
   uint32_t taken = 0;
   for (const std::string& name : names) {

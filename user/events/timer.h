@@ -1,15 +1,36 @@
 // What the events sampled by the perf-event timer (cpu-clock, cycles,
-// wall) share.
+// wall) share: the timer, their kernel part.
 #pragma once
+
+#include <vector>
 
 #include "user/events/event.h"
 
 namespace ember::events {
 
+// A perf event on every online CPU, ticking at `frequency` Hz, runs
+// bpf/cpu.bpf.c's program, which records the running task's stacks.
+class CpuTimer : public KernelPart {
+ public:
+  enum class Clock { CpuClock, Cycles };  // the software timer, or the hardware cycle counter
+  Clock clock = Clock::CpuClock;
+  uint32_t frequency = 99;
+
+  ~CpuTimer() override;
+  std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override;
+  std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override;
+  void detach() override;
+
+ private:
+  std::vector<int> perf_fds_;
+};
+
 // The timer runs at -F on every CPU.
-inline void sample_on_timer(const Resolved& s, SamplerConfig& config) {
-  config.cpu = true;
-  config.frequency = static_cast<uint32_t>(s.settings.frequency);
+inline CpuTimer& sample_on_timer(const Resolved& s, SamplerConfig& config) {
+  CpuTimer& timer = kernel_part<CpuTimer>(config.parts);
+  timer.frequency = static_cast<uint32_t>(s.settings.frequency);
+  config.frequency = timer.frequency;
+  return timer;
 }
 
 inline std::vector<std::pair<std::string, std::string>> frequency_info(const Resolved& s) {

@@ -1,5 +1,6 @@
 // Wall-clock time: CPU time as the samples of a timer, each weighing its
 // period, beside every block off CPU (runnable ones included), in ns.
+#include "user/events/blocks.h"
 #include "user/events/event.h"
 #include "user/events/timer.h"
 
@@ -9,8 +10,9 @@ namespace {
 std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
                                            std::vector<std::string>&) {
   sample_on_timer(s, config);  // the timer of a CPU event given beside it, if any
-  config.min_block_ns = 0;  // every block: the offcpu graph drops short ones itself
-  config.offcpu = config.offcpu_preempted = true;
+  SchedSwitch& blocks = kernel_part<SchedSwitch>(config.parts);
+  blocks.min_block_ns = 0;  // every block: the offcpu graph drops short ones itself
+  blocks.preempted = true;
   return {};
 }
 

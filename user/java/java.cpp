@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "agent/protocol.h"
 #include "user/java/java_attach.h"
 
 namespace ember {
@@ -29,6 +30,11 @@ bool preserves_frame_pointer(pid_t pid) {
 }
 
 }  // namespace
+
+std::string JavaSession::agent_options(const std::string& out) const {
+  namespace protocol = agent::protocol;
+  return std::string(protocol::args::kOut) + "=" + out + "," + protocol::args::kLease + events_;
+}
 
 std::string default_agent_path() {
   std::error_code ec;
@@ -66,7 +72,7 @@ void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& 
       continue;
     }
     std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
-    if (auto r = java::load_agent(pid, *agent, "out=" + map + ",lease" + events_); !r) {
+    if (auto r = java::load_agent(pid, *agent, agent_options(map)); !r) {
       std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
       continue;
     }
@@ -94,7 +100,7 @@ std::expected<std::string, std::string> JavaSession::tool_options(const std::str
   if (!dir) return std::unexpected(dir.error());
   started_dir_.emplace(std::move(*dir));
   started_frame_pointers_ = add_frame_pointers;
-  std::string opts = "-agentpath:" + agent_path_ + "=out=" + started_dir_->path() + "/{pid}.jitmap,lease" + events_;
+  std::string opts = "-agentpath:" + agent_path_ + "=" + agent_options(started_dir_->path() + "/{pid}.jitmap");
   if (add_frame_pointers) opts += " -XX:+PreserveFramePointer";
   return existing.empty() ? opts : existing + " " + opts;
 }
@@ -118,7 +124,7 @@ void JavaSession::detach() {
   for (const Attached& a : attached_) {
     // The JVM may have exited: nothing to stop then. With live objects
     // followed, the stop runs a full GC first: give it time.
-    java::load_agent(a.pid, a.agent_path, "stop", 15000);
+    java::load_agent(a.pid, a.agent_path, agent::protocol::args::kStop, 15000);
   }
   attached_.clear();
   // The directories go after the stops: an agent's lease ends with them.

@@ -45,6 +45,9 @@ class JavaSession {
   void detach();
 
  private:
+  // The agent's options for a stream written to `out`, leased, with `events`.
+  std::string agent_options(const std::string& out) const;
+
   std::string agent_path_;
   std::string events_;
   bool unwinds_jit_;

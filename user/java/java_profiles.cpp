@@ -12,7 +12,7 @@ namespace {
 using flamegraph::Frame;
 using flamegraph::FrameId;
 using flamegraph::FrameKind;
-using symbolizer::JavaEvents;
+using java::JavaEvents;
 
 // Frames of native code by (library, address): the function, then what
 // was inlined into it at the call site.

@@ -1,5 +1,5 @@
 // Java allocation and lock profiles from the events a JVM's agent wrote
-// (symbolizer/java_events.h): stacks of process, [thread,] Java frames
+// (user/java/java_events.h): stacks of process, [thread,] Java frames
 // outermost first, the native frames of an allocation made by native code
 // (the C code of a JNI method, then the JNI function it called), and the
 // allocated class — or the contended monitor's class — as the top frame
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "flamegraph/profile.h"
-#include "symbolizer/java_events.h"
+#include "user/java/java_events.h"
 #include "symbolizer/symbolizer.h"
 
 namespace ember {
@@ -61,17 +61,17 @@ std::string_view java_unit(JavaProfileKind kind);
 // Adds one JVM's events of `kind` to `profile` (which may hold other JVMs'
 // already: equal stacks merge). Weights are rounded estimates; a site whose
 // estimate rounds to 0 is left out.
-void add_java_profile(const symbolizer::JavaEvents& events, JavaProfileKind kind, const JavaProcess& process,
+void add_java_profile(const java::JavaEvents& events, JavaProfileKind kind, const JavaProcess& process,
                       const JavaProfileOptions& options, flamegraph::Profile& profile);
 
 // Facts about one JVM's events for the report and the graph's info
 // (samples, intervals, what live could not follow, losses, bad lines).
-std::vector<std::pair<std::string, std::string>> java_profile_info(const symbolizer::JavaEvents& events,
+std::vector<std::pair<std::string, std::string>> java_profile_info(const java::JavaEvents& events,
                                                                    JavaProfileKind kind,
                                                                    const JavaProfileOptions& options);
 
 // One JVM's profile of `kind`: event, unit and info set.
-flamegraph::Profile java_profile(const symbolizer::JavaEvents& events, JavaProfileKind kind,
+flamegraph::Profile java_profile(const java::JavaEvents& events, JavaProfileKind kind,
                                  const JavaProcess& process, const JavaProfileOptions& options);
 
 }  // namespace ember

@@ -222,7 +222,11 @@ void Collector::update_jvms(bool final) {
 
 uint32_t Collector::jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at) {
   auto [it, inserted] = jvm.tokens.try_emplace(at, static_cast<uint32_t>(jit_frames_.size()));
-  if (inserted) jit_frames_.push_back(jvm.map.frames(at));
+  if (inserted) {
+    std::vector<Frame> frames;
+    for (const symbolizer::Frame& f : jvm.map.frames(at)) frames.push_back(profile_frame(f));
+    jit_frames_.push_back(std::move(frames));
+  }
   return it->second;
 }
 
@@ -384,6 +388,7 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
     const EventView& view = options_.views[v];
     if (!(view.kinds & (1u << s.kind))) continue;
     if (s.kind == EMBER_KIND_BLOCKED && s.weight < view.min_blocked_ns) continue;
+    if (view.lock_waits_only && (s.kind != EMBER_KIND_BLOCKED || s.wait != EMBER_WAIT_LOCK)) continue;
     Key& k = view.waker ? with_waker : key;
     k.view = v;
     if (view.live_only) {
@@ -514,10 +519,8 @@ flamegraph::Profile Collector::build(size_t view) {
     };
     for (const auto& [key, count] : counts_) {
       if (key.view != view) continue;
-      // Named even with --user-only where they pick stacks (-e lock), or
-      // tell a wakeup from an interrupt.
-      if (!options_.user_only || !options_.views[view].kernel_frame_prefix.empty())
-        take_kernel(kstacks_.get(key.kstack));
+      // Named even with --user-only where they tell a wakeup from an interrupt.
+      if (!options_.user_only) take_kernel(kstacks_.get(key.kstack));
       if (key.waker == EMBER_WAKER_SEEN) take_kernel(kstacks_.get(key.waker_kstack));
     }
     auto name_all = [&](const std::unordered_set<uint64_t>& set, auto&& symbolize,
@@ -603,25 +606,11 @@ flamegraph::Profile Collector::build(size_t view) {
         unknown |= !n.known;
       }
     };
-    if (const std::string& prefix = options_.views[view].kernel_frame_prefix; !prefix.empty()) {
-      auto k = kstacks_.get(key.kstack);
-      bool match = false;
-      for (size_t i = 0; i < k.size() && !match; ++i) {
-        const Named& n = kernel_names.at(lookup_address(k, i));
-        match = profile.frames()[named_frames[n.first]].name.starts_with(prefix);
-      }
-      if (!match) continue;
-    }
     if (!options_.kernel_only) append(ustacks_.get(key.ustack), user_names[key.pid], true);
     if (!options_.user_only) append(kstacks_.get(key.kstack), kernel_names, false);
     // --kernel-only: time in user space still counts, as one frame.
     if (options_.kernel_only && kstacks_.get(key.kstack).empty())
       frames.push_back(profile.intern(Frame{"[user space]", FrameKind::Unknown, {}}));
-    if (std::any_of(frames.begin(), frames.end(), [&](FrameId id) {
-          return std::any_of(options_.views[view].excluded_frames.begin(), options_.views[view].excluded_frames.end(),
-                             [&](const std::string& e) { return profile.frames()[id].name.find(e) != std::string::npos; });
-        }))
-      continue;
     // The waker, upside down above the block, as BCC's offwaketime draws
     // it: the two stacks meet at the "--", where the wakeup happened.
     if (key.waker != EMBER_WAKER_NONE) {

@@ -22,7 +22,7 @@ extern "C" {
 #include "unwind.h"
 }
 #include "flamegraph/profile.h"
-#include "symbolizer/java_events.h"
+#include "user/java/java_events.h"
 #include "symbolizer/jit_map.h"
 #include "symbolizer/symbolizer.h"
 
@@ -41,8 +41,7 @@ struct EventView {
   // "--" frame, leaf first, up to a "[waker: NAME]" frame (BCC's
   // offwaketime layout).
   bool waker = false;
-  std::string kernel_frame_prefix;  // keep only stacks with a kernel frame named so (e.g. futex_wait)
-  std::vector<std::string> excluded_frames;  // leave out stacks with a frame whose name holds one
+  bool lock_waits_only = false;     // blocks: only those in a lock (EMBER_WAIT_LOCK)
 };
 
 struct CollectorOptions {
@@ -136,7 +135,7 @@ class Collector {
   struct JavaStream {
     uint32_t pid;
     std::string name;
-    const symbolizer::JavaEvents* events;
+    const java::JavaEvents* events;
     std::string frames_unavailable;  // see JitMap::frames_unavailable
     std::string interpreter_methods_unavailable;  // see JitMap::interpreter_methods_unavailable
   };
@@ -204,7 +203,7 @@ class Collector {
     int fd = -1;
     bool frame_pointers = true;
     symbolizer::JitMap map;
-    symbolizer::JavaEvents events;  // allocation samples, monitor contention (same stream)
+    java::JavaEvents events;  // allocation samples, monitor contention (same stream)
     uint64_t code_version = 0;      // of `map`, as last given to on_jit_code
     std::deque<std::vector<uint8_t>> held;  // raw ember_sample records
     std::unordered_map<symbolizer::JitMap::Location, uint32_t, LocationHash> tokens;

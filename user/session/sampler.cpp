@@ -1,8 +1,6 @@
 #include "user/session/sampler.h"
 
 #include <fcntl.h>
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -13,11 +11,8 @@
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
-#include <cstring>
-#include <optional>
 
 #include "profile.skel.h"
-#include "symbolizer/elf_facts.h"
 
 namespace ember {
 namespace {
@@ -30,23 +25,6 @@ constexpr size_t kMaxBatch = 16384;
 int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
   if (!g_verbose || level == LIBBPF_DEBUG) return 0;
   return std::vfprintf(stderr, format, args);
-}
-
-std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
-
-int open_perf_event(SampleEvent event, uint32_t frequency, int cpu) {
-  perf_event_attr attr{};
-  attr.size = sizeof(attr);
-  if (event == SampleEvent::Cycles) {
-    attr.type = PERF_TYPE_HARDWARE;
-    attr.config = PERF_COUNT_HW_CPU_CYCLES;
-  } else {
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_CPU_CLOCK;
-  }
-  attr.freq = 1;
-  attr.sample_freq = frequency;
-  return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
 }
 
 // The ring buffer holds about half a second of worst-case traffic (both
@@ -74,16 +52,6 @@ bool kernel_has_exit_mappings() {
   return has;
 }
 
-// ember_mmap's cookie for `library`: where mmap lies in the library's
-// executable segment (its offset there << 32 | the segment's size), so the
-// probe tells the library's own calls (malloc's) from the program's.
-std::expected<uint64_t, std::string> mmap_cookie(const std::string& library) {
-  auto place = symbolizer::exported_function_place(library, "mmap");
-  if (!place) return std::unexpected(place.error());
-  if (place->segment_size > UINT32_MAX) return std::unexpected(library + ": its code segment is over 4 GiB");
-  return place->offset << 32 | place->segment_size;
-}
-
 // Puts the cgroup at `dir` in slot `slot` of `map` (the map holds the
 // cgroup itself: the directory's descriptor is not kept).
 std::expected<void, std::string> add_target_cgroup(bpf_map* map, uint32_t slot, const std::string& dir) {
@@ -99,7 +67,8 @@ std::expected<void, std::string> add_target_cgroup(bpf_map* map, uint32_t slot, 
 
 struct Sampler::State {
   std::unique_ptr<profile_bpf, void (*)(profile_bpf*)> skel{nullptr, profile_bpf::destroy};
-  std::vector<bpf_link*> links;
+  KernelParts parts;
+  std::vector<bpf_link*> links;  // the sampler's own programs
   ring_buffer* ring = nullptr;
   SampleHandler handler;
   ExitHandler on_exit;
@@ -107,6 +76,7 @@ struct Sampler::State {
 
   ~State() {
     if (ring) ring_buffer__free(ring);
+    for (const auto& part : parts) part->detach();
     for (bpf_link* l : links) bpf_link__destroy(l);
   }
 };
@@ -120,6 +90,7 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   State& st = *sampler->state_;
   st.handler = std::move(handler);
   st.on_exit = std::move(on_exit);
+  st.parts = config.parts;
 
   int ncpus = libbpf_num_possible_cpus();
   if (ncpus <= 0) return std::unexpected("cannot count CPUs: " + errno_text(ncpus));
@@ -127,6 +98,14 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   st.skel.reset(profile_bpf::open());
   if (!st.skel) return std::unexpected("cannot open the BPF program: " + errno_text(errno));
   profile_bpf* skel = st.skel.get();
+  // Every program is off, and every task storage (Linux 5.11+) unmade,
+  // until a part asks for them.
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel->obj) bpf_program__set_autoload(prog, false);
+  bpf_map* map;
+  bpf_object__for_each_map(map, skel->obj) {
+    if (bpf_map__type(map) == BPF_MAP_TYPE_TASK_STORAGE) bpf_map__set_autocreate(map, false);
+  }
   skel->rodata->filter_pids = config.filter_pids;
   skel->rodata->filter_tids = !config.tids.empty();
   skel->rodata->include_idle = config.include_idle;
@@ -142,29 +121,6 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
     return std::unexpected("at most " + std::to_string(EMBER_MAX_CGROUPS) + " cgroups (--cgroup)");
   skel->rodata->target_cgroup_count = static_cast<uint32_t>(config.cgroup_dirs.size());
   bpf_map__set_max_entries(skel->maps.target_cgroups, std::max<size_t>(config.cgroup_dirs.size(), 1));
-  skel->rodata->offcpu_preempted = config.offcpu_preempted;
-  skel->rodata->min_block_ns = config.min_block_ns;
-  bool waker = config.offcpu && config.offcpu_waker;
-  skel->rodata->offcpu_waker = waker;
-  bpf_program__set_autoload(skel->progs.ember_switch, config.offcpu);
-  bpf_program__set_autoload(skel->progs.ember_waking, waker);
-  // Task storage needs Linux 5.11: made only when off-CPU time is recorded.
-  bpf_map__set_autocreate(skel->maps.offcpu_start, config.offcpu);
-  bpf_map__set_autocreate(skel->maps.waker_stacks, waker);
-  bool allocations = !config.malloc_libraries.empty();
-  for (bpf_program* prog : {skel->progs.ember_malloc, skel->progs.ember_calloc, skel->progs.ember_realloc})
-    bpf_program__set_autoload(prog, allocations);
-  // mmap's probe tells the C library's own calls by a BPF cookie (Linux 5.15+).
-  bool mmaps = allocations && libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) > 0;
-  if (allocations && !mmaps)
-    sampler->warnings_.push_back(
-        "-e malloc: mmap calls are not recorded: this kernel has no BPF cookies for uprobes (Linux 5.15+)");
-  bpf_program__set_autoload(skel->progs.ember_mmap, mmaps);
-  bpf_program__set_autoload(skel->progs.ember_alloc_return, allocations && config.malloc_live);
-  bpf_program__set_autoload(skel->progs.ember_mmap_return, mmaps && config.malloc_live);
-  bpf_program__set_autoload(skel->progs.ember_free, allocations && config.malloc_live);
-  skel->rodata->malloc_interval = std::max<uint64_t>(config.malloc_interval, 1);
-  skel->rodata->malloc_live = config.malloc_live;
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
   bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
   // The unwinder needs bpf_loop (Linux 5.17) and bpf_task_pt_regs (5.15).
@@ -188,6 +144,8 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   bpf_program__set_autoload(skel->progs.ember_unwind_exit, unwind);
   bool exit_mappings = kernel_has_exit_mappings();
   bpf_program__set_autoload(skel->progs.ember_exit_mappings, exit_mappings);
+  for (const auto& part : st.parts)
+    if (auto ready = part->prepare(*skel, sampler->warnings_); !ready) return std::unexpected(ready.error());
 
   if (int err = profile_bpf::load(skel))
     return std::unexpected("cannot load the BPF program: " + errno_text(err) +
@@ -200,7 +158,6 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   // -v: how hard the verifier worked on each program (its limit is a
   // million instructions processed), for reports of load failures to come.
   if (config.verbose) {
-    bpf_program* prog;
     bpf_object__for_each_program(prog, skel->obj) {
       bpf_prog_info info{};
       uint32_t size = sizeof info;
@@ -223,8 +180,8 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       return std::unexpected(added.error());
 
   if (config.follow_forks) {
-    for (bpf_program* prog : {skel->progs.ember_follow_fork, skel->progs.ember_forget_exit}) {
-      bpf_link* link = bpf_program__attach(prog);
+    for (bpf_program* p : {skel->progs.ember_follow_fork, skel->progs.ember_forget_exit}) {
+      bpf_link* link = bpf_program__attach(p);
       if (!link) return std::unexpected("cannot follow child processes: " + errno_text(errno));
       st.links.push_back(link);
     }
@@ -259,77 +216,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
                        &st))
     return std::unexpected("cannot open the exits ring buffer: " + errno_text(errno));
 
-  if (config.offcpu) {
-    bpf_link* link = bpf_program__attach(skel->progs.ember_switch);
-    if (!link)
-      return std::unexpected("-e offcpu/wall/lock: cannot attach to the sched_switch tracepoint: " +
-                             errno_text(errno) + " (the kernel needs BTF-typed tracepoints, Linux 5.5+)");
-    st.links.push_back(link);
-  }
-  if (waker) {
-    bpf_link* link = bpf_program__attach(skel->progs.ember_waking);
-    if (!link)
-      return std::unexpected("--waker: cannot attach to the sched_waking tracepoint: " + errno_text(errno) +
-                             " (record without --waker)");
-    st.links.push_back(link);
-  }
-  for (const std::string& library : config.malloc_libraries) {
-    struct Probe {
-      bpf_program* prog;
-      const char* function;
-      bool ret;
-      uint64_t cookie = 0;
-    };
-    std::vector<Probe> probes = {{skel->progs.ember_malloc, "malloc", false},
-                                 {skel->progs.ember_calloc, "calloc", false},
-                                 {skel->progs.ember_realloc, "realloc", false}};
-    if (config.malloc_live)
-      for (const char* f : {"malloc", "calloc", "realloc"}) probes.push_back({skel->progs.ember_alloc_return, f, true});
-    if (config.malloc_live) probes.push_back({skel->progs.ember_free, "free", false});
-    if (mmaps) {
-      if (auto cookie = mmap_cookie(library); !cookie) {
-        sampler->warnings_.push_back("-e malloc: mmap calls are not recorded: " + cookie.error());
-      } else {
-        probes.push_back({skel->progs.ember_mmap, "mmap", false, *cookie});
-        if (config.malloc_live) {
-          probes.push_back({skel->progs.ember_mmap_return, "mmap", true});
-          probes.push_back({skel->progs.ember_free, "munmap", false});
-        }
-      }
-    }
-    for (const Probe& p : probes) {
-      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = p.cookie, .retprobe = p.ret, .func_name = p.function);
-      bpf_link* link = bpf_program__attach_uprobe_opts(p.prog, -1, library.c_str(), 0, &opts);
-      if (!link)
-        return std::unexpected("-e malloc: cannot put a uprobe on " + std::string(p.function) + " in " + library +
-                               ": " + errno_text(errno) +
-                               " (the kernel needs uprobes, CONFIG_UPROBE_EVENTS; record without -e malloc)");
-      st.links.push_back(link);
-    }
-  }
-  for (int cpu = 0; config.cpu && cpu < ncpus; ++cpu) {
-    int fd = open_perf_event(config.event, config.frequency, cpu);
-    if (fd < 0) {
-      int err = errno;
-      if (err == ENODEV) continue;  // possible but offline CPU
-      if (config.event == SampleEvent::Cycles && (err == ENOENT || err == EOPNOTSUPP))
-        return std::unexpected(
-            "event 'cycles' is not available: this machine has no hardware PMU (common in VMs); "
-            "use -e cpu-clock");
-      if (err == EACCES || err == EPERM)
-        return std::unexpected("perf_event_open refused (" + errno_text(err) +
-                               "): run as root, or lower kernel.perf_event_paranoid");
-      return std::unexpected("perf_event_open on CPU " + std::to_string(cpu) + " failed: " + errno_text(err));
-    }
-    sampler->perf_fds_.push_back(fd);
-    ++sampler->cpus_;
-    bpf_link* link = bpf_program__attach_perf_event(skel->progs.ember_sample, fd);
-    if (!link) return std::unexpected("cannot attach to the perf event on CPU " + std::to_string(cpu) + ": " +
-                                      errno_text(errno));
-    st.links.push_back(link);
-  }
-  if (config.cpu && sampler->cpus_ == 0) return std::unexpected("no online CPU to sample");
-  if (!config.cpu) sampler->cpus_ = ncpus;
+  for (const auto& part : st.parts)
+    if (auto attached = part->attach(*skel, sampler->warnings_); !attached) return std::unexpected(attached.error());
+  sampler->cpus_ = std::max(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), 1);
   return sampler;
 }
 
@@ -347,11 +236,9 @@ void Sampler::poll(int timeout_ms) {
 }
 
 void Sampler::stop() {
-  // Links before fds: the link holds its own reference to the event.
+  for (const auto& part : state_->parts) part->detach();
   for (bpf_link* l : state_->links) bpf_link__destroy(l);
   state_->links.clear();
-  for (int fd : perf_fds_) close(fd);
-  perf_fds_.clear();
 }
 
 SamplerCounters Sampler::counters() const {

@@ -1,5 +1,6 @@
-// Owns the loaded BPF programs (bpf/*.bpf.c, linked into one object): per-CPU
-// perf events, the target maps and the ring buffer the samples arrive on.
+// Owns the loaded BPF object (bpf/*.bpf.c, linked into one): the programs of
+// the events' kernel parts (user/session/kernel_part.h), the target maps,
+// the unwinder's tables and the ring buffer the samples arrive on.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +15,10 @@ extern "C" {
 #include "profile.h"
 #include "unwind.h"
 }
+#include "user/session/kernel_part.h"
 #include "user/session/unwinder.h"
 
 namespace ember {
-
-enum class SampleEvent { CpuClock, Cycles };
 
 // How user stacks are unwound (--unwind).
 enum class UnwindMode {
@@ -28,22 +28,13 @@ enum class UnwindMode {
 };
 
 struct SamplerConfig {
-  bool cpu = true;                   // sample on `event`
-  SampleEvent event = SampleEvent::CpuClock;
-  uint32_t frequency = 99;           // Hz, per CPU
+  // The events' kernel code (user/events/): what is recorded.
+  KernelParts parts;
+  // Records per second per CPU the ring buffer is sized for (the timer's rate).
+  uint32_t frequency = 99;
   // Frames the kernel's stack walk gives at most (kernel.perf_event_max_stack,
   // up to EMBER_MAX_STACK_DEPTH): the room each walk is given.
   uint32_t kernel_walk_frames = EMBER_MAX_STACK_DEPTH;
-  bool offcpu = false;               // record time off CPU (sched_switch)
-  bool offcpu_preempted = false;     // ...while runnable too (wall-clock time)
-  uint64_t min_block_ns = 0;         // shorter blocks are not sent
-  bool offcpu_waker = false;         // blocks carry their waker's stacks (sched_waking)
-  // Native allocations: uprobes on malloc, calloc, realloc, mmap (and free,
-  // munmap) of these libraries (paths ember can open), in every process
-  // mapping them.
-  std::vector<std::string> malloc_libraries;
-  uint64_t malloc_interval = 512 * 1024;  // bytes per sample
-  bool malloc_live = false;               // track sampled pointers until freed
   std::vector<uint32_t> pids;        // with filter_pids: only these processes
   bool filter_pids = false;
   bool follow_forks = false;         // children of `pids` become targets
@@ -97,7 +88,7 @@ class Sampler {
   SamplerCounters counters() const;
   // --live: ids of the sampled allocations not freed (yet).
   std::vector<uint32_t> live_allocations() const;
-  int cpus() const { return cpus_; }  // CPUs sampled
+  int cpus() const { return cpus_; }  // CPUs online
   // How user stacks are walked: as asked, or Fp on a kernel too old for the unwinder.
   UnwindMode unwind_mode() const { return unwind_; }
   // Where the unwind tables go (not with UnwindMode::Fp).
@@ -109,7 +100,6 @@ class Sampler {
   Sampler() = default;
   struct State;
   std::unique_ptr<State> state_;
-  std::vector<int> perf_fds_;
   int cpus_ = 0;
   UnwindMode unwind_ = UnwindMode::Fp;
   std::vector<std::string> warnings_;

@@ -292,6 +292,7 @@ Window Session::cut(bool final) {
     window.graphs.push_back({event, view, std::move(profile), stats});
   }
   window.unwind_tallies = collector_.unwind_tallies();
+  window.symbol_warnings = symbolizer_.take_warnings();
   window.cgroups = std::exchange(cgroup_tally_, {});
   for (uint32_t pid : collector_.next_window()) {
     symbolizer_.forget_process(pid);
@@ -309,7 +310,6 @@ std::vector<std::string> Session::warnings() const {
   return all;
 }
 
-const std::vector<std::string>& Session::symbol_warnings() const { return symbolizer_.warnings(); }
 
 std::vector<std::pair<uint32_t, std::string>> Session::jvm_summaries() const {
   std::vector<std::pair<uint32_t, std::string>> out;

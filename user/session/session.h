@@ -73,6 +73,7 @@ struct Window {
   std::vector<std::string> java_notes;  // what the agents could not follow or lost
   std::vector<Collector::UnwindTally> unwind_tallies;
   CgroupTally cgroups;  // records per cgroup, with --cgroup
+  std::vector<std::string> symbol_warnings;  // what the symbolizer met this window (unreadable files...)
 };
 
 class Session {
@@ -113,7 +114,6 @@ class Session {
   // Problems worth telling before the recording: the agent's, the sampler's.
   std::vector<std::string> warnings() const;
   // ...and after it, once symbols were read (kptr_restrict, unreadable files).
-  const std::vector<std::string>& symbol_warnings() const;
   // The unwinder's tables, if user stacks are unwound by CFI.
   const Unwinder* unwinder() const { return unwinder_.get(); }
   std::vector<Collector::JavaStream> java_streams() const { return collector_.java_streams(); }

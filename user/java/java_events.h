@@ -1,11 +1,11 @@
-// The Java events in a JVM's code-map stream (agent options alloc, live,
-// lock; line formats at the top of symbolizer/jit_map.h): allocation
-// samples, frees of followed samples, monitor contention, with their Java
-// stacks (and native frames, for allocations made by native code). Parsed
+// The Java events in a JVM's agent stream (agent options alloc, live,
+// lock; line formats in agent/protocol.h): allocation samples, frees of
+// followed samples, monitor contention, with their Java stacks (and native frames, for allocations made by native code). Parsed
 // and aggregated as they arrive — a site (thread, class, stacks) per
 // distinct event, so memory follows the program's shape, not the
 // recording's length; only samples followed for `live` are kept one by
-// one (the agent bounds them). JitMap reads the same stream for the code.
+// one (the agent bounds them). symbolizer::JitMap reads the same stream for
+// the code.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@
 
 #include "symbolizer/line_buffer.h"
 
-namespace ember::symbolizer {
+namespace ember::java {
 
 class JavaEvents {
  public:
@@ -132,7 +132,7 @@ class JavaEvents {
   uint32_t intern_native(std::string_view frames, bool& ok);
   bool add_library(std::string_view value);
 
-  LineBuffer lines_;
+  symbolizer::LineBuffer lines_;
   // By id: maps, so that memory follows the lines read, whatever ids a
   // stream makes up.
   std::unordered_map<uint32_t, std::string> methods_, classes_;
@@ -153,4 +153,4 @@ class JavaEvents {
   Stats stats_;
 };
 
-}  // namespace ember::symbolizer
+}  // namespace ember::java

@@ -1,11 +1,16 @@
-#include "symbolizer/java_events.h"
+#include "user/java/java_events.h"
 
 #include <charconv>
 #include <cmath>
 #include <iterator>
 
-namespace ember::symbolizer {
+#include "agent/protocol.h"
+
+namespace ember::java {
 namespace {
+
+namespace protocol = agent::protocol;
+namespace setting = agent::protocol::setting;
 
 constexpr uint64_t kMaxId = 1u << 24;  // as JitMap
 
@@ -151,49 +156,49 @@ void JavaEvents::line(std::string_view s) {
   if (!s.empty() && s.front() != ' ') tag = '?';
   uint64_t a = 0, b = 0, c = 0, d = 0, e = 0;
   switch (tag) {
-    case 'L':
-    case 'I':
-    case 'U':
-    case 'S':
-    case 'G':
-    case 'P':
+    case protocol::kLoad:
+    case protocol::kInline:
+    case protocol::kUnload:
+    case protocol::kStub:
+    case protocol::kFrame:
+    case protocol::kMethodPointer:
       return;  // code: JitMap's
-    case 'M':
-    case 'K':
+    case protocol::kMethod:
+    case protocol::kClass:
       if (number(s, a) && a < kMaxId) {
-        (tag == 'M' ? methods_ : classes_)[static_cast<uint32_t>(a)] = std::string(rest_of(s));
+        (tag == protocol::kMethod ? methods_ : classes_)[static_cast<uint32_t>(a)] = std::string(rest_of(s));
         return;
       }
       break;
-    case 'T':
+    case protocol::kThread:
       if (number(s, a) && a <= UINT32_MAX) {
         threads_[static_cast<uint32_t>(a)] = std::string(rest_of(s));
         return;
       }
       break;
-    case 'O': {
+    case protocol::kOption: {
       std::string_view key = word(s), value = rest_of(s);
       if (key.empty()) break;
       uint64_t v = 0;
       bool numeric = number(s, v);
-      if (key == "alloc-interval" && numeric) alloc_interval_ = v;
-      else if (key == "lock-interval" && numeric) lock_interval_ = v;
-      else if (key == "live-max") live_ = true;
-      else if (key == "live-end") live_end_ = std::string(value);
-      else if (key == "alloc-unavailable") unavailable_.push_back("alloc");
-      else if (key == "lock-unavailable") unavailable_.push_back("lock");
-      else if (key == "native-library" && !add_library(value)) break;
+      if (key == setting::kAllocInterval && numeric) alloc_interval_ = v;
+      else if (key == setting::kLockInterval && numeric) lock_interval_ = v;
+      else if (key == setting::kLiveMax) live_ = true;
+      else if (key == setting::kLiveEnd) live_end_ = std::string(value);
+      else if (key == setting::kAllocUnavailable) unavailable_.push_back("alloc");
+      else if (key == setting::kLockUnavailable) unavailable_.push_back("lock");
+      else if (key == setting::kNativeLibrary && !add_library(value)) break;
       // Other settings: for newer readers.
       return;
     }
-    case 'D': {
+    case protocol::kCounter: {
       if (!number(s, a)) break;
       std::string_view name = word(s);
       if (name.empty() || !number(s, b)) break;
       stats_.agent_counters[std::string(name)] += b;
       return;
     }
-    case 'A': {
+    case protocol::kAlloc: {
       // A <ns> <tid> <size> <class> <sample> <frames> [<native>]
       if (!number(s, a) || !number(s, b) || !number(s, c) || !number(s, d) || !number(s, e)) break;
       if (b > UINT32_MAX || d > UINT32_MAX) break;
@@ -224,7 +229,7 @@ void JavaEvents::line(std::string_view s) {
       }
       return;
     }
-    case 'F': {
+    case protocol::kFree: {
       if (!number(s, a) || !number(s, b) || !rest_of(s).empty()) break;
       if (followed_.erase(b))
         ++stats_.freed;
@@ -232,7 +237,7 @@ void JavaEvents::line(std::string_view s) {
         ++stats_.unknown_frees;
       return;
     }
-    case 'C': {
+    case protocol::kContended: {
       // C <ns> <tid> <wait-ns> <class> <frames>
       if (!number(s, a) || !number(s, b) || !number(s, c) || !number(s, d)) break;
       if (b > UINT32_MAX || d > UINT32_MAX) break;
@@ -285,4 +290,4 @@ void JavaEvents::next_window() {
   stats_.truncated_stacks = stats_.bad_lines = 0;
 }
 
-}  // namespace ember::symbolizer
+}  // namespace ember::java

@@ -1,0 +1,42 @@
+#include "user/events/blocks.h"
+
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+
+#include "profile.skel.h"
+
+namespace ember::events {
+
+std::expected<void, std::string> SchedSwitch::prepare(profile_bpf& skel, std::vector<std::string>&) {
+  skel.rodata->offcpu_preempted = preempted;
+  skel.rodata->min_block_ns = min_block_ns;
+  skel.rodata->offcpu_waker = waker;
+  if (lock_waits) {
+#if !defined(__x86_64__)
+    return std::unexpected("-e lock: ember tells lock waits on x86_64 only");
+#endif
+    if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0)
+      return std::unexpected("-e lock: this kernel cannot tell lock waits (it needs Linux 5.15 or later)");
+    skel.rodata->tell_lock_waits = true;
+  }
+  bpf_program__set_autoload(skel.progs.ember_switch, true);
+  bpf_map__set_autocreate(skel.maps.offcpu_start, true);
+  if (waker) {
+    bpf_program__set_autoload(skel.progs.ember_waking, true);
+    bpf_map__set_autocreate(skel.maps.waker_stacks, true);
+  }
+  return {};
+}
+
+std::expected<void, std::string> SchedSwitch::attach(profile_bpf& skel, std::vector<std::string>&) {
+  if (!keep(bpf_program__attach(skel.progs.ember_switch)))
+    return std::unexpected("-e offcpu/wall/lock: cannot attach to the sched_switch tracepoint: " + errno_text(errno) +
+                           " (the kernel needs BTF-typed tracepoints, Linux 5.5+)");
+  if (waker && !keep(bpf_program__attach(skel.progs.ember_waking)))
+    return std::unexpected("--waker: cannot attach to the sched_waking tracepoint: " + errno_text(errno) +
+                           " (record without --waker)");
+  return {};
+}
+
+}  // namespace ember::events
