@@ -82,6 +82,8 @@ BPF_PARTS := $(BPF_DEFINING) $(filter-out $(BPF_DEFINING),$(patsubst bpf/%.bpf.c
 # 2-core CI machine), where the sanitized tree was two thirds of the build.
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized
 SAN_OPT := -O1 -g1
+# Catch2's main() comes built with Debian's catch2 (libCatch2WithMain.a):
+# compiled here under the sanitizers it took 90 s of the CI machine.
 UNIT_SRC := $(wildcard tests/unit/*.cpp)
 # The agent's parts that need no JVM: its reader of HotSpot's VMStructs, its prologue decoder.
 AGENT_UNIT_SRC := agent/vm_structs.cpp agent/code_heap.cpp agent/method_pointers.cpp agent/prologue.cpp
@@ -164,7 +166,7 @@ $(BUILD)/san/%.o: %.cpp | $(BPF_SKELS)
 
 $(BUILD)/unit-tests: $(UNIT_OBJ) $(LIBS:%=$(BUILD)/san/lib%.a)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(UNIT_OBJ) $(call archives,san) $(LDLIBS) $(HTTP_LIBS) -ldl -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(UNIT_OBJ) $(call archives,san) -lCatch2WithMain $(LDLIBS) $(HTTP_LIBS) -ldl -o $@
 
 $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h
 	$(call msg,CC,$@)
