@@ -326,10 +326,12 @@ async function run(args) {
 
   await check('injected frame names render as text', async () => {
     const htmlish = new Set(model.data.names.filter((n) => /[<>&]/.test(n)));
+    // Nothing to look for (most recordings): no need to sweep three rows.
+    if (!htmlish.size) return 'SKIP no HTML-like names in this profile';
     const before = await page.evaluate(() => document.querySelectorAll('img, b, i, iframe, script').length);
     const seen = new Set();
     for (const row of rows.slice(1, 4)) {
-      for (let x = 2; x < W; x += 6) {
+      for (let x = 2; x < W && seen.size < htmlish.size; x += 6) {
         const tip = await h.hover(x, row.y);
         if (tip && htmlish.has(tip.name) && !seen.has(tip.name)) {
           seen.add(tip.name);
@@ -343,7 +345,6 @@ async function run(args) {
     const after = await page.evaluate(() => document.querySelectorAll('img, b, i, iframe, script').length);
     assert(after === before, `elements appeared: ${before} -> ${after}`);
     assert(dialogs.length === 0, `dialog fired: ${dialogs[0]}`);
-    if (!htmlish.size) return 'SKIP no HTML-like names in this profile';
     assert(seen.size > 0, `none of ${htmlish.size} HTML-like names found in the first rows`);
     return `${seen.size} shown literally`;
   });

@@ -1,0 +1,58 @@
+#include <catch2/catch.hpp>
+
+#include "flamegraph/protobuf.h"
+#include "user/fleet/pyroscope.h"
+
+using namespace ember;
+using fleet::Label;
+
+namespace {
+
+// Every length-delimited field `field` of `message`, in order.
+std::vector<std::string> fields(std::string_view message, int field) {
+  std::vector<std::string> out;
+  protobuf::Reader r(message);
+  int f = 0, wire = 0;
+  while (r.next(f, wire)) {
+    if (f == field && wire == protobuf::kLen)
+      out.emplace_back(r.bytes());
+    else
+      r.skip(wire);
+  }
+  REQUIRE(r.ok());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pyroscope: labels sorted by name, the last value of a name kept, empty ones dropped") {
+  auto l = fleet::normalized({{"service_name", "a"}, {"__name__", "process_cpu"}, {"pod", ""}, {"service_name", "b"}});
+  CHECK(l == std::vector<Label>{{"__name__", "process_cpu"}, {"service_name", "b"}});
+}
+
+TEST_CASE("pyroscope: a push request holds each series' labels and its profile") {
+  std::string binary("\x1f\x8b\x08\x00\x00\x80\xff", 7);  // bytes, not text: zeros and high bits pass
+  fleet::Series cpu{{{"service_name", "nginx"}, {"__name__", "process_cpu"}}, binary, "id-1"};
+  fleet::Series off{{{"__name__", "off_cpu"}, {"service_name", "shop/api"}}, "pprof-2", ""};
+  std::vector<fleet::Series> all = {cpu, off};
+  std::string body = fleet::encode_push_request(all);
+
+  auto series = fields(body, 1);
+  REQUIRE(series.size() == 2);
+  auto labels = fields(series[0], 1);
+  REQUIRE(labels.size() == 2);
+  CHECK(fields(labels[0], 1) == std::vector<std::string>{"__name__"});
+  CHECK(fields(labels[0], 2) == std::vector<std::string>{"process_cpu"});
+  CHECK(fields(labels[1], 1) == std::vector<std::string>{"service_name"});
+  CHECK(fields(labels[1], 2) == std::vector<std::string>{"nginx"});
+  auto samples = fields(series[0], 2);
+  REQUIRE(samples.size() == 1);
+  CHECK(fields(samples[0], 1) == std::vector<std::string>{binary});
+  CHECK(fields(samples[0], 2) == std::vector<std::string>{"id-1"});
+
+  auto second = fields(series[1], 2);
+  REQUIRE(second.size() == 1);
+  CHECK(fields(second[0], 1) == std::vector<std::string>{"pprof-2"});
+  CHECK(fields(second[0], 2).empty());  // no ID given: none sent
+  CHECK(fleet::encode_push_request({}).empty());
+}

@@ -1,0 +1,209 @@
+#include "user/fleet/service.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
+#include "user/session/cgroup.h"
+
+namespace ember::fleet {
+namespace {
+
+// Docker names cached at most (one per container seen since the last clear).
+constexpr size_t kMaxContainers = 4096;
+
+bool is_hex_id(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// "docker-<id>.scope" -> id, for the runtimes' scope prefixes.
+std::string scope_container_id(std::string_view part) {
+  if (!part.ends_with(".scope")) return {};
+  part.remove_suffix(6);
+  for (std::string_view prefix : {"docker-", "cri-containerd-", "crio-", "libpod-"})
+    if (part.starts_with(prefix) && is_hex_id(part.substr(prefix.size()))) return std::string(part.substr(prefix.size()));
+  return {};
+}
+
+// "kubepods-burstable-pod1a2b_3c4d.slice" or "pod1a2b-3c4d" -> "1a2b-3c4d".
+std::string pod_uid_of(std::string_view part) {
+  if (part.ends_with(".slice")) part.remove_suffix(6);
+  size_t at = part.rfind("pod");
+  if (at == std::string_view::npos || (at != 0 && part[at - 1] != '-')) return {};
+  std::string uid(part.substr(at + 3));
+  if (uid.size() < 32) return {};
+  std::replace(uid.begin(), uid.end(), '_', '-');
+  return uid;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string basename_of(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+}  // namespace
+
+CgroupFacts parse_cgroup_path(std::string_view path) {
+  CgroupFacts facts;
+  bool kube = false;
+  for (size_t from = 0; from < path.size();) {
+    size_t end = path.find('/', from);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(from, end - from);
+    from = end + 1;
+    if (part.empty()) continue;
+    if (part.starts_with("kubepods")) kube = true;
+    if (kube && facts.pod_uid.empty())
+      if (std::string uid = pod_uid_of(part); !uid.empty()) {
+        facts.pod_uid = uid;
+        continue;
+      }
+    if (std::string id = scope_container_id(part); !id.empty()) {
+      facts.container_id = id;
+    } else if (is_hex_id(part)) {
+      facts.container_id = std::string(part);  // /docker/<id>, /kubepods/.../<id>
+    } else if (part.ends_with(".service") && facts.container_id.empty()) {
+      facts.systemd_unit = std::string(part);
+    }
+  }
+  // A container's own units (systemd inside it) are not the host's service.
+  if (!facts.container_id.empty()) facts.systemd_unit.clear();
+  return facts;
+}
+
+std::string java_main_class(std::string_view cmdline) {
+  std::vector<std::string_view> args;
+  for (size_t from = 0; from < cmdline.size();) {
+    size_t end = cmdline.find('\0', from);
+    if (end == std::string_view::npos) end = cmdline.size();
+    args.push_back(cmdline.substr(from, end - from));
+    from = end + 1;
+  }
+  if (args.empty() || basename_of(args[0]) != "java") return {};
+  // The launcher's options that take the next argument as their value.
+  static constexpr std::string_view kWithValue[] = {"-cp", "-classpath", "--class-path", "-p", "--module-path",
+                                                    "--upgrade-module-path", "--add-modules", "--enable-native-access",
+                                                    "--add-opens", "--add-exports", "--add-reads", "--patch-module",
+                                                    "--limit-modules"};
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    if (a == "-jar" && i + 1 < args.size()) {
+      std::string jar = basename_of(args[i + 1]);
+      return jar.ends_with(".jar") ? jar.substr(0, jar.size() - 4) : jar;
+    }
+    if ((a == "-m" || a == "--module") && i + 1 < args.size()) {
+      std::string_view module = args[i + 1];
+      size_t slash = module.find('/');
+      return std::string(slash == std::string_view::npos ? module : module.substr(slash + 1));
+    }
+    if (std::find(std::begin(kWithValue), std::end(kWithValue), a) != std::end(kWithValue)) {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-")) continue;
+    return std::string(a);
+  }
+  return {};
+}
+
+ServiceNamer::ServiceNamer(std::string root) : root_(root == "/" ? "" : std::move(root)) {}
+
+const ServiceLabels& ServiceNamer::labels(pid_t pid, std::string_view comm) {
+  auto it = by_pid_.find(pid);
+  if (it == by_pid_.end()) it = by_pid_.emplace(pid, name(pid, comm)).first;
+  return it->second;
+}
+
+ServiceLabels ServiceNamer::name(pid_t pid, std::string_view comm) {
+  std::string proc = root_ + "/proc/" + std::to_string(pid);
+  ServiceLabels l;
+  CgroupFacts facts;
+  if (auto cgroup = cgroup2_of(read_file(proc + "/cgroup"))) facts = parse_cgroup_path(*cgroup);
+  l.container_id = facts.container_id;
+  l.systemd_unit = facts.systemd_unit;
+  if (!facts.container_id.empty()) {
+    if (const PodNames* pod = facts.pod_uid.empty() ? nullptr : pod_names(facts.container_id)) {
+      l.namespace_name = pod->namespace_name;
+      l.pod = pod->pod;
+      l.container = pod->container;
+      // Grafana's convention for Kubernetes: namespace/container.
+      l.service_name = pod->namespace_name + "/" + pod->container;
+      return l;
+    }
+    if (const std::string& docker = docker_name(facts.container_id); !docker.empty()) {
+      l.service_name = docker;
+      return l;
+    }
+  }
+  if (!facts.systemd_unit.empty()) {
+    l.service_name = facts.systemd_unit.substr(0, facts.systemd_unit.size() - std::string_view(".service").size());
+    return l;
+  }
+  if (std::string main_class = java_main_class(read_file(proc + "/cmdline")); !main_class.empty()) {
+    l.service_name = main_class;
+    return l;
+  }
+  char exe[4096];
+  ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string_view path(exe, static_cast<size_t>(n));
+    if (path.ends_with(" (deleted)")) path.remove_suffix(10);
+    l.service_name = basename_of(path);
+  }
+  if (l.service_name.empty()) l.service_name = comm.empty() ? "pid-" + std::to_string(pid) : std::string(comm);
+  // Inside a container the executable is the container's, not a service:
+  // its short id says which one.
+  if (!facts.container_id.empty()) l.service_name = "container-" + facts.container_id.substr(0, 12) + "/" + l.service_name;
+  return l;
+}
+
+const PodNames* ServiceNamer::pod_names(const std::string& container_id) {
+  if (auto it = pods_.find(container_id); it != pods_.end()) return &it->second;
+  // kubelet links each container's log as POD_NAMESPACE_CONTAINER-ID.log;
+  // the three names cannot hold '_' (DNS labels and subdomains).
+  // Read whole each time, so that containers gone are forgotten.
+  DIR* dir = opendir((root_ + "/var/log/containers").c_str());
+  if (!dir) return nullptr;
+  pods_.clear();
+  while (dirent* e = readdir(dir)) {
+    std::string_view name = e->d_name;
+    if (!name.ends_with(".log") || name.size() < 4 + 65) continue;
+    name.remove_suffix(4);
+    std::string_view id = name.substr(name.size() - 64);
+    if (!is_hex_id(id) || name[name.size() - 65] != '-') continue;
+    std::string_view names = name.substr(0, name.size() - 65);
+    size_t a = names.find('_'), b = a == std::string_view::npos ? a : names.find('_', a + 1);
+    if (b == std::string_view::npos) continue;
+    pods_[std::string(id)] = {std::string(names.substr(a + 1, b - a - 1)), std::string(names.substr(0, a)),
+                              std::string(names.substr(b + 1))};
+  }
+  closedir(dir);
+  auto it = pods_.find(container_id);
+  return it == pods_.end() ? nullptr : &it->second;
+}
+
+const std::string& ServiceNamer::docker_name(const std::string& container_id) {
+  if (docker_names_.size() >= kMaxContainers) docker_names_.clear();  // most are gone by then
+  auto [it, added] = docker_names_.try_emplace(container_id);
+  if (!added) return it->second;
+  // config.v2.json holds "Name":"/web" (the leading slash is Docker's).
+  std::string config = read_file(root_ + "/var/lib/docker/containers/" + container_id + "/config.v2.json");
+  constexpr std::string_view kKey = "\"Name\":\"/";
+  if (size_t at = config.find(kKey); at != std::string::npos) {
+    size_t from = at + kKey.size(), end = config.find('"', from);
+    if (end != std::string::npos) it->second = config.substr(from, end - from);
+  }
+  return it->second;
+}
+
+}  // namespace ember::fleet
