@@ -23,6 +23,13 @@ FrameId Profile::intern(const Frame& frame) {
   return it->second;
 }
 
+void Profile::add_from(const Profile& other, std::span<const FrameId> frames, uint64_t weight) {
+  std::vector<FrameId> here;
+  here.reserve(frames.size());
+  for (FrameId id : frames) here.push_back(intern(other.frames()[id]));
+  add(here, weight);
+}
+
 void Profile::add(std::span<const FrameId> frames, uint64_t weight) {
   if (weight == 0) return;
   std::vector<FrameId> key(frames.begin(), frames.end());

@@ -62,6 +62,8 @@ class Profile {
   FrameId intern(const Frame& frame);
   // Adds weight to the stack (root first); equal stacks are merged.
   void add(std::span<const FrameId> frames, uint64_t weight);
+  // Adds a stack of `other`'s frames (ids there), interned here.
+  void add_from(const Profile& other, std::span<const FrameId> frames, uint64_t weight);
 
   const std::vector<Frame>& frames() const { return frames_; }
   const std::vector<Stack>& stacks() const { return stacks_; }

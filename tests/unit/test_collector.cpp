@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "user/session/collector.h"
@@ -95,4 +96,43 @@ TEST_CASE("collector: a process that exited is forgotten one window after its ex
   CHECK(two.frames()[two.stacks()[0].frames.back()].name.ends_with("getpid"));
   CHECK(collector.next_window() == std::vector<uint32_t>{static_cast<uint32_t>(child)});
   CHECK(collector.next_window().empty());
+}
+
+TEST_CASE("collector: one build split by process adds up to the whole, frame for frame") {
+  symbolizer::Symbolizer symbolizer;
+  Collector collector({}, symbolizer);
+  auto here = reinterpret_cast<uint64_t>(&getpid);
+  pid_t other = getppid();  // another live process: its own group
+  auto mine = sample_of({here, here + 16});
+  auto theirs = sample_of({here});
+  theirs->pid = theirs->tid = static_cast<uint32_t>(other);
+  std::strcpy(theirs->process_comm, "parent");
+  for (int i = 0; i < 3; ++i) collector.add(*mine);
+  collector.add(*theirs);
+
+  std::map<uint32_t, flamegraph::Profile> by_pid;
+  std::map<uint32_t, std::string> names;
+  auto whole = collector.build(0, [&](uint32_t pid, const std::string& name, const flamegraph::Profile& from,
+                                      std::span<const flamegraph::FrameId> frames, uint64_t weight) {
+    by_pid[pid].add_from(from, frames, weight);
+    names[pid] = name;
+  });
+  REQUIRE(by_pid.size() == 2);
+  CHECK(names[static_cast<uint32_t>(getpid())] == "test");
+  CHECK(names[static_cast<uint32_t>(other)] == "parent");
+  const flamegraph::Profile& split = by_pid[static_cast<uint32_t>(getpid())];
+  CHECK(split.total() == 3);
+  CHECK(by_pid[static_cast<uint32_t>(other)].total() == 1);
+  CHECK(split.total() + by_pid[static_cast<uint32_t>(other)].total() == whole.total());
+  // The same frames as the whole graph's stack of this process, by value.
+  REQUIRE(split.stacks().size() == 1);
+  auto names_of = [](const flamegraph::Profile& p, const flamegraph::Stack& s) {
+    std::vector<std::string> out;
+    for (flamegraph::FrameId f : s.frames) out.push_back(p.frames()[f].name);
+    return out;
+  };
+  bool found = false;
+  for (const flamegraph::Stack& s : whole.stacks())
+    found |= names_of(whole, s) == names_of(split, split.stacks()[0]);
+  CHECK(found);
 }

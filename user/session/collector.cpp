@@ -489,7 +489,7 @@ void Collector::add_exit_mapping(const ember_mapping& m) {
   exited_.insert(m.pid);
 }
 
-flamegraph::Profile Collector::build(size_t view) {
+flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack) {
   flamegraph::Profile profile;
   profile.event = options_.views[view].name;
   profile.unit = options_.views[view].unit;
@@ -636,6 +636,7 @@ flamegraph::Profile Collector::build(size_t view) {
       frames.push_back(profile.intern(Frame{"[waker: " + waker + "]", FrameKind::Unknown, {}}));
     }
     profile.add(frames, count.total);
+    if (each_stack) each_stack(key.pid, process, profile, frames, count.total);
     stats_.samples += count.records;
     if (unknown) stats_.unknown_samples += count.records;
   }

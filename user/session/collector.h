@@ -110,8 +110,14 @@ class Collector {
   // For views with live_only: the ids of the sampled allocations not freed
   // by the end. Before build().
   void keep_live_allocations(const std::vector<uint32_t>& ids);
-  // The graph of options.views[view].
-  flamegraph::Profile build(size_t view = 0);
+  // Each stack of a graph as it is added, with the process it came from
+  // (its frames are ids in `profile`): a caller splits one build, one
+  // naming of the window's addresses, into graphs per service.
+  using StackSink = std::function<void(uint32_t pid, const std::string& process_name,
+                                       const flamegraph::Profile& profile, std::span<const flamegraph::FrameId> frames,
+                                       uint64_t weight)>;
+  // The graph of options.views[view]; each of its stacks also to `each_stack`.
+  flamegraph::Profile build(size_t view = 0, const StackSink& each_stack = {});
   // Starts the next window once its graphs are built: the records taken in
   // so far, their stacks, names and counts are dropped. Processes seen to
   // exit before the window now ending began are forgotten and returned
