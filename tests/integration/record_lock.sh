@@ -19,6 +19,16 @@ idle=$(weight "$TMP/lock.folded" ';wait_for_work;')
 (( idle < 20000000 )) || fail "a condition variable's wait counted as a lock wait: $idle ns in wait_for_work: $(cat "$TMP/lock.folded")"
 assert_contains "$TMP/err" "waiting for locks \\(mutexes"
 
+# A priority-inheriting mutex: glibc waits in FUTEX_LOCK_PI, whose kernel
+# path (futex_lock_pi, rt_mutex_slowlock) has no futex_wait frame.
+"$EMBER" record -e lock --no-java -o "$TMP/pi.folded" -- "$WORKLOADS/lock_contention" 10 20 pi >"$TMP/out" 2>"$TMP/err" ||
+	fail "pi: ember exited $?: $(cat "$TMP/err")"
+truth=$(awk '/^waited_ns/ { print $2 }' "$TMP/out")
+waits=$(weight "$TMP/pi.folded" ';worker;.*futex_lock_pi_\[k\].*__schedule_\[k\] [0-9]+$')
+echo "pi: workers waited $((waits / 1000000)) ms in futex_lock_pi; they measured $((truth / 1000000)) ms"
+(( truth > 50000000 )) || fail "pi: the workload barely contended ($truth ns): nothing to measure"
+(( waits * 100 >= truth * 90 && waits * 100 <= truth * 110 )) || fail "pi: $waits ns, not $truth ns ±10%: $(cat "$TMP/pi.folded")"
+
 # With a second program on the scheduler's tracepoints (another ember here;
 # offcputime or an always-on agent in production) the kernel reaches them
 # through __traceiter_sched_switch: the stacks must not change.

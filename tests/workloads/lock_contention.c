@@ -3,7 +3,8 @@
  * threads spent waiting, as measured around pthread_mutex_lock: "waited_ns N".
  * A third thread waits for work on a condition variable all along, in
  * wait_for_work: an idle wait, not a lock wait.
- * Usage: lock_contention [rounds] [hold_ms] (default 10, 20). */
+ * Usage: lock_contention [rounds] [hold_ms] [pi] (default 10, 20); "pi":
+ * the mutex inherits priority (glibc waits in FUTEX_LOCK_PI, not FUTEX_WAIT). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,12 @@ int main(int argc, char **argv)
 		rounds = atoi(argv[1]);
 	if (argc > 2)
 		hold_ms = atol(argv[2]);
+	if (argc > 3) {
+		pthread_mutexattr_t attr;
+		pthread_mutexattr_init(&attr);
+		pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+		pthread_mutex_init(&mutex, &attr);
+	}
 	pthread_create(&c, NULL, idle, NULL);
 	pthread_create(&a, NULL, worker, NULL);
 	pthread_create(&b, NULL, worker, NULL);
