@@ -43,10 +43,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
 
 # The libraries, one per folder, each built once as a static archive; a
 # program links the archives it needs and takes from each only the objects
-# it uses. Layers: cli -> serve, fleet, session -> events, java -> symbolizer,
-# unwind -> flamegraph (session and events, session and java use each
-# other's types, so they link as one group).
-LIBS := serve fleet session events java symbolizer unwind flamegraph
+# it uses. Layers: cli -> serve, fleet -> net, session -> events, java ->
+# symbolizer, unwind -> flamegraph (session and events, session and java use
+# each other's types, so they link as one group).
+LIBS := serve fleet net session events java symbolizer unwind flamegraph
 SRC_flamegraph := $(wildcard flamegraph/*.cpp)
 SRC_symbolizer := $(wildcard symbolizer/*.cpp)
 SRC_unwind := $(wildcard unwind/*.cpp)
@@ -55,6 +55,7 @@ SRC_events := $(wildcard user/events/*.cpp)
 SRC_java := $(wildcard user/java/*.cpp)
 SRC_serve := $(wildcard user/serve/*.cpp)
 SRC_fleet := $(wildcard user/fleet/*.cpp)
+SRC_net := $(wildcard user/net/*.cpp)
 # Embedded pages, assembled once for both trees.
 ASM_flamegraph := $(BUILD)/obj/flamegraph/html_template.o
 ASM_serve := $(BUILD)/obj/user/serve/serve_page.o

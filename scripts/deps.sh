@@ -7,12 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev liblzma-dev zlib1g-dev libcli11-dev libcpp-httplib-dev libssl-dev nlohmann-json3-dev openjdk-17-jdk-headless)
+build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev liblzma-dev zlib1g-dev libcli11-dev libcpp-httplib-dev libssl-dev nlohmann-json3-dev libtomlplusplus-dev openjdk-17-jdk-headless)
 # elfutils, libbpfcc-dev: oracles for the symbolizer; libc6-dbg, libstdc++6-12-dbg: real
 # distribution debug files (by build-id) to read. curl, jq, openssl, procps: the ember serve
 # tests' HTTP client, JSON reader, self-signed certificate and pgrep. linux-perf: the unwinding
 # tests' reference (perf --call-graph dwarf); sqlite3: a distribution binary without frame pointers.
-test=(catch2 chromium util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3)
+test=(catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3)
 bench=(bpftrace time)
 fuzz=(afl++)
 

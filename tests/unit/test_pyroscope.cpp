@@ -56,3 +56,18 @@ TEST_CASE("pyroscope: a push request holds each series' labels and its profile")
   CHECK(fields(second[0], 2).empty());  // no ID given: none sent
   CHECK(fleet::encode_push_request({}).empty());
 }
+
+TEST_CASE("pyroscope: a push request reads back as it was written; corrupt ones are refused") {
+  std::string binary("\x1f\x8b\x08\x00\x00\x80\xff", 7);
+  std::vector<fleet::Series> all = {{{{"service_name", "nginx"}, {"__name__", "process_cpu"}}, binary, "id-1"},
+                                    {{{"__name__", "off_cpu"}, {"service_name", "shop/api"}}, "pprof-2", ""}};
+  std::string body = fleet::encode_push_request(all);
+  auto back = fleet::decode_push_request(body);
+  REQUIRE(back);
+  REQUIRE(back->size() == 2);
+  CHECK((*back)[0].labels == fleet::normalized(all[0].labels));
+  CHECK((*back)[0].profile == binary);
+  CHECK((*back)[0].id == "id-1");
+  CHECK((*back)[1].profile == "pprof-2");
+  CHECK_FALSE(fleet::decode_push_request(body.substr(0, body.size() - 3)));
+}

@@ -16,26 +16,6 @@
 using namespace ember;
 namespace fs = std::filesystem;
 
-TEST_CASE("serve: --listen takes IPv4, bracketed IPv6 and a bare port") {
-  auto v4 = serve::parse_listen("127.0.0.1:8080");
-  REQUIRE(v4);
-  CHECK(v4->host == "127.0.0.1");
-  CHECK(v4->port == 8080);
-  auto v6 = serve::parse_listen("[::1]:9000");
-  REQUIRE(v6);
-  CHECK(v6->host == "::1");
-  auto any = serve::parse_listen(":80");
-  REQUIRE(any);
-  CHECK(any->host == "0.0.0.0");
-  for (const char* bad : {"8080", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536", "::1:80", "host.example:80",
-                          "127.0.0.1:80x", "1.2.3.4:-1"})
-    CHECK_FALSE(serve::parse_listen(bad));
-  CHECK(serve::is_loopback("127.0.0.1"));
-  CHECK(serve::is_loopback("::1"));
-  CHECK_FALSE(serve::is_loopback("0.0.0.0"));
-  CHECK_FALSE(serve::is_loopback("10.0.0.1"));
-}
-
 TEST_CASE("serve: the token comes from the bearer header, else the cookie, and must match exactly") {
   CHECK(serve::request_token("Bearer abc", "ember_token=xyz") == "abc");
   CHECK(serve::request_token("", "a=1; ember_token=xyz; b=2") == "xyz");

@@ -118,3 +118,25 @@ TEST_CASE("service: names by Kubernetes, Docker, systemd, JVM, then executable")
   namer.forget(7);
   CHECK(namer.size() == 6);
 }
+
+TEST_CASE("service: the sources' order is configurable; kernel threads and memfd executables get real names") {
+  using namespace std::string_literals;
+  TempDir root;
+  // A JVM run by a systemd unit: systemd wins by default, java when put first.
+  fake_process(root.path, 1, "/system.slice/billing.service",
+               "/usr/bin/java\0-Xmx1g\0-jar\0/srv/billing-2.3.jar"s, "/usr/lib/jvm/java-17-openjdk-amd64/bin/java");
+  // A kernel thread: no executable, no command line.
+  fs::create_directories(root.path / "proc/2");
+  write(root.path / "proc/2/stat", "2 (kworker/0:1) I 2");
+  write(root.path / "proc/2/cmdline", "");
+  // Run from a memfd: its argv[0] names it.
+  fake_process(root.path, 3, "/system.slice/x.scope", "line_io/backend\0--uid\0000"s, "/memfd:sealed-1234 (deleted)");
+
+  CHECK(ServiceNamer(root.path.string()).labels(1, "java").service_name == "billing");
+  ServiceNamer java_first(root.path.string(), {"java", "systemd", "exe"});
+  CHECK(java_first.labels(1, "java").service_name == "billing-2.3");
+  CHECK(java_first.labels(2, "kworker/0:1").service_name == "kernel");
+  CHECK(java_first.labels(3, "memfd:sealed-12").service_name == "backend");
+  // Without exe among the sources, a process nothing names keeps its comm.
+  CHECK(ServiceNamer(root.path.string(), {"kubernetes"}).labels(3, "backend").service_name == "backend");
+}

@@ -2,10 +2,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "flamegraph/output.h"
 #include "user/events/event.h"
+#include "user/fleet/agent.h"
 #include "user/java/jvm.h"
 #include "user/cli/record.h"
 #include "user/serve/serve.h"
@@ -166,6 +168,22 @@ int main(int argc, char** argv) {
   cert->needs(key);
   key->needs(cert);
   // ---- end ember serve ----
+  // ---- ember agent: always-on profiling into Pyroscope (user/fleet/agent.h) ----
+  ember::fleet::AgentOptions agent_opt;
+  CLI::App* agent = app.add_subcommand(
+      "agent", "Profile the whole host without end: a profile per service every period, pushed to Grafana Pyroscope "
+               "and kept in a spool");
+  agent->add_option("-c,--config", agent_opt.config_file, "TOML configuration; each of its keys is also a flag below, "
+                                                         "which wins over the file");
+  std::map<std::string, std::vector<std::string>> agent_values;
+  for (const ember::fleet::KeyInfo& k : ember::fleet::agent_keys()) {
+    std::string name = k.name;
+    auto* o = agent->add_option("--" + name, agent_values[name], k.help);
+    if (name == "events" || name == "service_sources") o->delimiter(',');
+    o->type_name("VALUE");
+    if (!k.list) o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    o->group(name.find('.') == std::string::npos ? "Keys" : "Keys: " + name.substr(0, name.find('.')));
+  }
 
   // ---- end ember jvm (dispatch: the `if (*jvm)` line after parsing) ----
 
@@ -188,5 +206,10 @@ int main(int argc, char** argv) {
   if (*diff) return ember::run_diff(diff_base, diff_new, diff_out, diff_event);
   if (*jvm) return ember::run_jvm(jvm_opt);  // ember jvm
   if (*serve) return ember::run_serve(serve_opt);
+  if (*agent) {
+    for (const ember::fleet::KeyInfo& k : ember::fleet::agent_keys())
+      if (agent->count(std::string("--") + k.name)) agent_opt.flags.emplace_back(k.name, agent_values[k.name]);
+    return ember::fleet::run_agent(agent_opt);
+  }
   return 0;
 }

@@ -39,4 +39,45 @@ std::string encode_push_request(std::span<const Series> series) {
   return request.str();
 }
 
+std::expected<std::vector<Series>, std::string> decode_push_request(std::string_view body) {
+  std::vector<Series> out;
+  protobuf::Reader request(body);
+  int field, wire;
+  while (request.next(field, wire)) {
+    if (field != 1 || wire != protobuf::kLen) {
+      request.skip(wire);
+      continue;
+    }
+    Series s;
+    protobuf::Reader series(request.bytes());
+    while (series.next(field, wire)) {
+      if (wire != protobuf::kLen) {
+        series.skip(wire);
+        continue;
+      }
+      protobuf::Reader inner(series.bytes());
+      if (field == 1) {
+        Label l;
+        while (inner.next(field, wire)) {
+          if (wire == protobuf::kLen && field == 1) l.name = inner.bytes();
+          else if (wire == protobuf::kLen && field == 2) l.value = inner.bytes();
+          else inner.skip(wire);
+        }
+        s.labels.push_back(std::move(l));
+      } else if (field == 2) {
+        while (inner.next(field, wire)) {
+          if (wire == protobuf::kLen && field == 1) s.profile = inner.bytes();
+          else if (wire == protobuf::kLen && field == 2) s.id = inner.bytes();
+          else inner.skip(wire);
+        }
+      }
+      if (!inner.ok()) return std::unexpected("push request: a corrupt series");
+    }
+    if (!series.ok()) return std::unexpected("push request: a corrupt series");
+    out.push_back(std::move(s));
+  }
+  if (!request.ok()) return std::unexpected("push request: corrupt");
+  return out;
+}
+
 }  // namespace ember::fleet

@@ -10,15 +10,17 @@
 // the other labels.
 #pragma once
 
+#include <expected>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::fleet {
 
 struct Label {
   std::string name, value;
-  bool operator==(const Label&) const = default;
+  auto operator<=>(const Label&) const = default;
 };
 
 struct Series {
@@ -33,5 +35,8 @@ std::vector<Label> normalized(std::vector<Label> labels);
 
 // The PushRequest body of `series` (their labels normalized).
 std::string encode_push_request(std::span<const Series> series);
+// The series of a PushRequest body (ember's spool, for `/ingest` and for
+// reading profiles back); fails on corrupt input with the reason.
+std::expected<std::vector<Series>, std::string> decode_push_request(std::string_view body);
 
 }  // namespace ember::fleet

@@ -116,7 +116,8 @@ std::string java_main_class(std::string_view cmdline) {
   return {};
 }
 
-ServiceNamer::ServiceNamer(std::string root) : root_(root == "/" ? "" : std::move(root)) {}
+ServiceNamer::ServiceNamer(std::string root, std::vector<std::string> sources)
+    : root_(root == "/" ? "" : std::move(root)), sources_(std::move(sources)) {}
 
 const ServiceLabels& ServiceNamer::labels(pid_t pid, std::string_view comm) {
   auto it = by_pid_.find(pid);
@@ -131,39 +132,48 @@ ServiceLabels ServiceNamer::name(pid_t pid, std::string_view comm) {
   if (auto cgroup = cgroup2_of(read_file(proc + "/cgroup"))) facts = parse_cgroup_path(*cgroup);
   l.container_id = facts.container_id;
   l.systemd_unit = facts.systemd_unit;
-  if (!facts.container_id.empty()) {
-    if (const PodNames* pod = facts.pod_uid.empty() ? nullptr : pod_names(facts.container_id)) {
-      l.namespace_name = pod->namespace_name;
-      l.pod = pod->pod;
-      l.container = pod->container;
-      // Grafana's convention for Kubernetes: namespace/container.
-      l.service_name = pod->namespace_name + "/" + pod->container;
-      return l;
+  for (const std::string& source : sources_) {
+    if (source == "kubernetes" && !facts.pod_uid.empty() && !facts.container_id.empty()) {
+      if (const PodNames* pod = pod_names(facts.container_id)) {
+        l.namespace_name = pod->namespace_name;
+        l.pod = pod->pod;
+        l.container = pod->container;
+        // Grafana's convention for Kubernetes: namespace/container.
+        l.service_name = pod->namespace_name + "/" + pod->container;
+      }
+    } else if (source == "docker" && !facts.container_id.empty()) {
+      l.service_name = docker_name(facts.container_id);
+    } else if (source == "systemd" && !facts.systemd_unit.empty()) {
+      l.service_name = facts.systemd_unit.substr(0, facts.systemd_unit.size() - std::string_view(".service").size());
+    } else if (source == "java") {
+      l.service_name = java_main_class(read_file(proc + "/cmdline"));
+    } else if (source == "exe") {
+      char exe[4096];
+      ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
+      if (n > 0) {
+        std::string_view path(exe, static_cast<size_t>(n));
+        if (path.ends_with(" (deleted)")) path.remove_suffix(10);
+        l.service_name = basename_of(path);
+        // Run from memory (memfd_create + fexecve): its own argv[0] names it.
+        if (path.starts_with("/memfd:")) {
+          std::string cmdline = read_file(proc + "/cmdline");
+          l.service_name = basename_of(cmdline.substr(0, cmdline.find('\0')));
+        }
+      }
+      // A kernel thread has no executable and no command line: one
+      // service, not one per kworker's name.
+      if (n <= 0 && access((proc + "/stat").c_str(), F_OK) == 0 && read_file(proc + "/cmdline").empty())
+        l.service_name = "kernel";
+      if (l.service_name.empty()) l.service_name = comm.empty() ? "pid-" + std::to_string(pid) : std::string(comm);
+      // Inside a container the executable is the container's, not a
+      // service: its short id says which one.
+      if (!facts.container_id.empty())
+        l.service_name = "container-" + facts.container_id.substr(0, 12) + "/" + l.service_name;
     }
-    if (const std::string& docker = docker_name(facts.container_id); !docker.empty()) {
-      l.service_name = docker;
-      return l;
-    }
+    if (!l.service_name.empty()) return l;
   }
-  if (!facts.systemd_unit.empty()) {
-    l.service_name = facts.systemd_unit.substr(0, facts.systemd_unit.size() - std::string_view(".service").size());
-    return l;
-  }
-  if (std::string main_class = java_main_class(read_file(proc + "/cmdline")); !main_class.empty()) {
-    l.service_name = main_class;
-    return l;
-  }
-  char exe[4096];
-  ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
-  if (n > 0) {
-    std::string_view path(exe, static_cast<size_t>(n));
-    if (path.ends_with(" (deleted)")) path.remove_suffix(10);
-    l.service_name = basename_of(path);
-  }
-  if (l.service_name.empty()) l.service_name = comm.empty() ? "pid-" + std::to_string(pid) : std::string(comm);
-  // Inside a container the executable is the container's, not a service:
-  // its short id says which one.
-  if (!facts.container_id.empty()) l.service_name = "container-" + facts.container_id.substr(0, 12) + "/" + l.service_name;
+  // The sources named nothing (exe left out of them): the name the records carried.
+  l.service_name = comm.empty() ? "pid-" + std::to_string(pid) : std::string(comm);
   return l;
 }
 

@@ -53,10 +53,14 @@ struct ServiceLabels {
 // Names the services of processes, caching what stays true for a
 // process's life (its cgroup, command) and what many share (container
 // names). `root`: where the host's file system is ("/", or "/host" when
-// the agent runs in a container with it mounted there).
+// the agent runs in a container with it mounted there). `sources`: where
+// a service's name comes from, the first that names the process winning:
+// kubernetes (namespace/container), docker (the container's name), systemd
+// (the unit), java (the main class or jar), exe (the executable's name).
 class ServiceNamer {
  public:
-  explicit ServiceNamer(std::string root = "/");
+  explicit ServiceNamer(std::string root = "/", std::vector<std::string> sources = kAllSources);
+  static inline const std::vector<std::string> kAllSources = {"kubernetes", "docker", "systemd", "java", "exe"};
 
   // The labels of process `pid`, named once per process. `comm`: the name
   // its records carried, the last resort (a process gone before it was
@@ -75,6 +79,7 @@ class ServiceNamer {
   const std::string& docker_name(const std::string& container_id);
 
   std::string root_;
+  std::vector<std::string> sources_;
   std::map<pid_t, ServiceLabels> by_pid_;
   std::map<std::string, PodNames> pods_;             // by container id
   std::map<std::string, std::string> docker_names_;  // by container id

@@ -472,6 +472,36 @@ std::vector<pid_t> find_jvms() {
   return pids;
 }
 
+std::vector<pid_t> JvmScanner::scan() {
+  constexpr int kYoungScans = 5;
+  std::vector<pid_t> found;
+  std::unordered_map<pid_t, Seen> now;
+  DIR* dir = opendir("/proc");
+  if (!dir) return found;
+  while (dirent* entry = readdir(dir)) {
+    pid_t pid = 0;
+    std::string_view name = entry->d_name;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec != std::errc() || end != name.data() + name.size()) continue;
+    auto comm = read_file(proc_path(pid, "comm"));
+    if (!comm) continue;
+    auto old = seen_.find(pid);
+    Seen s = old == seen_.end() || old->second.comm != *comm ? Seen{*comm} : old->second;
+    if (!s.jvm && s.scans < kYoungScans) {
+      auto maps = read_file(proc_path(pid, "maps"));
+      if (maps && vm_in_maps(*maps) == Vm::hotspot) {
+        s.jvm = true;
+        found.push_back(pid);
+      }
+    }
+    ++s.scans;
+    now.emplace(pid, std::move(s));
+  }
+  closedir(dir);
+  seen_ = std::move(now);
+  return found;
+}
+
 std::expected<AttachResult, std::string> attach_command(pid_t pid, std::string_view command,
                                                         std::span<const std::string> args, int timeout_ms) {
   if (auto ok = check_request(command, args); !ok) return std::unexpected(ok.error());

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace ember::java {
@@ -39,6 +40,24 @@ std::optional<bool> jvm_flag(pid_t pid, std::string_view name);
 
 // The pids of the running HotSpot JVMs that ember may inspect.
 std::vector<pid_t> find_jvms();
+
+// Finds HotSpot JVMs as they start, for a session that lives long: a
+// process's maps are read in its first few scans (a launcher maps libjvm
+// some time after its exec) and again when its name changes (an exec),
+// not at every scan.
+class JvmScanner {
+ public:
+  // The JVMs not reported before (the first scan: all running ones).
+  std::vector<pid_t> scan();
+
+ private:
+  struct Seen {
+    std::string comm;
+    int scans = 0;  // since first seen or renamed
+    bool jvm = false;
+  };
+  std::unordered_map<pid_t, Seen> seen_;
+};
 
 // Runs one attach-listener command ("properties", "printflag", "jcmd",
 // "load"...) with up to 3 arguments, starting the listener first if the JVM

@@ -32,6 +32,7 @@
 #include "user/java/java_attach.h"
 #include "user/serve/recorder.h"
 #include "user/serve/results.h"
+#include "user/net/address.h"
 
 extern "C" const char ember_serve_html[];
 extern "C" const char ember_serve_html_end[];
@@ -49,32 +50,6 @@ std::string default_results_dir() {
 }
 
 namespace serve {
-
-std::expected<Endpoint, std::string> parse_listen(std::string_view text) {
-  auto bad = [&] { return std::unexpected("--listen '" + std::string(text) + "' is not ADDRESS:PORT"); };
-  size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return bad();
-  std::string host(text.substr(0, colon));
-  std::string_view port_text = text.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  else if (host.find(':') != std::string::npos) return bad();  // IPv6 needs brackets
-  if (host.empty()) host = "0.0.0.0";
-  int port = 0;
-  for (char c : port_text) {
-    if (c < '0' || c > '9' || port > 65535) return bad();
-    port = port * 10 + (c - '0');
-  }
-  if (port_text.empty() || port < 1 || port > 65535) return bad();
-  unsigned char addr[16];
-  if (inet_pton(AF_INET, host.c_str(), addr) != 1 && inet_pton(AF_INET6, host.c_str(), addr) != 1 &&
-      host != "localhost")
-    return std::unexpected("--listen: '" + host + "' is not an IP address");
-  return Endpoint{host, port};
-}
-
-bool is_loopback(std::string_view host) {
-  return host == "localhost" || host == "::1" || host.starts_with("127.");
-}
 
 std::string request_token(std::string_view authorization, std::string_view cookie) {
   if (authorization.starts_with("Bearer ")) return std::string(authorization.substr(7));
@@ -394,8 +369,8 @@ int run_serve(const ServeOptions& o) {
     std::fprintf(stderr, "ember: %s\n", message.c_str());
     return 1;
   };
-  auto endpoint = serve::parse_listen(o.listen);
-  if (!endpoint) return fail(endpoint.error());
+  auto endpoint = net::parse_listen(o.listen);
+  if (!endpoint) return fail("--listen " + endpoint.error());
   // The results belong to the server, not to whoever started it with sudo
   // (flamegraph::invoking_user): its store stays its own, /var/lib/ember
   // root's, and a result written by its `ember record` children too.
@@ -695,7 +670,7 @@ int run_serve(const ServeOptions& o) {
                  secret.c_str());
   else
     std::fprintf(stderr, "ember: open %s?token=TOKEN, with the token from %s\n", url.c_str(), token_path.c_str());
-  if (!serve::is_loopback(endpoint->host) && !tls)
+  if (!net::is_loopback(endpoint->host) && !tls)
     std::fprintf(stderr, "ember: warning: listening beyond this host without TLS: the token crosses the network "
                          "in clear (--tls-cert, --tls-key)\n");
 

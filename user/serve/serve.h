@@ -26,14 +26,6 @@ std::string default_results_dir();
 // The pieces of the server's guard, on their own for the unit tests.
 namespace serve {
 
-struct Endpoint {
-  std::string host;  // without brackets
-  int port = 0;
-};
-// "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:80", ":8080" (all addresses).
-std::expected<Endpoint, std::string> parse_listen(std::string_view text);
-bool is_loopback(std::string_view host);
-
 // The token a request carries: "Authorization: Bearer T", else the
 // ember_token cookie.
 std::string request_token(std::string_view authorization, std::string_view cookie);

@@ -172,21 +172,17 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
   // unloaded, so none goes into a JVM for a session that fails to start.
   if (java_) {
     std::vector<pid_t> jvms;
+    whole_host_ = config_.java_attach.empty() && config_.pids.empty() && config_.tids.empty() && !command;
     if (!config_.java_attach.empty())
       jvms.assign(config_.java_attach.begin(), config_.java_attach.end());
     else if (!config_.pids.empty())
       jvms.assign(config_.pids.begin(), config_.pids.end());
     else if (!config_.tids.empty())
       for (uint32_t tid : config_.tids) jvms.push_back(thread_group_of(tid));
-    else if (!command)
-      jvms = java::find_jvms();
-    // --comm and --cgroup narrow the scope: a JVM none of whose threads
-    // --comm names, or outside the cgroups, is out of it (unless named
-    // with --java-attach).
-    if (collector_opts_.comm && config_.java_attach.empty())
-      std::erase_if(jvms, [&](pid_t pid) { return !any_thread_matches(pid, *collector_opts_.comm); });
-    if (!cgroups_.empty() && config_.java_attach.empty())
-      std::erase_if(jvms, [&](pid_t pid) { return !process_in_cgroups(pid, cgroups_); });
+    else if (whole_host_)
+      jvms = jvm_scanner_.scan();
+    if (config_.java_attach.empty()) jvms = jvms_in_scope(std::move(jvms));
+    next_jvm_scan_s_ = now_s() + 2;
     java_->attach(jvms, !config_.java_attach.empty(), collector_, stopping);
     // Java events need a JVM: say so for each named target that is not one.
     bool java_alloc = std::any_of(plan_.events.begin(), plan_.events.end(), [](const events::Event* e) {
@@ -212,9 +208,28 @@ void Session::arm() {
   window_counters_ = {};
 }
 
+std::vector<pid_t> Session::jvms_in_scope(std::vector<pid_t> jvms) const {
+  // --comm and --cgroup narrow the scope (not --java-attach's): a JVM none
+  // of whose threads --comm names, or outside the cgroups, is out of it.
+  if (collector_opts_.comm)
+    std::erase_if(jvms, [&](pid_t pid) { return !any_thread_matches(pid, *collector_opts_.comm); });
+  if (!cgroups_.empty()) std::erase_if(jvms, [&](pid_t pid) { return !process_in_cgroups(pid, cgroups_); });
+  if (config_.java_allowed) std::erase_if(jvms, [&](pid_t pid) { return !config_.java_allowed(pid); });
+  return jvms;
+}
+
+void Session::attach_late_jvms() {
+  double now = now_s();
+  if (now < next_jvm_scan_s_) return;
+  next_jvm_scan_s_ = now + 2;
+  std::vector<pid_t> jvms = jvms_in_scope(jvm_scanner_.scan());
+  if (!jvms.empty()) java_->attach(jvms, false, collector_, [] { return false; });
+}
+
 void Session::poll(int timeout_ms) {
   sampler_->poll(timeout_ms);
   if (java_) java_->find_started(collector_);
+  if (java_ && whole_host_ && config_.java_late) attach_late_jvms();
   collector_.update_jvms(false);
   collector_.take_in_copies(false);
   watch_jvms();
@@ -230,9 +245,12 @@ void Session::watch_jvms() {
     if (w.watch && !w.ended && !w.watch->poll()) w.ended = true;
 }
 
-Window Session::cut(bool final) {
+Window Session::cut(bool final, const StackSink& each_stack) {
   Window window;
-  window.seconds = now_s() - window_start_s_;
+  // The next window starts now: what arrives while this one is built is its.
+  double cut_s = now_s();
+  uint64_t cut_unix_ns = unix_ns();
+  window.seconds = cut_s - window_start_s_;
   window.start_unix_ns = window_start_unix_ns_;
   if (final && !stopped_) {
     sampler_->stop();
@@ -262,7 +280,13 @@ Window Session::cut(bool final) {
   for (size_t v = 0; v < plan_.views.size(); ++v) {
     const events::Event* event = plan_.events[v];
     const EventView& view = plan_.views[v];
-    flamegraph::Profile profile = collector_.build(v);
+    Collector::StackSink sink;
+    if (each_stack)
+      sink = [&](uint32_t pid, const std::string& name, const flamegraph::Profile& p,
+                 std::span<const flamegraph::FrameId> frames, uint64_t weight) {
+        each_stack(v, pid, name, p, frames, weight);
+      };
+    flamegraph::Profile profile = collector_.build(v, sink);
     profile.start_unix_ns = window.start_unix_ns;
     profile.duration_ns = static_cast<uint64_t>(window.seconds * 1e9);
     CollectorStats stats = collector_.stats();
@@ -271,7 +295,13 @@ Window Session::cut(bool final) {
       JavaProfileOptions jopts{view.live_only, config_.thread_frames, config_.pid_frames,
                                java_native_namer(symbolizer_)};
       for (const Collector::JavaStream& j : collector_.java_streams()) {
-        add_java_profile(*j.events, *event->java_profile, {j.pid, j.name}, jopts, profile);
+        // Built per JVM, so each stack is known to be its process's.
+        flamegraph::Profile jvm;
+        add_java_profile(*j.events, *event->java_profile, {j.pid, j.name}, jopts, jvm);
+        for (const flamegraph::Stack& s : jvm.stacks()) {
+          profile.add_from(jvm, s.frames, s.weight);
+          if (each_stack) each_stack(v, j.pid, j.name, jvm, s.frames, s.weight);
+        }
         // What the agent could not follow or lost: in the graph and the summary.
         for (auto& [key, value] : java_profile_info(*j.events, *event->java_profile, jopts))
           window.java_notes.push_back("JVM " + std::to_string(j.pid) + " " + view.name + ": " + key + " " + value);
@@ -294,13 +324,14 @@ Window Session::cut(bool final) {
   window.unwind_tallies = collector_.unwind_tallies();
   window.symbol_warnings = symbolizer_.take_warnings();
   window.cgroups = std::exchange(cgroup_tally_, {});
-  for (uint32_t pid : collector_.next_window()) {
+  window.forgotten = collector_.next_window();
+  for (uint32_t pid : window.forgotten) {
     symbolizer_.forget_process(pid);
     if (unwinder_) unwinder_->remove_process(pid);
   }
   symbolizer_.end_window();
-  window_start_s_ = now_s();
-  window_start_unix_ns_ = unix_ns();
+  window_start_s_ = cut_s;
+  window_start_unix_ns_ = cut_unix_ns;
   return window;
 }
 

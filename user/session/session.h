@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "user/session/collector.h"
 #include "user/events/event.h"
 #include "user/java/java.h"
+#include "user/java/java_attach.h"
 #include "user/java/jvm.h"
 #include "user/session/sampler.h"
 #include "user/session/unwinder.h"
@@ -50,6 +52,8 @@ struct SessionConfig {
   // Java.
   bool java = true;                   // attach the agent to JVMs in scope
   std::vector<uint32_t> java_attach;  // attach only to these JVMs
+  bool java_late = false;             // whole host: also JVMs that start later (found every 2 s)
+  std::function<bool(pid_t)> java_allowed;  // which JVMs found on the host get the agent (none: all)
   bool verbose = false;               // libbpf's own messages on stderr
 };
 
@@ -74,6 +78,7 @@ struct Window {
   std::vector<Collector::UnwindTally> unwind_tallies;
   CgroupTally cgroups;  // records per cgroup, with --cgroup
   std::vector<std::string> symbol_warnings;  // what the symbolizer met this window (unreadable files...)
+  std::vector<uint32_t> forgotten;  // processes gone for good: nothing of theirs comes any more
 };
 
 class Session {
@@ -101,9 +106,15 @@ class Session {
   // Waits for records (up to `timeout_ms`) and takes them in, with the
   // JVMs' new code and events.
   void poll(int timeout_ms);
+  // Each stack of a window's graph as it is added, with the index of its
+  // graph and the process it came from (frames are ids in `profile`): the
+  // fleet agent splits a window into profiles per service with it.
+  using StackSink = std::function<void(size_t graph, uint32_t pid, const std::string& process_name,
+                                       const flamegraph::Profile& profile,
+                                       std::span<const flamegraph::FrameId> frames, uint64_t weight)>;
   // The profile of the window since the last cut (or arm()); `final`: the
   // session stops first, so what was in flight is in it.
-  Window cut(bool final);
+  Window cut(bool final, const StackSink& each_stack = {});
 
   SamplerCounters counters() const { return sampler_->counters(); }  // since arm()
   int cpus() const { return cpus_; }
@@ -116,6 +127,7 @@ class Session {
   // ...and after it, once symbols were read (kptr_restrict, unreadable files).
   // The unwinder's tables, if user stacks are unwound by CFI.
   const Unwinder* unwinder() const { return unwinder_.get(); }
+  const symbolizer::Symbolizer& symbolizer() const { return symbolizer_; }
   std::vector<Collector::JavaStream> java_streams() const { return collector_.java_streams(); }
   // Each JVM's heap, GCs and allocation rate since it was first seen.
   std::vector<std::pair<uint32_t, std::string>> jvm_summaries() const;
@@ -124,6 +136,9 @@ class Session {
   Session(SessionConfig config, events::Plan plan, HostFacts host, std::optional<std::regex> comm,
           std::vector<CgroupTarget> cgroups);
   void watch_jvms();
+  // The JVMs in scope among `pids` (--comm, --cgroup, java_allowed).
+  std::vector<pid_t> jvms_in_scope(std::vector<pid_t> pids) const;
+  void attach_late_jvms();
 
   SessionConfig config_;
   events::Plan plan_;
@@ -149,6 +164,9 @@ class Session {
     bool ended = false;             // the JVM exited: its summary stands
   };
   std::map<uint32_t, Watched> jvm_watches_;
+  java::JvmScanner jvm_scanner_;
+  bool whole_host_ = false;  // no pids, tids or command: JVMs are found on the host
+  double next_jvm_scan_s_ = 0;
 };
 
 }  // namespace ember

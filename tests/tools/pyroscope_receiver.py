@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""A Grafana Pyroscope stand-in for ember agent's tests, written from the
+server's documented contracts, not from ember's code:
+
+  POST /push.v1.PusherService/Push   Connect unary call, Content-Type
+      application/proto, body a push.v1.PushRequest:
+        PushRequest      { repeated RawProfileSeries series = 1; }
+        RawProfileSeries { repeated LabelPair labels = 1; repeated RawSample samples = 2; }
+        LabelPair        { string name = 1; string value = 2; }
+        RawSample        { bytes raw_profile = 1; string ID = 2; }
+  POST /ingest?name=APP.TYPE{k=v,...}&from=S&until=S   multipart/form-data
+      with a `profile` (pprof) and an optional `sample_type_config` (JSON).
+
+Every profile it takes is written, gunzipped if it was gzipped, to
+OUT/NNNNNN.pprof, and described by one JSON line in OUT/log.jsonl:
+{"api", "labels", "id", "file", "bytes", "received"} (+ "name", "from",
+"until", "sample_type_config" for /ingest). Anything malformed is answered
+400 and logged with "error".
+
+  --status-file F  while F exists, every request is answered with the HTTP
+                   status written in it (503, 429, 400 ...) and a JSON error
+  --token T        requests must carry "Authorization: Bearer T"
+  --tenant T       requests must carry "X-Scope-OrgID: T"
+"""
+import argparse
+import email.parser
+import email.policy
+import gzip
+import json
+import os
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def varint(buf, pos):
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise ValueError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def fields(buf):
+    """(field number, wire type, value) of a protobuf message."""
+    pos = 0
+    while pos < len(buf):
+        key, pos = varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = varint(buf, pos)
+        elif wire == 2:
+            n, pos = varint(buf, pos)
+            if pos + n > len(buf):
+                raise ValueError("truncated field")
+            value, pos = buf[pos:pos + n], pos + n
+        elif wire == 1:
+            value, pos = buf[pos:pos + 8], pos + 8
+        elif wire == 5:
+            value, pos = buf[pos:pos + 4], pos + 4
+        else:
+            raise ValueError("wire type %d" % wire)
+        yield number, wire, value
+
+
+def decode_push_request(body):
+    series = []
+    for number, wire, value in fields(body):
+        if number != 1 or wire != 2:
+            continue
+        labels, samples = {}, []
+        for n, w, v in fields(value):
+            if n == 1 and w == 2:
+                pair = {k: val.decode() for k, _, val in fields(v) if k in (1, 2)}
+                labels[pair.get(1, "")] = pair.get(2, "")
+            elif n == 2 and w == 2:
+                sample = {k: val for k, _, val in fields(v) if k in (1, 2)}
+                samples.append((sample.get(1, b""), sample.get(2, b"").decode()))
+        series.append((labels, samples))
+    return series
+
+
+class Store:
+    def __init__(self, out):
+        self.out = out
+        self.lock = threading.Lock()
+        self.count = 0
+        self.log = open(os.path.join(out, "log.jsonl"), "a", buffering=1)
+
+    def keep(self, entry, profile):
+        with self.lock:
+            if profile[:2] == b"\x1f\x8b":
+                profile = gzip.decompress(profile)
+            self.count += 1
+            name = "%06d.pprof" % self.count
+            with open(os.path.join(self.out, name), "wb") as f:
+                f.write(profile)
+            entry.update(file=name, bytes=len(profile), received=time.time())
+            self.log.write(json.dumps(entry) + "\n")
+
+    def error(self, path, message):
+        with self.lock:
+            self.log.write(json.dumps({"path": path, "error": message, "received": time.time()}) + "\n")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, message=""):
+        body = json.dumps({"code": status, "message": message}).encode() if status >= 300 else b"{}"
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(n)
+        opts = self.server.opts
+        if opts.status_file and os.path.exists(opts.status_file):
+            with open(opts.status_file) as f:
+                status = int(f.read().strip() or 503)
+            return self.answer(status, "the test says %d" % status)
+        if opts.token and self.headers.get("Authorization") != "Bearer " + opts.token:
+            return self.answer(401, "no or wrong bearer token")
+        if opts.tenant and self.headers.get("X-Scope-OrgID") != opts.tenant:
+            return self.answer(401, "no or wrong X-Scope-OrgID")
+        url = urllib.parse.urlsplit(self.path)
+        try:
+            if url.path == "/push.v1.PusherService/Push":
+                self.push(body)
+            elif url.path == "/ingest":
+                self.ingest(url, body)
+            else:
+                return self.answer(404, "no such endpoint: " + url.path)
+        except ValueError as e:
+            self.server.store.error(self.path, str(e))
+            return self.answer(400, str(e))
+        self.answer(200)
+
+    def push(self, body):
+        if self.headers.get("Content-Type") != "application/proto":
+            raise ValueError("Content-Type is not application/proto")
+        series = decode_push_request(body)
+        if not series:
+            raise ValueError("no series")
+        for labels, samples in series:
+            if not labels.get("service_name") or not labels.get("__name__"):
+                raise ValueError("a series without service_name or __name__: %r" % labels)
+            for profile, sample_id in samples:
+                self.server.store.keep({"api": "push", "labels": labels, "id": sample_id}, profile)
+
+    def ingest(self, url, body):
+        query = urllib.parse.parse_qs(url.query)
+        for key in ("name", "from", "until"):
+            if key not in query:
+                raise ValueError("no %s in the query" % key)
+        ctype = self.headers.get("Content-Type", "")
+        if not ctype.startswith("multipart/form-data"):
+            raise ValueError("not multipart/form-data")
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+        parts = {p.get_param("name", header="content-disposition"): p.get_payload(decode=True)
+                 for p in message.iter_parts()}
+        if "profile" not in parts:
+            raise ValueError("no profile part")
+        config = json.loads(parts["sample_type_config"]) if "sample_type_config" in parts else None
+        self.server.store.keep({"api": "ingest", "name": query["name"][0], "from": int(query["from"][0]),
+                                "until": int(query["until"][0]), "sample_type_config": config}, parts["profile"])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--status-file")
+    p.add_argument("--token")
+    p.add_argument("--tenant")
+    opts = p.parse_args()
+    os.makedirs(opts.out, exist_ok=True)
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", opts.port), Handler)
+    server.opts = opts
+    server.store = Store(opts.out)
+    print("listening", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

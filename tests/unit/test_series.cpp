@@ -1,0 +1,124 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "flamegraph/pprof.h"
+#include "temp_dir.h"
+#include "user/fleet/series.h"
+
+using namespace ember;
+using namespace ember::fleet;
+namespace fs = std::filesystem;
+
+namespace {
+
+AgentConfig config_with(const TempDir& dir, KeyValues flags) {
+  flags.push_back({"spool.dir", {(dir.path / "spool").string()}});
+  auto c = load_agent_config("", flags);
+  REQUIRE(c);
+  c->host = "web-1";
+  return *c;
+}
+
+std::string label(const std::vector<Label>& labels, const std::string& name) {
+  for (const Label& l : labels)
+    if (l.name == name) return l.value;
+  return "(none)";
+}
+
+void fake_exe(const fs::path& root, int pid, const std::string& cgroup, const std::string& exe) {
+  fs::path proc = root / "proc" / std::to_string(pid);
+  fs::create_directories(proc);
+  std::ofstream(proc / "cgroup") << "0::" << cgroup << "\n";
+  std::ofstream(proc / "cmdline") << exe;
+  fs::create_symlink(exe, proc / "exe");
+}
+
+}  // namespace
+
+TEST_CASE("series: relabel rules keep, drop and replace, in order") {
+  TempDir dir;
+  AgentConfig c = config_with(dir, {{"relabel",
+                                     {"replace service_name (.*)-worker-[0-9]+ service_name $1",
+                                      "replace service_name (.*) team ops", "drop service_name sshd",
+                                      "keep host web-.*"}}});
+  auto out = relabel({{"service_name", "batch-worker-7"}, {"host", "web-1"}}, c.relabel);
+  REQUIRE(out);
+  CHECK(*out == std::vector<Label>{{"host", "web-1"}, {"service_name", "batch"}, {"team", "ops"}});
+  CHECK_FALSE(relabel({{"service_name", "sshd"}, {"host", "web-1"}}, c.relabel));
+  CHECK_FALSE(relabel({{"service_name", "nginx"}, {"host", "db-1"}}, c.relabel));
+  // An absent label reads as "", and a replacement to "" removes the target.
+  AgentConfig blank = config_with(dir, {{"relabel", {"replace pod ^$ container"}}});
+  auto none = relabel({{"service_name", "x"}, {"container", "c"}}, blank.relabel);
+  REQUIRE(none);
+  CHECK(*none == std::vector<Label>{{"service_name", "x"}});
+}
+
+TEST_CASE("series: a window's stacks split into a profile per service and event, labelled and encoded") {
+  TempDir dir;
+  fake_exe(dir.path, 10, "/system.slice/nginx.service", "/usr/sbin/nginx");
+  fake_exe(dir.path, 11, "/system.slice/nginx.service", "/usr/sbin/nginx");
+  fake_exe(dir.path, 12, "/user.slice/session-1.scope", "/usr/bin/sshd");
+  fake_exe(dir.path, 13, "/user.slice/session-1.scope", "/usr/bin/make");
+  AgentConfig c = config_with(dir, {{"labels", {"env=prod"}}, {"relabel", {"drop service_name sshd"}}});
+  ServiceNamer namer(dir.path.string());
+  PeriodSeries series(c, namer, {"cpu-clock", "offcpu"});
+
+  // The window's whole graphs, as the session built them.
+  flamegraph::Profile cpu, off;
+  cpu.period_ns = 1'000'000'000 / 19;
+  cpu.start_unix_ns = 1'700'000'000'000'000'000;
+  cpu.duration_ns = 15'000'000'000;
+  off.event = "offcpu";
+  off.unit = "ns";
+  using flamegraph::Frame;
+  using flamegraph::FrameKind;
+  auto stack = [](flamegraph::Profile& p, std::vector<std::string> names) {
+    std::vector<flamegraph::FrameId> ids;
+    ids.push_back(p.intern(Frame{names[0], FrameKind::Process, {}}));
+    for (size_t i = 1; i < names.size(); ++i) ids.push_back(p.intern(Frame{names[i], FrameKind::Native, "m"}));
+    return ids;
+  };
+  auto a = stack(cpu, {"nginx", "main", "serve"});
+  auto b = stack(cpu, {"nginx", "main", "accept"});
+  auto s = stack(cpu, {"sshd", "main"});
+  auto m = stack(cpu, {"make", "main"});
+  cpu.add(a, 5);
+  series.add(0, 10, "nginx", cpu, a, 5);
+  cpu.add(b, 2);
+  series.add(0, 11, "nginx", cpu, b, 2);  // another worker: the same service
+  cpu.add(s, 9);
+  series.add(0, 12, "sshd", cpu, s, 9);
+  cpu.add(m, 4);
+  series.add(0, 13, "make", cpu, m, 4);
+  auto w = stack(off, {"nginx", "main", "epoll_wait"});
+  off.add(w, 3'000'000);
+  series.add(1, 10, "nginx", off, w, 3'000'000);
+
+  const flamegraph::Profile* graphs[] = {&cpu, &off};
+  std::vector<Series> out = series.finish(graphs);
+  CHECK(series.dropped() == 1);
+  REQUIRE(out.size() == 3);  // nginx cpu, nginx offcpu, make cpu
+  std::map<std::string, const Series*> by;
+  for (const Series& x : out) by[label(x.labels, "service_name") + "/" + label(x.labels, "__name__")] = &x;
+  REQUIRE(by.count("nginx/process_cpu"));
+  REQUIRE(by.count("nginx/off_cpu"));
+  REQUIRE(by.count("make/process_cpu"));
+  const Series& nginx = *by["nginx/process_cpu"];
+  CHECK(label(nginx.labels, "host") == "web-1");
+  CHECK(label(nginx.labels, "env") == "prod");
+  CHECK(label(nginx.labels, "__delta__") == "false");
+  CHECK(label(nginx.labels, "container_id") == "(none)");
+  CHECK(nginx.id.size() == 36);
+  CHECK(nginx.id != by["make/process_cpu"]->id);
+
+  auto p = flamegraph::decode_pprof(nginx.profile);
+  REQUIRE(p);
+  CHECK(p->total() == 7);
+  CHECK(p->start_unix_ns == cpu.start_unix_ns);
+  auto o = flamegraph::decode_pprof(by["nginx/off_cpu"]->profile);
+  REQUIRE(o);
+  CHECK(o->total() == 3'000'000);
+  CHECK(o->unit == "ns");
+  CHECK(series.stacks() == 4);
+}

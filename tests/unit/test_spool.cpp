@@ -1,0 +1,119 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "temp_dir.h"
+#include "user/fleet/spool.h"
+
+using namespace ember::fleet;
+namespace fs = std::filesystem;
+
+namespace {
+
+uint64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::vector<std::string> files(const TempDir& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir.path)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("spool: names sort by time and say the period's state") {
+  Spool::Entry e{1'700'000'000'123'456'789, 15000, 3, Spool::State::Pending, 0, {}};
+  std::string name = Spool::file_name(e);
+  CHECK(name == "01700000000123456789.15000.3.pending");
+  auto back = Spool::parse_name(name);
+  REQUIRE(back);
+  CHECK(back->start_ns == e.start_ns);
+  CHECK(back->duration_ms == 15000);
+  CHECK(back->profiles == 3);
+  CHECK(back->state == Spool::State::Pending);
+  CHECK(Spool::parse_name("01700000000123456789.15000.3.sent")->state == Spool::State::Sent);
+  for (const char* bad : {"x.1.2.sent", "1.2.3.lost", "1.2.3", "1.2.3.sent.tmp", ".token"})
+    CHECK_FALSE(Spool::parse_name(bad));
+}
+
+TEST_CASE("spool: the oldest pending period first; sent ones stay; a restart resumes") {
+  TempDir dir;
+  uint64_t t = now_ns();
+  {
+    auto spool = Spool::open(dir.path.string(), 1 << 20, 3600);
+    REQUIRE(spool);
+    REQUIRE((*spool)->add(t + 2'000'000'000, 1000, 2, "second"));
+    REQUIRE((*spool)->add(t + 1'000'000'000, 1000, 1, "first"));
+    REQUIRE((*spool)->add(t + 1'000'000'000, 1000, 4, "same start"));  // kept, one ns later
+    auto oldest = (*spool)->oldest_pending();
+    REQUIRE(oldest);
+    CHECK((*spool)->read(*oldest).value() == "first");
+    (*spool)->mark(*oldest, Spool::State::Sent);
+    CHECK((*spool)->read(*(*spool)->oldest_pending()).value() == "same start");
+    auto c = (*spool)->counts();
+    CHECK(c.pending_files == 2);
+    CHECK(c.pending_profiles == 6);
+    CHECK(c.bytes == std::string("secondfirstsame start").size());
+    std::ofstream(dir.path / "00000000000000000001.1.1.pending.tmp") << "cut short";
+  }
+  auto again = Spool::open(dir.path.string(), 1 << 20, 3600);
+  REQUIRE(again);
+  CHECK((*again)->read(*(*again)->oldest_pending()).value() == "same start");
+  CHECK((*again)->counts().pending_files == 2);
+  CHECK(files(dir).size() == 3);  // the .tmp is gone
+}
+
+TEST_CASE("spool: the size cap removes the oldest first, counting unsent profiles as dropped") {
+  TempDir dir;
+  uint64_t t = now_ns();
+  auto spool = Spool::open(dir.path.string(), 1 << 20, 3600);
+  REQUIRE(spool);
+  std::string mib(1 << 19, 'x');  // half the cap each
+  REQUIRE((*spool)->add(t, 1000, 5, mib));
+  (*spool)->mark(*(*spool)->oldest_pending(), Spool::State::Sent);
+  REQUIRE((*spool)->add(t + 1, 1000, 7, mib));
+  REQUIRE((*spool)->add(t + 2, 1000, 11, mib));  // over the cap: the sent one goes
+  auto c = (*spool)->counts();
+  CHECK(c.expired_profiles == 5);
+  CHECK(c.dropped_profiles == 0);
+  REQUIRE((*spool)->add(t + 3, 1000, 13, mib));  // now an unsent one goes: lost
+  c = (*spool)->counts();
+  CHECK(c.dropped_profiles == 7);
+  CHECK(c.pending_profiles == 24);
+  CHECK((*spool)->oldest_pending()->start_ns == t + 2);
+}
+
+TEST_CASE("spool: the age cap removes periods older than it, at open and as periods are added") {
+  TempDir dir;
+  uint64_t t = now_ns();
+  {
+    auto spool = Spool::open(dir.path.string(), 1 << 20, 60);
+    REQUIRE(spool);
+    REQUIRE((*spool)->add(t - 120'000'000'000ull, 1000, 3, "old"));  // removed as soon as added
+    REQUIRE((*spool)->add(t, 1000, 2, "new"));
+    CHECK((*spool)->counts().dropped_profiles == 3);
+    CHECK(files(dir).size() == 1);
+  }
+  std::ofstream(dir.path / Spool::file_name({t - 90'000'000'000ull, 1000, 1, Spool::State::Sent, 0, {}})) << "older";
+  auto spool = Spool::open(dir.path.string(), 1 << 20, 60);
+  REQUIRE(spool);
+  CHECK((*spool)->counts().expired_profiles == 1);
+  CHECK(files(dir).size() == 1);
+}
+
+TEST_CASE("spool: a period that cannot be written is counted as dropped") {
+  TempDir dir;
+  auto spool = Spool::open((dir.path / "s").string(), 1 << 20, 3600);
+  REQUIRE(spool);
+  fs::remove_all(dir.path / "s");  // the directory is gone
+  auto added = (*spool)->add(now_ns(), 1000, 4, "body");
+  REQUIRE_FALSE(added);
+  CHECK_THAT(added.error(), Catch::Contains("cannot write"));
+  CHECK((*spool)->counts().write_failures == 1);
+  CHECK((*spool)->counts().dropped_profiles == 4);
+}

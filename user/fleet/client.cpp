@@ -1,0 +1,150 @@
+#include "user/fleet/client.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "flamegraph/pprof.h"
+#include "user/fleet/pyroscope.h"
+
+namespace ember::fleet {
+namespace {
+
+std::string url_encode(std::string_view s) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+// /ingest's application name: SERVICE.TYPE{label=value,...}.
+std::string ingest_name(const Series& s) {
+  std::string service, type, labels;
+  for (const Label& l : s.labels) {
+    if (l.name == "service_name") service = l.value;
+    else if (l.name == "__name__") type = l.value;
+    else if (!l.name.starts_with("__")) labels += (labels.empty() ? "" : ",") + l.name + "=" + l.value;
+  }
+  return service + "." + type + "{" + labels + "}";
+}
+
+// /ingest's sample_type_config: how the server reads each sample type.
+std::string sample_type_config(std::string_view pprof) {
+  flamegraph::SampleTypes types;
+  if (!flamegraph::decode_pprof(pprof, {}, &types)) return "{}";
+  nlohmann::json config = nlohmann::json::object();
+  for (const std::string& name : types.names) {
+    auto p = flamegraph::decode_pprof(pprof, name);
+    std::string unit = !p ? "samples" : p->unit == "ns" ? "nanoseconds" : p->unit;
+    config[name] = {{"units", unit}, {"aggregation", "sum"}, {"display-name", name}, {"sampled", unit == "samples"}};
+  }
+  return config.dump();
+}
+
+}  // namespace
+
+SendResult::Next next_for_status(int status) {
+  if (status >= 200 && status < 300) return SendResult::Next::Done;
+  if (status == 408 || status == 429 || status >= 500) return SendResult::Next::Retry;
+  return SendResult::Next::GiveUp;
+}
+
+std::string error_message(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string()) return j["message"].get<std::string>();
+  std::string text(body.substr(0, 300));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text.empty() ? "(no message)" : text;
+}
+
+PyroscopeClient::PyroscopeClient(const AgentConfig& config) : server_(config.server) {
+  url_ = *net::parse_url(server_.url);
+  http_ = std::make_unique<httplib::Client>(url_.origin());
+  auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(server_.timeout_s));
+  http_->set_connection_timeout(timeout);
+  http_->set_read_timeout(timeout);
+  http_->set_write_timeout(timeout);
+  http_->set_keep_alive(true);
+  if (url_.tls) {
+    http_->enable_server_certificate_verification(true);
+    if (!server_.ca_file.empty()) http_->set_ca_cert_path(server_.ca_file.c_str());
+  }
+  if (!config.server.user.empty()) http_->set_basic_auth(config.server.user.c_str(), config.password.c_str());
+  if (!config.token.empty()) http_->set_bearer_token_auth(config.token.c_str());
+  httplib::Headers headers;
+  if (!server_.tenant.empty()) headers.emplace("X-Scope-OrgID", server_.tenant);
+  headers.emplace("User-Agent", "ember-agent/0.1");
+  http_->set_default_headers(headers);
+}
+
+PyroscopeClient::~PyroscopeClient() = default;
+
+SendResult PyroscopeClient::post(const std::string& path, std::string_view body, const std::string& content_type) {
+  SendResult r;
+  auto res = http_->Post(url_.path + path, body.data(), body.size(), content_type.c_str());
+  if (!res) {
+    r.next = SendResult::Next::Retry;
+    r.message = httplib::to_string(res.error());
+    return r;
+  }
+  r.status = res->status;
+  r.next = next_for_status(res->status);
+  r.bytes_sent = body.size();
+  if (r.next != SendResult::Next::Done) r.message = error_message(res->body);
+  if (res->has_header("Retry-After")) r.retry_after_s = std::atof(res->get_header_value("Retry-After").c_str());
+  return r;
+}
+
+SendResult PyroscopeClient::push(std::string_view body) {
+  // Connect's unary protocol over HTTP/1.1: the message as the body.
+  return post("/push.v1.PusherService/Push", body, "application/proto");
+}
+
+SendResult PyroscopeClient::ingest(const Spool::Entry& period, std::string_view body) {
+  auto series = decode_push_request(body);
+  if (!series) return {SendResult::Next::GiveUp, 0, "the spool's file is corrupt: " + series.error(), 0, 0};
+  SendResult total;
+  uint64_t from = period.start_ns / 1'000'000'000;
+  uint64_t until = (period.start_ns + period.duration_ms * 1'000'000) / 1'000'000'000;
+  for (const Series& s : *series) {
+    std::string path = "/ingest?name=" + url_encode(ingest_name(s)) + "&from=" + std::to_string(from) +
+                       "&until=" + std::to_string(std::max(until, from + 1));
+    httplib::MultipartFormDataItems items = {
+        {"profile", s.profile, "profile.pprof", "application/octet-stream"},
+        {"sample_type_config", sample_type_config(s.profile), "sample_type_config.json", "application/json"},
+    };
+    auto res = http_->Post(url_.path + path, items);
+    SendResult r;
+    if (!res) {
+      r.next = SendResult::Next::Retry;
+      r.message = httplib::to_string(res.error());
+    } else {
+      r.status = res->status;
+      r.next = next_for_status(res->status);
+      if (r.next != SendResult::Next::Done) r.message = error_message(res->body);
+      r.bytes_sent = s.profile.size();
+    }
+    total.bytes_sent += r.bytes_sent;
+    // A series sent twice (a retry after a later one failed) is counted
+    // twice by /ingest: stop at the first failure, retry the period whole.
+    if (r.next != SendResult::Next::Done) {
+      r.bytes_sent = total.bytes_sent;
+      return r;
+    }
+    total.status = r.status;
+  }
+  return total;
+}
+
+SendResult PyroscopeClient::send(const Spool::Entry& period, std::string_view body) {
+  return server_.api == "ingest" ? ingest(period, body) : push(body);
+}
+
+}  // namespace ember::fleet

@@ -1,0 +1,56 @@
+// Sends the spool's periods to Pyroscope: the push API (one request per
+// period, as the spool keeps it) or the older /ingest endpoint (one
+// multipart request per series). Says what to do with a period next: done,
+// try again later (network errors, 5xx, 408, 429), or give up on it (any
+// other answer: the server will refuse it again).
+#pragma once
+
+#include <chrono>
+#include <expected>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "user/fleet/config.h"
+#include "user/fleet/spool.h"
+#include "user/net/address.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace ember::fleet {
+
+struct SendResult {
+  enum class Next { Done, Retry, GiveUp };
+  Next next = Next::Done;
+  int status = 0;            // the HTTP status, 0 when none came
+  std::string message;       // why not done: the server's message or the network error
+  double retry_after_s = 0;  // the server's Retry-After, if it gave one
+  uint64_t bytes_sent = 0;
+};
+
+class PyroscopeClient {
+ public:
+  // `config.url` must be set (the configuration checked it parses).
+  PyroscopeClient(const AgentConfig& config);
+  ~PyroscopeClient();
+  SendResult send(const Spool::Entry& period, std::string_view body);
+
+ private:
+  SendResult post(const std::string& path, std::string_view body, const std::string& content_type);
+  SendResult push(std::string_view body);
+  SendResult ingest(const Spool::Entry& period, std::string_view body);
+
+  AgentConfig::Server server_;
+  net::Url url_;
+  std::unique_ptr<httplib::Client> http_;
+};
+
+// What a status code asks for (2xx done; 408, 429, 5xx again; else give up).
+SendResult::Next next_for_status(int status);
+// The message of an error answer: Connect's and Pyroscope's JSON
+// {"code":..., "message": ...}, else the body's start.
+std::string error_message(std::string_view body);
+
+}  // namespace ember::fleet

@@ -1,0 +1,62 @@
+// One period of the fleet agent as Pyroscope's series: the session's
+// window split into a profile per service and event, each labelled
+// (__name__, service_name, host, container and Kubernetes names, the
+// configured labels, relabeled) and encoded as gzipped pprof.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "flamegraph/profile.h"
+#include "user/fleet/config.h"
+#include "user/fleet/pyroscope.h"
+#include "user/fleet/service.h"
+
+namespace ember::fleet {
+
+// Applies `rules` in order; nothing when a rule drops the series. Labels
+// left with an empty value are removed.
+std::optional<std::vector<Label>> relabel(std::vector<Label> labels, std::span<const RelabelRule> rules);
+
+// The series name (__name__) of an event: process_cpu, off_cpu, wall, lock,
+// memory (malloc, Java alloc).
+std::string series_name(const std::string& event);
+
+class PeriodSeries {
+ public:
+  // `events`: the session's graphs, in order.
+  PeriodSeries(const AgentConfig& config, ServiceNamer& namer, std::vector<std::string> events);
+
+  // A stack of graph `graph` from process `pid` (the session's stack sink).
+  void add(size_t graph, uint32_t pid, const std::string& process_name, const flamegraph::Profile& profile,
+           std::span<const flamegraph::FrameId> frames, uint64_t weight);
+
+  // The period's series: one per service and event that has samples.
+  // `graphs`: the window's whole graphs (event, unit, period, times).
+  std::vector<Series> finish(std::span<const flamegraph::Profile* const> graphs);
+
+  size_t dropped() const { return dropped_processes_; }  // processes a rule dropped
+  uint64_t stacks() const;
+
+ private:
+  struct Group {
+    std::vector<Label> labels;                  // without __name__
+    std::vector<flamegraph::Profile> profiles;  // one per event
+  };
+  // The group of a process's stacks, or -1: a relabel rule dropped it.
+  int group_of(uint32_t pid, const std::string& process_name);
+
+  const AgentConfig& config_;
+  ServiceNamer& namer_;
+  std::vector<std::string> events_;
+  std::map<uint32_t, int> group_by_pid_;
+  std::map<std::vector<Label>, int> group_by_labels_;
+  std::vector<Group> groups_;
+  size_t dropped_processes_ = 0;
+};
+
+}  // namespace ember::fleet

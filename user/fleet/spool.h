@@ -1,0 +1,78 @@
+// The fleet agent's spool: every period's profiles, as the push request
+// that carries them, in one file per period in a directory, kept whether
+// sent or not until a size or an age cap removes the oldest. A backend
+// outage loses nothing within the cap: the sender takes the oldest unsent
+// file first, so periods arrive in order with their own timestamps, and a
+// restarted agent resumes from the directory.
+//
+// Files: START_NS.DURATION_MS.PROFILES.STATE, START_NS zero-padded so the
+// names sort by time; STATE is pending (not sent yet), sent, or rejected
+// (the server refused it with a 4xx: kept, never retried). Files being
+// written end in .tmp and are removed at open.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ember::fleet {
+
+class Spool {
+ public:
+  enum class State { Pending, Sent, Rejected };
+  struct Entry {
+    uint64_t start_ns = 0;     // the period's start (Unix time)
+    uint64_t duration_ms = 0;  // its length
+    uint32_t profiles = 0;     // series in the request
+    State state = State::Pending;
+    uint64_t bytes = 0;
+    std::string name;  // the file's
+  };
+  struct Counts {
+    uint64_t bytes = 0;              // in the directory now
+    uint64_t pending_profiles = 0;   // not sent yet
+    uint64_t pending_files = 0;
+    uint64_t dropped_profiles = 0;   // removed by a cap before they were sent (lost)
+    uint64_t expired_profiles = 0;   // removed by a cap after they were sent or rejected
+    uint64_t write_failures = 0;     // periods that could not be written (disk full...)
+  };
+
+  // Opens (creates) `dir` and reads what an earlier run left.
+  static std::expected<std::unique_ptr<Spool>, std::string> open(const std::string& dir, uint64_t max_bytes,
+                                                                  double max_age_s);
+  // Keeps a period's request, then applies the caps. Fails (and counts) when
+  // the file cannot be written. `state`: Sent when there is no server to send to.
+  std::expected<void, std::string> add(uint64_t start_ns, uint64_t duration_ms, uint32_t profiles,
+                                       std::string_view body, State state = State::Pending);
+  // The oldest unsent period, if any.
+  std::optional<Entry> oldest_pending();
+  std::expected<std::string, std::string> read(const Entry& e) const;
+  // A pending period sent, or refused for good.
+  void mark(const Entry& e, State state);
+  // Caps may change at a reload; applied at once.
+  void set_caps(uint64_t max_bytes, double max_age_s);
+  Counts counts();
+  const std::string& dir() const { return dir_; }
+
+  static std::string file_name(const Entry& e);
+  static std::optional<Entry> parse_name(std::string_view name);
+
+ private:
+  Spool(std::string dir, uint64_t max_bytes, double max_age_s) : dir_(std::move(dir)), max_bytes_(max_bytes), max_age_s_(max_age_s) {}
+  void apply_caps();  // under mutex_
+  void remove(std::map<uint64_t, Entry>::iterator it);
+
+  std::string dir_;
+  std::mutex mutex_;
+  uint64_t max_bytes_;
+  double max_age_s_;
+  std::map<uint64_t, Entry> entries_;  // by start: oldest first
+  Counts counts_;
+};
+
+}  // namespace ember::fleet
