@@ -93,7 +93,8 @@ class Store:
     def __init__(self, out):
         self.out = out
         self.lock = threading.Lock()
-        self.count = 0
+        # A restarted receiver (a backend outage) goes on numbering.
+        self.count = sum(1 for f in os.listdir(out) if f.endswith(".pprof"))
         self.log = open(os.path.join(out, "log.jsonl"), "a", buffering=1)
 
     def keep(self, entry, profile):

@@ -317,8 +317,16 @@ class Agent {
     double grace = std::min(30.0, config_.server.timeout_s * 2);
     sender_.finish(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace)));
     Spool::Counts left = spool_->counts();
-    log("stopped; %llu profiles of %llu periods wait in %s", static_cast<unsigned long long>(left.pending_profiles),
-        static_cast<unsigned long long>(left.pending_files), spool_->dir().c_str());
+    std::string made;
+    for (const auto& [key, value] : metrics_.made())
+      made += (made.empty() ? "" : ", ") + key.first + " " + std::to_string(value) + " " + key.second;
+    log("stopped after %llu periods (made %llu profiles: %s); pushed %llu, refused %llu, dropped %llu; %llu wait in %s",
+        static_cast<unsigned long long>(metrics_.periods.load()),
+        static_cast<unsigned long long>(metrics_.profiles.load()), made.empty() ? "none" : made.c_str(),
+        static_cast<unsigned long long>(metrics_.profiles_pushed.load()),
+        static_cast<unsigned long long>(metrics_.profiles_rejected.load()),
+        static_cast<unsigned long long>(left.dropped_profiles), static_cast<unsigned long long>(left.pending_profiles),
+        spool_->dir().c_str());
     return 0;
   }
 
@@ -396,6 +404,7 @@ class Agent {
     std::vector<const flamegraph::Profile*> graphs;
     for (const WindowGraph& g : w.graphs) graphs.push_back(&g.profile);
     std::vector<Series> out = series.finish(graphs);
+    for (size_t i = 0; i < graphs.size(); ++i) metrics_.add_made(events[i], graphs[i]->unit, series.total(i));
     for (uint32_t pid : w.forgotten) namer_.forget(static_cast<pid_t>(pid));
     for (const std::string& warning : w.symbol_warnings) log("warning: %s", warning.c_str());
 

@@ -241,7 +241,7 @@ const std::vector<Key>& keys() {
        [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
          if (auto e = one_value(v)) return e;
          auto b = parse_bytes(v[0]);
-         if (!b || *b < (1u << 20)) return "'" + v[0] + "' is not a size of at least 1MiB (give 512MiB, 1GiB)";
+         if (!b || *b < (64u << 10)) return "'" + v[0] + "' is not a size of at least 64KiB (give 512MiB, 1GiB)";
          c.spool.max_bytes = *b;
          return std::nullopt;
        }},

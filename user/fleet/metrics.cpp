@@ -12,11 +12,17 @@ namespace {
 
 class Text {
  public:
-  void metric(const char* name, const char* type, const char* help, double value) {
-    out_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ';
+  void header(const char* name, const char* type, const char* help) {
+    out_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+  }
+  void sample(const std::string& name_and_labels, double value) {
     char v[64];
     std::snprintf(v, sizeof v, "%.17g", value);
-    out_ << v << '\n';
+    out_ << name_and_labels << ' ' << v << '\n';
+  }
+  void metric(const char* name, const char* type, const char* help, double value) {
+    header(name, type, help);
+    sample(name, value);
   }
   std::string str() const { return out_.str(); }
 
@@ -63,6 +69,16 @@ uint64_t open_fds() {
 
 }  // namespace
 
+void AgentMetrics::add_made(const std::string& event, const std::string& unit, uint64_t value) {
+  std::lock_guard lock(made_mutex_);
+  made_[{event, unit}] += value;
+}
+
+std::map<std::pair<std::string, std::string>, uint64_t> AgentMetrics::made() const {
+  std::lock_guard lock(made_mutex_);
+  return made_;
+}
+
 uint64_t bpf_map_bytes() {
   uint64_t total = 0;
   DIR* d = opendir("/proc/self/fdinfo");
@@ -92,6 +108,11 @@ std::string metrics_text(const AgentMetrics& m, const Spool::Counts& spool) {
   t.metric("ember_agent_periods_total", "counter", "Periods cut.", n(m.periods));
   t.metric("ember_agent_profiles_total", "counter", "Profiles made: one per service, event and period.",
            n(m.profiles));
+  t.header("ember_agent_profile_values_total", "counter",
+           "The summed values of the profiles made, by event and unit (samples, ns, bytes).");
+  for (const auto& [key, value] : m.made())
+    t.sample("ember_agent_profile_values_total{event=\"" + key.first + "\",unit=\"" + key.second + "\"}",
+             static_cast<double>(value));
   t.metric("ember_agent_profiles_relabel_dropped_total", "counter", "Profiles a relabel rule dropped.",
            n(m.profiles_relabel_dropped));
   t.metric("ember_agent_profiles_pushed_total", "counter", "Profiles the server took.", n(m.profiles_pushed));

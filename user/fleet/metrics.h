@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "user/fleet/spool.h"
 
@@ -33,6 +36,15 @@ struct AgentMetrics {
   std::atomic<uint64_t> jvms{0};
   std::atomic<uint64_t> reloads{0};
   std::atomic<uint64_t> reload_failures{0};
+
+  // The summed values of the profiles made, per event and unit (samples,
+  // ns, bytes): what the server should hold, summed over its profiles.
+  void add_made(const std::string& event, const std::string& unit, uint64_t value);
+  std::map<std::pair<std::string, std::string>, uint64_t> made() const;
+
+ private:
+  mutable std::mutex made_mutex_;
+  std::map<std::pair<std::string, std::string>, uint64_t> made_;
 };
 
 // The exposition text: the counters, the spool's counts, and what is read

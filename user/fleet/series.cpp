@@ -100,6 +100,13 @@ uint64_t PeriodSeries::stacks() const {
   return n;
 }
 
+uint64_t PeriodSeries::total(size_t graph) const {
+  uint64_t n = 0;
+  for (const Group& g : groups_)
+    if (graph < g.profiles.size()) n += g.profiles[graph].total();
+  return n;
+}
+
 std::vector<Series> PeriodSeries::finish(std::span<const flamegraph::Profile* const> graphs) {
   std::vector<Series> out;
   for (Group& g : groups_)

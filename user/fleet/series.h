@@ -41,6 +41,8 @@ class PeriodSeries {
 
   size_t dropped() const { return dropped_processes_; }  // processes a rule dropped
   uint64_t stacks() const;
+  // The summed weights of event `graph` over the series kept.
+  uint64_t total(size_t graph) const;
 
  private:
   struct Group {

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# ember agent against a Pyroscope stand-in written from Pyroscope's push
+# contract (tests/tools/pyroscope_receiver.py), with Debian's Prometheus
+# scraping /metrics, over one run of about 90 s:
+#   1. the first periods arrive: a series per service and event, labelled,
+#      with the bearer token and the tenant; the real pprof reads each one,
+#      and its totals equal the values the agent says it made;
+#   2. the server goes away for 60 s: the agent keeps cutting periods into
+#      its spool, whose cap (64 KiB) drops the oldest and counts them;
+#      meanwhile a SIGHUP changes the rate;
+#   3. the server comes back: every period the cap kept arrives, in order,
+#      with its own time; the rate changed with the period after the SIGHUP;
+#      a JVM started now has Java frames within a period of its start;
+#   4. SIGTERM mid-period: that period is delivered too, and the profiles
+#      pushed plus those the cap dropped are all the agent made.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+PPROF=$ROOT/build/pprof
+[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+command -v prometheus >/dev/null || fail "prometheus missing: scripts/deps.sh test installs it"
+command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
+javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+RECV_PORT=$(free_port)
+METRICS_PORT=$(free_port)
+PROM_PORT=$(free_port)
+RECV=$TMP/received
+echo "t0ken" >"$TMP/token"
+
+receiver() {
+	python3 "$ROOT/tests/tools/pyroscope_receiver.py" --port "$RECV_PORT" --out "$RECV" \
+		--token t0ken --tenant team-a >>"$TMP/receiver.log" 2>&1 &
+	RECV_PID=$!
+	BACKGROUND+=($RECV_PID)
+	for _ in $(seq 50); do grep -q listening "$TMP/receiver.log" 2>/dev/null && return; sleep 0.1; done
+	fail "the receiver did not start: $(cat "$TMP/receiver.log")"
+}
+
+cat >"$TMP/agent.toml" <<EOF
+period = "3s"
+frequency = 49
+events = ["cpu", "offcpu"]
+labels = { env = "test" }
+
+[server]
+url = "http://127.0.0.1:$RECV_PORT"
+tenant = "team-a"
+token_file = "$TMP/token"
+max_backoff = "2s"
+
+[spool]
+dir = "$TMP/spool"
+max_size = "64KiB"
+
+# The services under test only: fewer profiles for pprof to read.
+[[relabel]]
+action = "keep"
+label = "service_name"
+regex = "spinner|Workload|ember"
+
+[metrics]
+listen = "127.0.0.1:$METRICS_PORT"
+EOF
+
+cat >"$TMP/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: ember
+    static_configs:
+      - targets: ["127.0.0.1:$METRICS_PORT"]
+EOF
+background prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/prom" \
+	--web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn 2>"$TMP/prometheus.log"
+
+receiver
+background "$WORKLOADS/spinner" 120
+"$EMBER" agent --config "$TMP/agent.toml" 2>"$TMP/agent.log" &
+AGENT=$!
+BACKGROUND+=($AGENT)
+
+# What the real pprof reads in each profile the receiver took, one line each:
+# file service type host env __delta__ id start_ns duration_s period total
+# (start from the pprof's Time, total: the sum of its first sample type).
+profiles() {
+	python3 - "$RECV" "$PPROF" <<'EOF'
+import datetime, json, os, re, subprocess, sys
+recv, pprof = sys.argv[1:3]
+from concurrent.futures import ThreadPoolExecutor
+entries = [json.loads(line) for line in open(recv + "/log.jsonl")]
+def read(e):  # pprof's reading, once per profile
+    raw = recv + "/" + e["file"] + ".raw"
+    if not os.path.exists(raw):
+        out = subprocess.run([pprof, "-raw", recv + "/" + e["file"]], capture_output=True, text=True)
+        if out.returncode: return "ERROR pprof cannot read %s: %s" % (e["file"], out.stderr.strip())
+        open(raw, "w").write(out.stdout)
+    return open(raw).read()
+with ThreadPoolExecutor(2) as pool:
+    texts = list(pool.map(lambda e: "" if "error" in e else read(e), entries))
+for e, text in zip(entries, texts):
+    if "error" in e:
+        print("ERROR", e["error"]); continue
+    if text.startswith("ERROR"):
+        print(text); continue
+    t = re.search(r"^Time: (\d+-\d+-\d+ \d+:\d+:\d+)\.(\d+)", text, re.M)
+    start = int(datetime.datetime.strptime(t.group(1) + "+0000", "%Y-%m-%d %H:%M:%S%z").timestamp()) * 10**9 + int(t.group(2).ljust(9, "0"))
+    duration = re.search(r"^Duration: ([\d.]+)", text, re.M).group(1)
+    period = re.search(r"^Period: (\d+)", text, re.M).group(1)
+    samples = text.split("\nSamples:\n", 1)[1].split("\nLocations", 1)[0]
+    total = sum(int(m.group(1)) for m in re.finditer(r"^\s*(\d+)(?:\s+\d+)*: ", samples, re.M))
+    l = e["labels"]
+    print(e["file"], l.get("service_name"), l.get("__name__"), l.get("host"), l.get("env"), l.get("__delta__"),
+          e["id"], start, duration, period, total)
+EOF
+}
+metric() { curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+
+# 1. The first periods: labelled series, and the values the agent says it
+# made equal the totals pprof reads in what the server holds. Read between
+# two cuts (3 s apart), once everything cut was pushed.
+for _ in $(seq 150); do
+	[ "$(grep -c '"spinner"' "$RECV/log.jsonl" 2>/dev/null)" -ge 2 ] && break
+	kill -0 $AGENT 2>/dev/null || fail "the agent exited: $(cat "$TMP/agent.log")"
+	sleep 0.1
+done
+for _ in $(seq 50); do
+	pushed=$(metric ember_agent_profiles_pushed_total)
+	made_cpu=$(metric 'ember_agent_profile_values_total{event="cpu-clock",unit="samples"}')
+	made_off=$(metric 'ember_agent_profile_values_total{event="offcpu",unit="ns"}')
+	[ "$pushed" = "$(metric ember_agent_profiles_total)" ] && [ "$pushed" = "$(grep -c . "$RECV/log.jsonl")" ] && break
+	sleep 0.1
+done
+kill $RECV_PID  # 2. the outage starts
+wait $RECV_PID 2>/dev/null
+down_at=$(date +%s.%N)
+profiles >"$TMP/first.txt"
+grep -q '^ERROR' "$TMP/first.txt" && fail "$(grep ERROR "$TMP/first.txt")"
+[ "$(grep -c . "$TMP/first.txt")" = "$pushed" ] || fail "the agent pushed $pushed profiles, the server holds $(grep -c . "$TMP/first.txt")"
+assert_contains "$TMP/first.txt" "^[0-9]+\.pprof spinner process_cpu $(hostname) test false [0-9a-f-]{36} " \
+	"no labelled spinner CPU series: $(cat "$TMP/first.txt")"
+assert_contains "$TMP/first.txt" " off_cpu " "no off-CPU series"
+got_cpu=$(awk '$3 == "process_cpu" { s += $11 } END { print s }' "$TMP/first.txt")
+got_off=$(awk '$3 == "off_cpu" { s += $11 } END { printf "%.0f\n", s }' "$TMP/first.txt")
+[ "$got_cpu" = "$made_cpu" ] || fail "the agent made $made_cpu CPU samples, pprof reads $got_cpu in the server's profiles"
+[ "$got_off" = "$made_off" ] || fail "the agent made $made_off ns off-CPU, pprof reads $got_off in the server's profiles"
+echo "before the outage: $pushed profiles, $got_cpu CPU samples and $got_off ns off-CPU, as the agent counted"
+file=$(awk '$2 == "spinner" && $3 == "process_cpu" { print $1; exit }' "$TMP/first.txt")
+"$PPROF" -top -nodecount=5 "$RECV/$file" >"$TMP/top.txt" 2>&1
+assert_contains "$TMP/top.txt" "spinner_loop" "pprof: the spinner's profile lacks spinner_loop"
+
+# The outage goes on for 60 s: a SIGHUP doubles the rate, a JVM starts.
+sleep 2
+sed -i 's/^frequency = 49/frequency = 99/' "$TMP/agent.toml"
+kill -HUP $AGENT
+hup_at=$(date +%s.%N)
+sleep "$(python3 -c "import time; print(max(0, 60 - (time.time() - $down_at)))")"
+receiver
+# A JVM starts: the agent finds it and names its Java frames.
+java -XX:CompileThresholdScaling=0.1 -cp "$TMP/classes" Workload 30 >/dev/null 2>&1 &
+JVM=$!
+BACKGROUND+=($JVM)
+jvm_at=$(date +%s.%N)
+
+# 3. Everything the cap kept arrives.
+for _ in $(seq 200); do
+	ls "$TMP/spool" | grep -q '\.pending$' || break
+	sleep 0.1
+done
+ls "$TMP/spool" | grep -q '\.pending$' && fail "periods still unsent 20 s after the server came back: $(ls "$TMP/spool")"
+
+# 4. Two periods after the JVM's start, SIGTERM 1.5 s into a period (the
+# spool's last name: start.duration_ms...).
+python3 - "$(ls "$TMP/spool" | tail -1)" "$jvm_at" <<'EOF'
+import sys, time
+start_ns, ms = (int(x) for x in sys.argv[1].split(".")[:2])
+at = start_ns / 1e9 + ms / 1e3 + 1.5
+while at < float(sys.argv[2]) + 4.5: at += 3
+time.sleep(max(0, at - time.time()))
+EOF
+kill -TERM $AGENT
+wait $AGENT
+rc=$?
+[ $rc = 0 ] || fail "the agent exited $rc after SIGTERM: $(tail -5 "$TMP/agent.log")"
+
+# Prometheus scraped the agent's health all along.
+query() {
+	curl -sf "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" |
+		jq -r '.data.result[0].value[1] // "none"'
+}
+for m in ember_agent_profiles_pushed_total process_resident_memory_bytes process_cpu_seconds_total \
+	ember_agent_bpf_map_bytes ember_agent_push_failures_total ember_agent_profiles_dropped_total \
+	'ember_agent_profile_values_total{event="cpu-clock"}' ember_agent_symbolizer_bytes; do
+	v=$(query "max_over_time(${m}[5m])")
+	[ "$v" != none ] && [ "$v" != 0 ] || fail "Prometheus scraped no $m above 0 ($v): $(cat "$TMP/prometheus.log")"
+done
+
+profiles >"$TMP/all.txt"
+python3 - "$TMP/all.txt" "$TMP/agent.log" "$hup_at" "$jvm_at" "$RECV" "$PPROF" <<'EOF'
+import re, subprocess, sys
+lines, agent_log, hup_at, jvm_at, recv, pprof = sys.argv[1:7]
+hup_at, jvm_at = float(hup_at), float(jvm_at)
+log = open(agent_log).read()
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+rows = [l.split() for l in open(lines)]
+if any(r[0] == "ERROR" for r in rows): fail("the receiver refused: %s" % [r for r in rows if r[0] == "ERROR"][:3])
+profiles = [dict(file=r[0], service=r[1], type=r[2], start=int(r[7]), duration=float(r[8]), period=int(r[9]))
+            for r in rows]
+
+m = re.search(r"stopped after (\d+) periods \(made (\d+) profiles: [^)]*\); pushed (\d+), refused (\d+), "
+              r"dropped (\d+); (\d+) wait", log)
+if not m: fail("no final line in the agent's log:\n" + log)
+cut, made, pushed, refused, dropped, waiting = map(int, m.groups())
+if refused or waiting: fail("refused %d, waiting %d:\n%s" % (refused, waiting, log))
+if dropped == 0: fail("the 64 KiB cap dropped nothing in a 60 s outage: the cap is not tested")
+if pushed + dropped != made: fail("pushed %d + dropped %d != made %d" % (pushed, dropped, made))
+if pushed != len(profiles): fail("the agent pushed %d profiles, the server holds %d" % (pushed, len(profiles)))
+print("%d periods, %d profiles made, %d pushed, %d dropped by the cap (oldest first)" % (cut, made, pushed, dropped))
+
+# In order, each with its own time; the periods the cap kept touch each other.
+starts = [p["start"] for p in profiles]
+if starts != sorted(starts): fail("periods arrived out of order: %s" % [(p["file"], p["start"]) for a, p in zip(profiles, profiles[1:]) if p["start"] < a["start"]][:5])
+periods = sorted(set(starts))
+gaps = [(b - a) / 1e9 for a, b in zip(periods, periods[1:])]
+if sum(1 for g in gaps if g > 3.5) > 1:
+    fail("more than one gap between the periods kept (the cap drops the oldest, one run): %s" % gaps)
+
+# The rate: 49 Hz before the period that ends after the SIGHUP, 99 Hz from the next.
+for p in profiles:
+    if p["type"] != "process_cpu": continue
+    end = p["start"] / 1e9 + p["duration"]
+    want = 10**9 // 49 if end < hup_at else 10**9 // 99 if p["start"] / 1e9 > hup_at + 3.1 else None
+    if want and abs(p["period"] - want) > 1:
+        fail("a profile at %.1f s has period %d ns, not %d (SIGHUP at %.1f)" % (p["start"] / 1e9, p["period"], want, hup_at))
+if not any(p["period"] == 10**9 // 99 for p in profiles): fail("no profile at the new rate")
+
+# The late JVM: Java frames in its service's profile within a period of its start.
+first = None
+for p in profiles:
+    if p["type"] == "process_cpu" and p["service"] == "Workload":
+        text = open(recv + "/" + p["file"] + ".raw").read()
+        if re.search(r"Workload\.\w+_\[[ji]\]", text):
+            first = p["start"] / 1e9
+            break
+if first is None: fail("no profile of the late JVM (service Workload) with compiled Java frames")
+if first > jvm_at + 3.5: fail("the late JVM's Java frames first in a period starting %.1f s after it" % (first - jvm_at))
+print("the late JVM's Java frames in the period starting %+.1f s from its start" % (first - jvm_at))
+
+# The period SIGTERM cut short arrived.
+last = max(profiles, key=lambda p: p["start"])
+if not 0.5 < last["duration"] < 2.9: fail("the last period lasts %.2f s: SIGTERM came 1.5 s into it" % last["duration"])
+EOF
+[ $? = 0 ] || fail "see above"
