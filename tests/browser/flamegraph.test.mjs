@@ -11,7 +11,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { featureChecks } from './features.mjs';
-import { assert, assertPercent, check, decodeStacks, failed, launch, readEmbeddedData } from './lib.mjs';
+import { assert, assertPercent, check, decodeStacks, failed, hoverMany, launch, readEmbeddedData } from './lib.mjs';
 
 // Default matches nested frames (ksys_read above vfs_read) in the fixture and
 // in ember's recordings of tests/workloads/syscall_loop.
@@ -75,6 +75,8 @@ function pageHelpers(page) {
         return { name: line('.tt-name'), meta: line('.tt-meta'), weight: line('.tt-weight'), zoom: line('.tt-zoom'), text: t.textContent };
       });
     },
+    // Tooltips at many points in one round trip (whole pixels).
+    hoverMany: (points) => hoverMany(page, '#flame', points.map(([x, y]) => [Math.round(x), Math.round(y)])),
     async click(x, y) { await page.mouse.click(box.x + x, box.y + y); await h.settle(); },
     // Waits until a scheduled redraw has happened.
     settle: () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))),
@@ -107,9 +109,11 @@ function pageHelpers(page) {
 async function scanColumn(h, x, height, want) {
   const rows = [];
   let current = null;
-  for (let i = 1; i < height && rows.length <= want; i += 2) {
-    const y = height - i;
-    const tip = await h.hover(x, y);
+  const ys = [];
+  for (let i = 1; i < height; i += 2) ys.push(height - i);
+  const tips = await h.hoverMany(ys.map((y) => [x, y]));
+  for (let j = 0; j < ys.length && rows.length <= want; j++) {
+    const y = ys[j], tip = tips[j];
     const key = tip && tip.name + '\n' + tip.meta;
     if (key === current) continue;
     if (rows.length) rows[rows.length - 1].endY = y;
@@ -205,10 +209,10 @@ async function run(args) {
 
   await check('root children are merged and ordered by name', async () => {
     const names = [];
-    for (let x = 1; x < W; x += 3) {
-      const tip = await h.hover(x, rows[1].y);
+    const xs = [];
+    for (let x = 1; x < W; x += 3) xs.push(x);
+    for (const tip of await h.hoverMany(xs.map((x) => [x, rows[1].y])))
       if (tip && tip.name !== names[names.length - 1]) names.push(tip.name);
-    }
     const firstFrames = new Set(model.stacks.map((s) => s.frames[0]));
     assert(names.length >= 1, 'no frame found in the row above the root');
     assert(names.length <= firstFrames.size, `${names.length} frames drawn for ${firstFrames.size} distinct root children`);
@@ -331,8 +335,11 @@ async function run(args) {
     const before = await page.evaluate(() => document.querySelectorAll('img, b, i, iframe, script').length);
     const seen = new Set();
     for (const row of rows.slice(1, 4)) {
-      for (let x = 2; x < W && seen.size < htmlish.size; x += 6) {
-        const tip = await h.hover(x, row.y);
+      const xs = [];
+      for (let x = 2; x < W; x += 6) xs.push(x);
+      const tips = await h.hoverMany(xs.map((x) => [x, row.y]));
+      for (let i = 0; i < xs.length && seen.size < htmlish.size; i++) {
+        const x = xs[i], tip = tips[i];
         if (tip && htmlish.has(tip.name) && !seen.has(tip.name)) {
           seen.add(tip.name);
           await h.click(x, row.y);

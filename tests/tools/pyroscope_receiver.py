@@ -20,14 +20,18 @@ OUT/NNNNNN.pprof, and described by one JSON line in OUT/log.jsonl:
   --status-file F  while F exists, every request is answered with the HTTP
                    status written in it (503, 429, 400 ...) and a JSON error
   --token T        requests must carry "Authorization: Bearer T"
+  --basic U:P      requests must carry basic auth for user U, password P
   --tenant T       requests must carry "X-Scope-OrgID: T"
+  --tls-cert C --tls-key K   serve HTTPS with this certificate and key
 """
 import argparse
+import base64
 import email.parser
 import email.policy
 import gzip
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -137,6 +141,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(status, "the test says %d" % status)
         if opts.token and self.headers.get("Authorization") != "Bearer " + opts.token:
             return self.answer(401, "no or wrong bearer token")
+        if opts.basic and self.headers.get("Authorization") != "Basic " + base64.b64encode(opts.basic.encode()).decode():
+            return self.answer(401, "no or wrong basic auth")
         if opts.tenant and self.headers.get("X-Scope-OrgID") != opts.tenant:
             return self.answer(401, "no or wrong X-Scope-OrgID")
         url = urllib.parse.urlsplit(self.path)
@@ -190,12 +196,19 @@ def main():
     p.add_argument("--status-file")
     p.add_argument("--token")
     p.add_argument("--tenant")
+    p.add_argument("--basic")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
     opts = p.parse_args()
     os.makedirs(opts.out, exist_ok=True)
     ThreadingHTTPServer.allow_reuse_address = True
     server = ThreadingHTTPServer(("127.0.0.1", opts.port), Handler)
     server.opts = opts
     server.store = Store(opts.out)
+    if opts.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(opts.tls_cert, opts.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print("listening", flush=True)
     server.serve_forever()
 

@@ -5,7 +5,10 @@
 #include <fstream>
 
 #include "temp_dir.h"
+#include "flamegraph/pprof.h"
+#include "user/fleet/pyroscope.h"
 #include "user/fleet/spool.h"
+#include "user/fleet/spool_profile.h"
 
 using namespace ember::fleet;
 namespace fs = std::filesystem;
@@ -52,9 +55,9 @@ TEST_CASE("spool: the oldest pending period first; sent ones stay; a restart res
     REQUIRE((*spool)->add(t + 1'000'000'000, 1000, 4, "same start"));  // kept, one ns later
     auto oldest = (*spool)->oldest_pending();
     REQUIRE(oldest);
-    CHECK((*spool)->read(*oldest).value() == "first");
+    CHECK(Spool::read(dir.path.string(), *oldest).value() == "first");
     (*spool)->mark(*oldest, Spool::State::Sent);
-    CHECK((*spool)->read(*(*spool)->oldest_pending()).value() == "same start");
+    CHECK(Spool::read(dir.path.string(), *(*spool)->oldest_pending()).value() == "same start");
     auto c = (*spool)->counts();
     CHECK(c.pending_files == 2);
     CHECK(c.pending_profiles == 6);
@@ -63,7 +66,7 @@ TEST_CASE("spool: the oldest pending period first; sent ones stay; a restart res
   }
   auto again = Spool::open(dir.path.string(), 1 << 20, 3600);
   REQUIRE(again);
-  CHECK((*again)->read(*(*again)->oldest_pending()).value() == "same start");
+  CHECK(Spool::read(dir.path.string(), *(*again)->oldest_pending()).value() == "same start");
   CHECK((*again)->counts().pending_files == 2);
   CHECK(files(dir).size() == 3);  // the .tmp is gone
 }
@@ -116,4 +119,53 @@ TEST_CASE("spool: a period that cannot be written is counted as dropped") {
   CHECK_THAT(added.error(), Catch::Contains("cannot write"));
   CHECK((*spool)->counts().write_failures == 1);
   CHECK((*spool)->counts().dropped_profiles == 4);
+}
+
+TEST_CASE("spool: one service's periods of a time range merge into one profile") {
+  using namespace ember;
+  TempDir dir;
+  auto spool = Spool::open(dir.path.string(), 1 << 20, 3600);
+  REQUIRE(spool);
+  uint64_t t0 = now_ns() - 60'000'000'000ull;
+  // Three periods of 15 s: nginx's CPU in each, sshd's in the second.
+  auto period = [&](uint64_t start, std::vector<std::pair<std::string, uint64_t>> services) {
+    std::vector<Series> series;
+    for (auto& [service, samples] : services) {
+      flamegraph::Profile p;
+      p.period_ns = 1'000'000'000 / 19;
+      std::vector<flamegraph::FrameId> stack = {p.intern({service, flamegraph::FrameKind::Process, {}}),
+                                                p.intern({"main", flamegraph::FrameKind::Native, "m"})};
+      p.add(stack, samples);
+      series.push_back({{{"service_name", service}, {"__name__", "process_cpu"}}, flamegraph::encode_pprof(p), "x"});
+    }
+    std::string body = encode_push_request(series);
+    REQUIRE((*spool)->add(start, 15000, static_cast<uint32_t>(series.size()), body));
+  };
+  period(t0, {{"nginx", 3}});
+  period(t0 + 15'000'000'000ull, {{"nginx", 5}, {"sshd", 2}});
+  period(t0 + 30'000'000'000ull, {{"nginx", 7}});
+
+  auto all = merge_spool(dir.path.string(), {"nginx"});
+  REQUIRE(all);
+  CHECK(all->total() == 15);
+  CHECK(all->stacks().size() == 1);
+  CHECK(all->start_unix_ns == t0);
+  CHECK(all->duration_ns == 45'000'000'000ull);
+  CHECK(all->period_ns == 1'000'000'000ull / 19);
+  // Periods that overlap [from, to).
+  auto middle = merge_spool(dir.path.string(), {"nginx", "cpu", t0 + 16'000'000'000ull, t0 + 29'000'000'000ull});
+  REQUIRE(middle);
+  CHECK(middle->total() == 5);
+  CHECK_THAT(merge_spool(dir.path.string(), {"", "process_cpu"}).error(), Catch::Contains("hold nginx, sshd"));
+  CHECK_THAT(merge_spool(dir.path.string(), {"nginx", "offcpu"}).error(),
+             Catch::Contains("service nginx has no off_cpu profile in that range; it has process_cpu"));
+  CHECK_THAT(merge_spool(dir.path.string(), {"nginx", "cpu", 0, 1}).error(), Catch::Contains("no period"));
+}
+
+TEST_CASE("spool: times as Unix seconds or UTC") {
+  CHECK(parse_time("1764129600") == 1764129600'000'000'000ull);
+  CHECK(parse_time("2025-11-26T04:00") == 1764129600'000'000'000ull);
+  CHECK(parse_time("2025-11-26T04:00:30Z") == 1764129630'000'000'000ull);
+  CHECK_FALSE(parse_time("yesterday"));
+  CHECK_FALSE(parse_time("2025-11-26 04:00"));
 }

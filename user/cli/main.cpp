@@ -108,12 +108,20 @@ int main(int argc, char** argv) {
       "Which of a pprof's sample types to read (e.g. offcpu, or cpu for nanoseconds); default: the file's default. "
       "A wrong name lists those the file holds";
   std::string convert_in, convert_out, convert_event;
+  ember::SpoolRange convert_spool;
   CLI::App* convert = app.add_subcommand("convert", "Convert a profile between folded stacks, pprof and HTML");
-  convert->add_option("input", convert_in, input_help)->required();
-  convert->add_option("-e,--event", convert_event, event_help);
+  convert->add_option("input", convert_in,
+                      input_help + "; or ember agent's spool directory, one service's periods merged")
+      ->required();
+  convert->add_option("-e,--event", convert_event,
+                      event_help + ". For a spool: the profile type (process_cpu, off_cpu, ... or cpu, offcpu)");
   convert->add_option("-o,--output", convert_out,
                       "Output; the format follows the extension: " + ember::flamegraph::output_extensions_text())
       ->required();
+  convert->add_option("--service", convert_spool.service, "Spool: the service_name to merge");
+  convert->add_option("--from", convert_spool.from,
+                      "Spool: periods from this time, Unix seconds or UTC as 2026-11-26T03:00[:00]");
+  convert->add_option("--to", convert_spool.to, "Spool: periods until this time (same forms)");
 
   std::string report_in, report_event;
   size_t report_rows = 20;
@@ -194,7 +202,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (*record) return ember::run_record(rec);
-  if (*convert) return ember::run_convert(convert_in, convert_out, convert_event);
+  if (*convert) return ember::run_convert(convert_in, convert_out, convert_event, convert_spool);
   if (*report) return ember::run_report(report_in, report_rows, report_event);
   if (*symbolize) {
     if (sym.elf.empty() && !sym.pid && !sym.kernel) {

@@ -1,11 +1,14 @@
 #include "user/cli/tools.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <tuple>
 #include <iostream>
 
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
 #include "flamegraph/table.h"
+#include "user/fleet/spool_profile.h"
 
 namespace ember {
 namespace {
@@ -48,14 +51,32 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// One service's periods of ember agent's spool, merged.
+std::expected<flamegraph::Profile, std::string> read_spool(const std::string& dir, const std::string& event,
+                                                           const SpoolRange& range) {
+  fleet::SpoolQuery q;
+  q.service = range.service;
+  if (!event.empty()) q.type = event;
+  for (auto [text, field, out] : {std::tuple{range.from, "--from", &q.from_ns}, std::tuple{range.to, "--to", &q.to_ns}}) {
+    if (text.empty()) continue;
+    auto t = fleet::parse_time(text);
+    if (!t) return std::unexpected(std::string(field) + " '" + text + "' is not a time: give Unix seconds or UTC as 2026-11-26T03:00[:00]");
+    *out = *t;
+  }
+  return fleet::merge_spool(dir, q);
+}
+
 }  // namespace
 
-int run_convert(const std::string& in, const std::string& out, const std::string& event) {
+int run_convert(const std::string& in, const std::string& out, const std::string& event, const SpoolRange& spool) {
   if (auto f = flamegraph::format_for_path(out); !f) return fail(f.error());
-  auto profile = read(in, event);
+  bool is_spool = std::filesystem::is_directory(in);
+  if (!is_spool && (!spool.service.empty() || !spool.from.empty() || !spool.to.empty()))
+    return fail("--service, --from and --to read ember agent's spool: give its directory as the input");
+  auto profile = is_spool ? read_spool(in, event, spool) : read(in, event);
   if (!profile) return fail(profile.error());
   flamegraph::HtmlOptions html;
-  html.title = "ember — " + base_name(in);
+  html.title = "ember — " + (is_spool ? spool.service : base_name(in));
   if (auto w = flamegraph::write_profile(*profile, out, html); !w) return fail(w.error());
   return 0;
 }

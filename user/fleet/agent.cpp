@@ -133,7 +133,7 @@ class Sender {
         if (!wait(5)) return;
         continue;
       }
-      auto body = spool_.read(*entry);
+      auto body = Spool::read(spool_.dir(), *entry);
       if (!body) {
         log("%s", body.error().c_str());
         spool_.mark(*entry, Spool::State::Rejected);

@@ -1,6 +1,7 @@
 #include "user/fleet/config.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -303,8 +304,11 @@ std::optional<std::string> check_whole(AgentConfig& c) {
     return "server.ca_file: cannot read '" + c.server.ca_file + "': " + std::strerror(errno);
   if (!c.server.ca_file.empty() && !c.server.url.starts_with("https://"))
     return "server.ca_file: only for an https:// server.url";
+  // Profiles hold code names and command lines: the spool is its owner's only.
   std::error_code ec;
-  std::filesystem::create_directories(c.spool.dir, ec);
+  std::filesystem::path spool(c.spool.dir);
+  if (spool.has_parent_path()) std::filesystem::create_directories(spool.parent_path(), ec);
+  if (!ec && mkdir(c.spool.dir.c_str(), 0700) != 0 && errno != EEXIST) ec = std::error_code(errno, std::system_category());
   if (ec) return "spool.dir: cannot create '" + c.spool.dir + "': " + ec.message() + "; give a writable directory";
   std::string probe = c.spool.dir + "/.ember-write-test";
   int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -115,8 +115,8 @@ std::optional<Spool::Entry> Spool::oldest_pending() {
   return std::nullopt;
 }
 
-std::expected<std::string, std::string> Spool::read(const Entry& e) const {
-  std::string path = dir_ + "/" + e.name;
+std::expected<std::string, std::string> Spool::read(const std::string& dir, const Entry& e) {
+  std::string path = dir + "/" + e.name;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::unexpected("cannot read " + path + ": " + std::strerror(errno));
   std::string body;

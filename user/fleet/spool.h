@@ -51,7 +51,8 @@ class Spool {
                                        std::string_view body, State state = State::Pending);
   // The oldest unsent period, if any.
   std::optional<Entry> oldest_pending();
-  std::expected<std::string, std::string> read(const Entry& e) const;
+  // A period's request, from the spool in `dir` (this one's, or one read back).
+  static std::expected<std::string, std::string> read(const std::string& dir, const Entry& e);
   // A pending period sent, or refused for good.
   void mark(const Entry& e, State state);
   // Caps may change at a reload; applied at once.

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# ember agent's other ways to the server, against the Pyroscope stand-in:
+# the older /ingest endpoint (a multipart request per series, its name,
+# times and sample_type_config), over HTTPS with a private CA and basic
+# auth; then the server's answers: 429 is retried, 400 is logged with the
+# server's message and the period kept as rejected, never sent again, and
+# the periods after it go through; a wrong password is refused likewise.
+# `ember convert` merges the spool's periods of one service.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+PPROF=$ROOT/build/pprof
+[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+	-keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null || fail "openssl could not make a certificate"
+echo "pa55" >"$TMP/password"
+echo "wrong" >"$TMP/wrong"
+STATUS=$TMP/status
+python3 "$ROOT/tests/tools/pyroscope_receiver.py" --port "$PORT" --out "$TMP/received" --basic ops:pa55 \
+	--tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem" --status-file "$STATUS" >"$TMP/receiver.log" 2>&1 &
+BACKGROUND+=($!)
+for _ in $(seq 50); do grep -q listening "$TMP/receiver.log" && break; sleep 0.1; done
+background "$WORKLOADS/spinner" 60
+
+agent() {
+	"$EMBER" agent --period 1s --frequency 49 --server.url "https://127.0.0.1:$PORT" --server.ca_file "$TMP/cert.pem" \
+		--server.user ops --server.max_backoff 1s --metrics.listen "" --relabel 'keep service_name spinner' \
+		--labels env=test "$@" &
+}
+received() { cat "$TMP/received/log.jsonl" 2>/dev/null | grep -c '"api"'; }
+
+agent --server.api ingest --server.password_file "$TMP/password" --spool.dir "$TMP/spool" 2>"$TMP/agent.log"
+AGENT=$!
+BACKGROUND+=($AGENT)
+for _ in $(seq 100); do (($(received) >= 2)) && break; sleep 0.1; done
+(($(received) >= 2)) || fail "nothing arrived by /ingest in 10 s: $(cat "$TMP/agent.log" "$TMP/receiver.log")"
+echo 429 >"$STATUS"
+sleep 2.5
+echo 400 >"$STATUS"
+sleep 2
+rm "$STATUS"
+before=$(received)
+sleep 2.5
+kill -TERM $AGENT
+wait $AGENT || fail "the agent exited $? after SIGTERM: $(cat "$TMP/agent.log")"
+
+python3 - "$TMP/received" "$PPROF" "$TMP/agent.log" "$TMP/spool" "$before" <<'EOF'
+import json, os, re, subprocess, sys
+recv, pprof, agent_log, spool, before = sys.argv[1:6]
+log = open(agent_log).read()
+def fail(msg):
+    print("FAIL:", msg); sys.exit(1)
+entries = [json.loads(l) for l in open(recv + "/log.jsonl")]
+if any("error" in e for e in entries): fail("the receiver refused: %s" % [e for e in entries if "error" in e][:2])
+for e in entries:
+    if e["api"] != "ingest": fail("not /ingest: %s" % e)
+    if not re.fullmatch(r"spinner\.process_cpu\{env=test,host=[^,}]+\}", e["name"]): fail("ingest name %r" % e["name"])
+    if not 0 < e["until"] - e["from"] <= 2: fail("from %d until %d" % (e["from"], e["until"]))
+    config = e["sample_type_config"]
+    if set(config) != {"samples", "cpu"} or config["cpu"]["units"] != "nanoseconds":
+        fail("sample_type_config %r" % config)
+top = subprocess.run([pprof, "-top", recv + "/" + entries[0]["file"]], capture_output=True, text=True)
+if "spinner_loop" not in top.stdout: fail("pprof: no spinner_loop in %s: %s%s" % (entries[0]["file"], top.stdout, top.stderr))
+if "push failed (HTTP 429: the test says 429)" not in log: fail("no retried 429 in the log:\n" + log)
+if not re.search(r"the server refused the period of \S+ \(HTTP 400: the test says 400\); it stays in", log):
+    fail("no refusal with the server's message in the log:\n" + log)
+rejected = [f for f in os.listdir(spool) if f.endswith(".rejected")]
+pending = [f for f in os.listdir(spool) if f.endswith(".pending")]
+if not rejected: fail("no period kept as rejected: %s" % os.listdir(spool))
+if pending: fail("periods left unsent: %s" % pending)
+if len(entries) <= int(before): fail("nothing arrived after the server took requests again")
+m = re.search(r"pushed (\d+), refused (\d+), dropped (\d+)", log)
+if not m or int(m.group(2)) != sum(int(f.split(".")[2]) for f in rejected):
+    fail("the last line does not count the %d rejected periods:\n%s" % (len(rejected), log))
+print("%d profiles by /ingest over TLS; %d periods rejected after a 400, the 429s retried" % (len(entries), len(rejected)))
+EOF
+[ $? = 0 ] || fail "see above"
+
+# The spool read back: the spinner's periods merged into one graph.
+"$EMBER" convert "$TMP/spool" --service spinner -o "$TMP/spinner.folded" 2>"$TMP/convert.err" ||
+	fail "convert of the spool: $(cat "$TMP/convert.err")"
+assert_contains "$TMP/spinner.folded" "^spinner;.*spinner_loop [0-9]+$" "the merged spool has no spinner_loop"
+"$EMBER" convert "$TMP/spool" -o "$TMP/x.folded" 2>"$TMP/convert.err" && fail "convert of a spool without --service"
+assert_contains "$TMP/convert.err" "give --service: the periods in that range hold spinner"
+
+# A wrong password: refused (401), logged, not retried.
+agent --server.password_file "$TMP/wrong" --spool.dir "$TMP/spool2" 2>"$TMP/wrong.log"
+AGENT=$!
+for _ in $(seq 50); do grep -q "HTTP 401" "$TMP/wrong.log" && break; sleep 0.1; done
+kill -TERM $AGENT
+wait $AGENT
+assert_contains "$TMP/wrong.log" "refused the period of .* \(HTTP 401: no or wrong basic auth\)" \
+	"no 401 with the server's message: $(cat "$TMP/wrong.log")"
+assert_absent "$TMP/wrong.log" "push failed" "a 401 was retried: $(cat "$TMP/wrong.log")"
