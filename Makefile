@@ -376,6 +376,7 @@ bench: deps-bench
 	$(Q)bench/unwind.sh
 	$(Q)bench/cgroup.sh
 	$(Q)bench/symbolize.sh
+	$(Q)bench/agent_capabilities.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -335,7 +335,7 @@ class Agent {
     std::vector<std::string> warnings;
     auto session = Session::create(session_config(config_), "", warnings);
     for (const std::string& w : warnings) log("warning: %s", w.c_str());
-    if (!session) return std::unexpected("events: " + session.error());
+    if (!session) return std::unexpected(session.error());
     auto started = (*session)->start(std::nullopt, [] { return g_stop != 0; });
     if (!started) return std::unexpected(started.error());
     for (const std::string& w : (*session)->warnings()) log("warning: %s", w.c_str());

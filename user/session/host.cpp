@@ -53,7 +53,7 @@ std::expected<void, std::string> check_frequency(uint64_t hz, const HostFacts& f
 std::expected<void, std::string> check_can_record(const HostFacts& f) {
   if (!f.can_bpf || !f.can_perfmon)
     return std::unexpected(
-        std::string("ember record needs root, or the capabilities ") +
+        std::string("profiling needs root, or the capabilities ") +
         (!f.can_bpf && !f.can_perfmon ? "CAP_BPF and CAP_PERFMON" : !f.can_bpf ? "CAP_BPF" : "CAP_PERFMON") +
         " (Linux 5.8+): run it with sudo, or `setcap cap_bpf,cap_perfmon+ep ember`");
   if (!f.has_btf)
