@@ -130,10 +130,26 @@ $(BUILD)/%.skel.h: $(BUILD)/%.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(BUILD)/obj/%.o: %.cpp | $(BPF_SKELS)
+# The standard library's headers, precompiled once per tree (pch/std.h) and
+# included first into every file of the libraries and the command line:
+# 3.2 s -> 0.6 s of each file's compile for them alone. GCC takes the .gch
+# beside the header -include names, if its flags match the file's.
+STD_PCH = $(BUILD)/$(1)/pch/std.h.gch
+$(BUILD)/obj/pch/std.h.gch: pch/std.h
+	$(call msg,PCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $(@D)/std.h
+	$(Q)$(CXX) $(CXXFLAGS) -x c++-header $< -o $@
+$(BUILD)/san/pch/std.h.gch: pch/std.h
+	$(call msg,PCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $(@D)/std.h
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(SAN_OPT) -x c++-header $< -o $@
+
+$(BUILD)/obj/%.o: %.cpp $(call STD_PCH,obj) | $(BPF_SKELS)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) -include $(BUILD)/obj/pch/std.h -Winvalid-pch -c $< -o $@
 
 $(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/flamegraph.html
 	$(call msg,AS,$@)
@@ -162,10 +178,10 @@ $(BUILD)/java/lib%.so: tests/java/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) -fPIC -shared -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux $< -o $@
 
-$(BUILD)/san/%.o: %.cpp | $(BPF_SKELS)
+$(BUILD)/san/%.o: %.cpp $(call STD_PCH,san) | $(BPF_SKELS)
 	$(call msg,CXX-SAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(SAN_OPT) -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(SAN_OPT) -include $(BUILD)/san/pch/std.h -Winvalid-pch -c $< -o $@
 
 # Catch2's header, precompiled once for the tests (each includes it first):
 # parsing it took ~2 s of each test file's compile. Made from a file that
@@ -376,6 +392,7 @@ bench: deps-bench
 	$(Q)bench/unwind.sh
 	$(Q)bench/cgroup.sh
 	$(Q)bench/symbolize.sh
+	$(Q)bench/agent.sh
 	$(Q)bench/agent_capabilities.sh
 
 clean:

@@ -14,9 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include <httplib.h>
-
-#include "user/fleet/client.h"
+#include "user/fleet/http.h"
 #include "user/fleet/metrics.h"
 #include "user/fleet/series.h"
 #include "user/fleet/service.h"
@@ -190,34 +188,6 @@ class Sender {
   bool stop_ = false;
   Clock::time_point deadline_;
   bool failing_ = false;  // the sender thread's own
-  std::thread thread_;
-};
-
-// GET /metrics on its own thread.
-class MetricsServer {
- public:
-  static std::expected<std::unique_ptr<MetricsServer>, std::string> start(const std::string& listen,
-                                                                          const AgentMetrics& metrics, Spool& spool) {
-    auto endpoint = net::parse_listen(listen);
-    if (!endpoint) return std::unexpected("metrics.listen: " + endpoint.error());
-    std::unique_ptr<MetricsServer> s(new MetricsServer);
-    s->server_.Get("/metrics", [&metrics, &spool](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics_text(metrics, spool.counts()), "text/plain; version=0.0.4; charset=utf-8");
-    });
-    if (!s->server_.bind_to_port(endpoint->host, endpoint->port))
-      return std::unexpected("metrics.listen: cannot listen on " + listen + ": " + std::strerror(errno) +
-                             "; give a free ADDRESS:PORT, or \"\" for no /metrics");
-    s->thread_ = std::thread([server = &s->server_] { server->listen_after_bind(); });
-    return s;
-  }
-  ~MetricsServer() {
-    server_.stop();
-    thread_.join();
-  }
-
- private:
-  MetricsServer() = default;
-  httplib::Server server_;
   std::thread thread_;
 };
 

@@ -101,8 +101,9 @@ uint64_t bpf_map_bytes() {
 std::string metrics_text(const AgentMetrics& m, const Spool::Counts& spool) {
   Text t;
   auto n = [](const std::atomic<uint64_t>& a) { return static_cast<double>(a.load()); };
-  t.metric("ember_agent_samples_total", "counter", "Records taken in (CPU samples, blocks, allocations).", n(m.samples));
-  t.metric("ember_agent_lost_samples_total", "counter", "Records the kernel dropped: the ring buffer was full.",
+  t.metric("ember_agent_samples_total", "counter", "CPU samples the timer took (passing the kernel's filters).",
+           n(m.samples));
+  t.metric("ember_agent_lost_samples_total", "counter", "Records the kernel dropped (of any event): the ring buffer was full.",
            n(m.lost_samples));
   t.metric("ember_agent_stacks_total", "counter", "Distinct stacks in the profiles made.", n(m.stacks));
   t.metric("ember_agent_periods_total", "counter", "Periods cut.", n(m.periods));

@@ -16,7 +16,7 @@ namespace ember::fleet {
 
 struct AgentMetrics {
   // Sampling, summed over periods.
-  std::atomic<uint64_t> samples{0};       // records taken in
+  std::atomic<uint64_t> samples{0};       // CPU samples the timer took
   std::atomic<uint64_t> lost_samples{0};  // the ring buffer was full
   std::atomic<uint64_t> stacks{0};        // distinct stacks in the periods' profiles
   std::atomic<uint64_t> periods{0};

@@ -1,8 +1,12 @@
-// Sends the spool's periods to Pyroscope: the push API (one request per
-// period, as the spool keeps it) or the older /ingest endpoint (one
-// multipart request per series). Says what to do with a period next: done,
-// try again later (network errors, 5xx, 408, 429), or give up on it (any
-// other answer: the server will refuse it again).
+// The fleet agent's HTTP, in one place (cpp-httplib is slow to compile):
+// the client that sends the spool's periods to Pyroscope, and the server
+// of /metrics.
+//
+// The client uses the push API (one request per period, as the spool keeps
+// it) or the older /ingest endpoint (one multipart request per series). It
+// says what to do with a period next: done, try again later (network
+// errors, 5xx, 408, 429), or give up on it (any other answer: the server
+// will refuse it again).
 #pragma once
 
 #include <chrono>
@@ -10,13 +14,16 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "user/fleet/config.h"
+#include "user/fleet/metrics.h"
 #include "user/fleet/spool.h"
 #include "user/net/address.h"
 
 namespace httplib {
 class Client;
+class Server;
 }
 
 namespace ember::fleet {
@@ -45,6 +52,19 @@ class PyroscopeClient {
   AgentConfig::Server server_;
   net::Url url_;
   std::unique_ptr<httplib::Client> http_;
+};
+
+// GET /metrics (metrics_text) on its own thread, until destroyed.
+class MetricsServer {
+ public:
+  static std::expected<std::unique_ptr<MetricsServer>, std::string> start(const std::string& listen,
+                                                                          const AgentMetrics& metrics, Spool& spool);
+  ~MetricsServer();
+
+ private:
+  MetricsServer();
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
 };
 
 // What a status code asks for (2xx done; 408, 429, 5xx again; else give up).

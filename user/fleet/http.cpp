@@ -1,4 +1,4 @@
-#include "user/fleet/client.h"
+#include "user/fleet/http.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -141,6 +141,29 @@ SendResult PyroscopeClient::ingest(const Spool::Entry& period, std::string_view 
     total.status = r.status;
   }
   return total;
+}
+
+MetricsServer::MetricsServer() : server_(std::make_unique<httplib::Server>()) {}
+
+std::expected<std::unique_ptr<MetricsServer>, std::string> MetricsServer::start(const std::string& listen,
+                                                                                const AgentMetrics& metrics,
+                                                                                Spool& spool) {
+  auto endpoint = net::parse_listen(listen);
+  if (!endpoint) return std::unexpected("metrics.listen: " + endpoint.error());
+  std::unique_ptr<MetricsServer> s(new MetricsServer);
+  s->server_->Get("/metrics", [&metrics, &spool](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_text(metrics, spool.counts()), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  if (!s->server_->bind_to_port(endpoint->host, endpoint->port))
+    return std::unexpected("metrics.listen: cannot listen on " + listen + ": " + std::strerror(errno) +
+                           "; give a free ADDRESS:PORT, or \"\" for no /metrics");
+  s->thread_ = std::thread([server = s->server_.get()] { server->listen_after_bind(); });
+  return s;
+}
+
+MetricsServer::~MetricsServer() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
 }
 
 SendResult PyroscopeClient::send(const Spool::Entry& period, std::string_view body) {
