@@ -409,6 +409,22 @@ std::optional<std::string> read_table(const std::string& file, const toml::table
   return std::nullopt;
 }
 
+// A number and one of `units` after it ("15s", "512MiB"), times the unit's scale.
+std::optional<double> scaled(const std::string& text, std::initializer_list<std::pair<std::string_view, double>> units) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  if (!(value >= 0) || std::isinf(value)) return std::nullopt;
+  std::string_view unit = std::string_view(text).substr(used);
+  for (const auto& [name, scale] : units)
+    if (unit == name) return value * scale;
+  return std::nullopt;
+}
+
 }  // namespace
 
 const std::vector<KeyInfo>& agent_keys() {
@@ -443,38 +459,14 @@ std::expected<AgentConfig, std::string> load_agent_config(const std::string& fil
 }
 
 std::optional<double> parse_seconds(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string unit = text.substr(used);
-  double scale = unit == "ms" ? 1e-3 : unit == "s" || unit.empty() ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
-  if (scale < 0 || !(value >= 0) || std::isinf(value)) return std::nullopt;
-  return value * scale;
+  return scaled(text, {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"m", 60}, {"h", 3600}});
 }
 
 std::optional<uint64_t> parse_bytes(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string unit = text.substr(used);
-  double scale = unit.empty() || unit == "B"  ? 1
-                 : unit == "KiB"              ? 1024.0
-                 : unit == "MiB"              ? 1024.0 * 1024
-                 : unit == "GiB"              ? 1024.0 * 1024 * 1024
-                 : unit == "KB"               ? 1e3
-                 : unit == "MB"               ? 1e6
-                 : unit == "GB"               ? 1e9
-                                              : -1;
-  if (scale < 0 || !(value >= 0) || value * scale > 1e18) return std::nullopt;
-  return static_cast<uint64_t>(value * scale);
+  auto b = scaled(text, {{"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024},
+                         {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}});
+  if (!b || *b > 1e18) return std::nullopt;
+  return static_cast<uint64_t>(*b);
 }
 
 }  // namespace ember::fleet
