@@ -457,19 +457,7 @@ std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid) {
 }
 
 std::vector<pid_t> find_jvms() {
-  std::vector<pid_t> pids;
-  DIR* dir = opendir("/proc");
-  if (!dir) return pids;
-  while (dirent* entry = readdir(dir)) {
-    pid_t pid = 0;
-    std::string_view name = entry->d_name;
-    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || end != name.data() + name.size()) continue;
-    auto maps = read_file(proc_path(pid, "maps"));
-    if (maps && vm_in_maps(*maps) == Vm::hotspot) pids.push_back(pid);
-  }
-  closedir(dir);
-  return pids;
+  return JvmScanner().scan();  // a first scan: every running JVM
 }
 
 std::vector<pid_t> JvmScanner::scan() {
