@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -93,6 +94,11 @@ std::string summary_line(const Outcome& o, const char* format, ...) __attribute_
 std::span<const Event* const> all();
 // The event named `name` (or its alias), or nothing.
 const Event* find(std::string_view name);
+
+// A number and one of `units` after it ("10ms", "512MiB"), times that
+// unit's scale; nothing if the number is negative or the unit unknown.
+std::optional<double> parse_scaled(std::string_view text,
+                                   std::initializer_list<std::pair<std::string_view, double>> units);
 
 // A --min-block value: "10ms", "500us", "2s", "100" (microseconds) ->
 // nanoseconds; nothing if it is not a duration.

@@ -71,18 +71,26 @@ const Event* find(std::string_view name) {
   return nullptr;
 }
 
-std::optional<uint64_t> parse_duration_ns(const std::string& text) {
+std::optional<double> parse_scaled(std::string_view text,
+                                   std::initializer_list<std::pair<std::string_view, double>> units) {
+  std::string number(text);
   size_t used = 0;
   double value = 0;
   try {
-    value = std::stod(text, &used);
+    value = std::stod(number, &used);
   } catch (...) {
     return std::nullopt;
   }
-  std::string unit = text.substr(used);
-  double scale = unit == "ns" ? 1 : unit == "us" || unit.empty() ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : -1;
-  if (scale < 0 || !(value >= 0) || std::isinf(value)) return std::nullopt;
-  return static_cast<uint64_t>(value * scale);
+  if (!(value >= 0) || std::isinf(value)) return std::nullopt;
+  for (const auto& [unit, scale] : units)
+    if (text.substr(used) == unit) return value * scale;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> parse_duration_ns(const std::string& text) {
+  auto ns = parse_scaled(text, {{"ns", 1}, {"us", 1e3}, {"", 1e3}, {"ms", 1e6}, {"s", 1e9}});
+  if (!ns) return std::nullopt;
+  return static_cast<uint64_t>(*ns);
 }
 
 std::expected<Plan, std::string> plan(const std::vector<std::string>& names, const Settings& settings,

@@ -12,6 +12,7 @@
 
 #include <toml++/toml.h>
 
+#include "user/events/event.h"
 #include "user/net/address.h"
 
 namespace ember::fleet {
@@ -409,22 +410,6 @@ std::optional<std::string> read_table(const std::string& file, const toml::table
   return std::nullopt;
 }
 
-// A number and one of `units` after it ("15s", "512MiB"), times the unit's scale.
-std::optional<double> scaled(const std::string& text, std::initializer_list<std::pair<std::string_view, double>> units) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    return std::nullopt;
-  }
-  if (!(value >= 0) || std::isinf(value)) return std::nullopt;
-  std::string_view unit = std::string_view(text).substr(used);
-  for (const auto& [name, scale] : units)
-    if (unit == name) return value * scale;
-  return std::nullopt;
-}
-
 }  // namespace
 
 const std::vector<KeyInfo>& agent_keys() {
@@ -459,11 +444,11 @@ std::expected<AgentConfig, std::string> load_agent_config(const std::string& fil
 }
 
 std::optional<double> parse_seconds(const std::string& text) {
-  return scaled(text, {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"m", 60}, {"h", 3600}});
+  return events::parse_scaled(text, {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"m", 60}, {"h", 3600}});
 }
 
 std::optional<uint64_t> parse_bytes(const std::string& text) {
-  auto b = scaled(text, {{"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024},
+  auto b = events::parse_scaled(text, {{"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024},
                          {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}});
   if (!b || *b > 1e18) return std::nullopt;
   return static_cast<uint64_t>(*b);
