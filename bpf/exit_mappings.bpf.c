@@ -9,10 +9,12 @@
 #include <bpf/bpf_tracing.h>
 #include "record.bpf.h"
 
-/* Mappings of sampled processes as they exit (struct ember_mapping). */
+/* Mappings of sampled processes as they exit (struct ember_mapping, 1.1 KiB
+ * each): room for the exits of some 400 processes of five mappings between
+ * two reads of the collector, which each record wakes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
+	__uint(max_entries, 2 << 20);
 } exits SEC(".maps");
 
 /* Open-coded VMA iterator (Linux 6.7+); the collector loads

@@ -38,7 +38,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 1); /* sized by the collector: --live only */
 	__type(key, __u32);
 	__type(value, __u64);
 } malloc_pending SEC(".maps");  /* --live: tid -> weight of a sampled call, until it returns */
@@ -47,14 +47,14 @@ struct {
  * the return of that inner call must not take the pending malloc's place. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 1); /* sized by the collector: --live only */
 	__type(key, __u32);
 	__type(value, __u64);
 } mmap_pending SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 262144);
+	__uint(max_entries, 1); /* sized by the collector: --live only */
 	__type(key, __u64);
 	__type(value, __u32);
 } live_allocs SEC(".maps");  /* --live: pointer -> sample id, until freed */

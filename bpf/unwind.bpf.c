@@ -26,7 +26,6 @@ __u64 unwind_unsupported = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1); /* sized by the collector: the table memory cap */
 	__type(key, __u32);
 	__type(value, struct ember_unwind_row);

@@ -50,6 +50,13 @@ struct Options {
   // least recently. Counted as memory_bytes() says.
   uint64_t memory_bytes = 512ull << 20;
   DebugSearch debug;
+
+  // The one knob users turn (--symbol-memory): everything held at most,
+  // DWARF half of it.
+  void set_memory_bound(uint64_t bytes) {
+    memory_bytes = bytes;
+    dwarf_memory_bytes = bytes / 2;
+  }
 };
 
 class Symbolizer {

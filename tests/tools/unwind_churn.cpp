@@ -140,8 +140,7 @@ int main(int argc, char** argv) {
   constexpr uint32_t kLive = 8;  // processes alive at once
   constexpr uint32_t kProcessEntries = 16384;  // as user/session/sampler.cpp sizes the map
 
-  LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
-  int rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", 4, sizeof(ember_unwind_row), capacity, &mmapable);
+  int rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", 4, sizeof(ember_unwind_row), capacity, nullptr);
   LIBBPF_OPTS(bpf_map_create_opts, no_prealloc, .map_flags = BPF_F_NO_PREALLOC);
   int processes_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "unwind_procs", 4, sizeof(ember_unwind_process),
                                     kProcessEntries, &no_prealloc);

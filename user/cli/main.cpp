@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
   record->add_flag("--lines", rec.session.lines, "Add file:line to frame names (from DWARF)");
   record->add_flag("--no-inlines{false}", rec.session.inlines, "Do not show inlined calls as frames of their own");
   record->add_option("--symbol-memory", rec.session.symbol_memory_mib,
-                     "MiB of DWARF the symbolizer may hold; past it the largest binaries lose inlined frames")
+                     "MiB the symbolizer may hold (symbols, DWARF, caches), DWARF at most half; past that the largest "
+                     "binaries lose inlined frames")
       ->capture_default_str();
   record->add_option("--unwind", rec.session.unwind,
                      "How user stacks are unwound, in the kernel: cfi (from each binary's .eh_frame call frame "
@@ -146,7 +147,7 @@ int main(int argc, char** argv) {
   pid_opt->excludes(kernel_opt);
   symbolize->add_flag("--lines", sym.lines, "Add file:line to frame names");
   symbolize->add_flag("--no-inlines{false}", sym.inlines, "Do not show inlined calls");
-  symbolize->add_option("--symbol-memory", sym.memory_mib, "MiB of DWARF to hold at most")->capture_default_str();
+  symbolize->add_option("--symbol-memory", sym.memory_mib, "MiB to hold at most, DWARF at most half")->capture_default_str();
   symbolize->add_option("addresses", sym.addresses, "Hex addresses (default: read from stdin, one per line)");
 
   // ---- ember jvm: JVM telemetry (hsperfdata) and class histograms (user/java/jvm.h) ----

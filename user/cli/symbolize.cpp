@@ -93,7 +93,7 @@ int run_symbolize(const SymbolizeOptions& o) {
   symbolizer::Options options;
   options.lines = o.lines;
   options.inlines = o.inlines;
-  options.dwarf_memory_bytes = uint64_t(o.memory_mib) << 20;
+  options.set_memory_bound(uint64_t(o.memory_mib) << 20);
   symbolizer::Symbolizer symbolizer(options);
   std::vector<symbolizer::Symbol> symbols;
   if (!o.elf.empty()) {

@@ -14,7 +14,7 @@ struct SymbolizeOptions {
   bool kernel = false;    // ...or the kernel's
   bool lines = false;
   bool inlines = true;
-  uint32_t memory_mib = 256;
+  uint32_t memory_mib = 512;
   std::vector<std::string> addresses;  // hex; none: read stdin, one per line
 };
 

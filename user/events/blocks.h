@@ -19,6 +19,7 @@ class SchedSwitch : public KernelPart {
 
   std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override;
   std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override;
+  uint32_t ring_bytes() const override { return 4u << 20; }
 };
 
 // Blocks of at least the event's --min-block are sent (the shortest any

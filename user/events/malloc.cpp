@@ -42,6 +42,12 @@ class MallocProbes : public KernelPart {
       bpf_program__set_autoload(prog, true);
     bpf_program__set_autoload(skel.progs.ember_alloc_return, live);
     bpf_program__set_autoload(skel.progs.ember_free, live);
+    if (live) {
+      // Hash maps take all their memory at creation: 20 MiB for these.
+      bpf_map__set_max_entries(skel.maps.malloc_pending, 16384);  // calls in flight, by thread
+      bpf_map__set_max_entries(skel.maps.mmap_pending, 16384);
+      bpf_map__set_max_entries(skel.maps.live_allocs, 262144);  // sampled blocks not yet freed
+    }
     // mmap's probe tells the C library's own calls by a BPF cookie (Linux 5.15+).
     mmaps_ = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) > 0;
     if (!mmaps_)
@@ -51,6 +57,8 @@ class MallocProbes : public KernelPart {
     bpf_program__set_autoload(skel.progs.ember_mmap_return, mmaps_ && live);
     return {};
   }
+
+  uint32_t ring_bytes() const override { return 4u << 20; }
 
   std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override {
     struct Probe {

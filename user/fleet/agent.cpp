@@ -1,5 +1,6 @@
 #include "user/fleet/agent.h"
 
+#include <malloc.h>
 #include <pwd.h>
 #include <signal.h>
 
@@ -395,6 +396,10 @@ class Agent {
                              body, state);
     if (!added) log("a period is lost: %s", added.error().c_str());
     sender_.wake();
+    // What the period freed (its graphs, binaries the symbolizer let go)
+    // goes back to the kernel: glibc keeps freed heap pages otherwise, and
+    // the agent's RSS would show its peak rather than what it holds.
+    malloc_trim(0);
   }
 
   const AgentOptions& options_;

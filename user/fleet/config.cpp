@@ -168,7 +168,7 @@ const std::vector<Key>& keys() {
        one_of([](C& c) -> std::string& { return c.unwind; }, {"auto", "cfi", "fp"})},
       {{"unwind_memory", "MiB of kernel memory for unwind tables", false},
        whole([](C& c) -> uint32_t& { return c.unwind_memory_mib; }, 1, 4096)},
-      {{"symbol_memory", "MiB of DWARF the symbolizer may hold", false},
+      {{"symbol_memory", "MiB the symbolizer may hold (symbols, DWARF at most half, caches)", false},
        whole([](C& c) -> uint32_t& { return c.symbol_memory_mib; }, 16, 65536)},
       {{"root", "Where the host's file system is (/host when the agent runs in a container)", false}, text([](C& c) -> std::string& { return c.root; })},
       {{"host", "The host label (default: the host name)", false}, text([](C& c) -> std::string& { return c.host; })},

@@ -28,6 +28,10 @@ class KernelPart {
   virtual std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) = 0;
   // Detaches them (again: nothing).
   virtual void detach();
+  // The samples ring buffer its records need at least, for a part whose
+  // records come with events (a burst of context switches or allocations)
+  // rather than at the sampling frequency; 0 for those.
+  virtual uint32_t ring_bytes() const { return 0; }
 
  protected:
   // Holds `link` until detach(); false if it is null (the attach failed, errno says why).

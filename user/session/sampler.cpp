@@ -27,12 +27,16 @@ int libbpf_print(enum libbpf_print_level level, const char* format, va_list args
   return std::vfprintf(stderr, format, args);
 }
 
-// The ring buffer holds about half a second of worst-case traffic (both
-// stacks full) so a busy collector never loses samples; power of two, >= 4 MiB.
-uint32_t ring_bytes(uint32_t frequency, int cpus) {
+// The ring buffer holds about half a second of worst-case timer traffic
+// (both stacks full), and what the parts paced by events ask, so a busy
+// collector (it polls at least every 200 ms) never loses samples; a power
+// of two, >= 512 KiB. All of it counts in ember's RSS, twice (the kernel maps
+// the data pages twice, so records can wrap).
+uint32_t ring_bytes(uint32_t frequency, int cpus, const KernelParts& parts) {
   constexpr uint64_t kFullSample = offsetof(ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64);
   uint64_t want = static_cast<uint64_t>(frequency) * cpus * kFullSample / 2;
-  uint64_t size = 4u << 20;
+  for (const auto& part : parts) want = std::max<uint64_t>(want, part->ring_bytes());
+  uint64_t size = 512u << 10;
   while (size < want && size < (1u << 30)) size <<= 1;
   return static_cast<uint32_t>(size);
 }
@@ -110,7 +114,7 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   skel->rodata->filter_tids = !config.tids.empty();
   skel->rodata->include_idle = config.include_idle;
   skel->rodata->follow_forks = config.follow_forks;
-  uint32_t ring_size = ring_bytes(config.frequency, ncpus);
+  uint32_t ring_size = ring_bytes(config.frequency, ncpus, config.parts);
   bpf_map__set_max_entries(skel->maps.samples, ring_size);
   skel->rodata->wakeup_bytes = ring_size / 4;
   skel->rodata->kernel_walk_bytes =

@@ -53,7 +53,7 @@ symbolizer::Options symbol_options(const SessionConfig& c) {
   symbolizer::Options o;
   o.inlines = c.inlines;
   o.lines = c.lines;
-  o.dwarf_memory_bytes = uint64_t(c.symbol_memory_mib) << 20;
+  o.set_memory_bound(uint64_t(c.symbol_memory_mib) << 20);
   return o;
 }
 

@@ -46,7 +46,7 @@ struct SessionConfig {
   bool user_only = false;
   bool lines = false;                // file:line in frame names
   bool inlines = true;               // inlined calls as frames
-  uint32_t symbol_memory_mib = 256;  // DWARF the symbolizer may hold
+  uint32_t symbol_memory_mib = 512;  // what the symbolizer may hold (symbolizer::Options::set_memory_bound)
   std::string unwind = "auto";       // user stacks: auto, fp or cfi
   uint32_t unwind_memory_mib = 16;   // the kernel's unwind tables at most
   // Java.

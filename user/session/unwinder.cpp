@@ -1,7 +1,6 @@
 #include "user/session/unwinder.h"
 
 #include <elfutils/libdwelf.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <numeric>
 
 namespace ember {
 namespace {
@@ -54,11 +54,6 @@ bool read_code(uint32_t pid, uint64_t address, uint8_t (&code)[EMBER_EPILOGUE_BY
 
 std::expected<std::unique_ptr<Unwinder>, std::string> Unwinder::open(UnwindMaps maps, uint32_t mode) {
   std::unique_ptr<Unwinder> u(new Unwinder(maps, mode));
-  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  u->mapped_bytes_ = (size_t(maps.rows_capacity) * sizeof(ember_unwind_row) + page - 1) / page * page;
-  void* rows = mmap(nullptr, u->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, maps.rows_fd, 0);
-  if (rows == MAP_FAILED) return std::unexpected(std::string("cannot map the unwind tables: ") + std::strerror(errno));
-  u->rows_ = static_cast<ember_unwind_row*>(rows);
   u->stats_.rows_capacity = maps.rows_capacity;
   // Without a process table, no kernel reads the rows (the unit tests).
   if (maps.processes_fd >= 0) {
@@ -73,7 +68,6 @@ std::expected<std::unique_ptr<Unwinder>, std::string> Unwinder::open(UnwindMaps 
 }
 
 Unwinder::~Unwinder() {
-  if (rows_) munmap(rows_, mapped_bytes_);
   if (grace_fd_ >= 0) close(grace_fd_);
   if (grace_inner_fd_ >= 0) close(grace_inner_fd_);
 }
@@ -104,6 +98,36 @@ bool Unwinder::wait_for_readers() {
   return true;
 }
 
+bool Unwinder::write_rows(uint32_t first, std::span<const ember_unwind_row> rows) {
+  constexpr size_t kChunk = 65536;  // keys built at a time
+  std::vector<uint32_t> keys(std::min(rows.size(), kChunk));
+  for (size_t done = 0; done < rows.size(); done += kChunk) {
+    auto count = static_cast<uint32_t>(std::min(rows.size() - done, kChunk));
+    std::iota(keys.begin(), keys.begin() + count, first + static_cast<uint32_t>(done));
+    if (bpf_map_update_batch(maps_.rows_fd, keys.data(), rows.data() + done, &count, nullptr) != 0) return false;
+  }
+  return true;
+}
+
+std::optional<ember_unwind_row> Unwinder::find_row(uint32_t first, uint32_t count, uint64_t pc) const {
+  auto read = [&](uint32_t i) {
+    ember_unwind_row r{};
+    uint32_t key = first + i;
+    return bpf_map_lookup_elem(maps_.rows_fd, &key, &r) == 0 ? std::optional(r) : std::nullopt;
+  };
+  uint32_t lo = 0, hi = count;  // the first row past pc is in [lo, hi]
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    auto r = read(mid);
+    if (!r) return std::nullopt;
+    if (pc < r->pc)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo ? read(lo - 1) : std::nullopt;
+}
+
 std::optional<uint32_t> Unwinder::allocate_rows(uint64_t rows) {
   // A wait lasts an RCU grace period (12 ms on the loaded 2-core test
   // machine): each makes room for the tables to come too, a sixteenth of
@@ -129,11 +153,15 @@ void Unwinder::place(Table& t, unwind::CfiTable table, const std::string& name) 
     stats_.over_cap.add(name);
     return;
   }
-  t.first = *first;
-  t.rows = static_cast<uint32_t>(table.rows.size());
   // The kernel reads these rows only once a process entry points at them;
   // none did since they were given back (allocate_rows waited for that).
-  std::memcpy(rows_ + t.first, table.rows.data(), table.rows.size() * sizeof(ember_unwind_row));
+  if (!write_rows(*first, table.rows)) {
+    space_.release(*first, static_cast<uint32_t>(table.rows.size()));
+    stats_.over_cap.add(name + " (its rows could not be written: " + std::strerror(errno) + ")");
+    return;
+  }
+  t.first = *first;
+  t.rows = static_cast<uint32_t>(table.rows.size());
   ++stats_.tables;
 }
 
@@ -354,7 +382,14 @@ void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> 
     jit.over_cap = true;
     return;
   }
-  std::memcpy(rows_ + *first, rows.data(), rows.size() * sizeof(ember_unwind_row));
+  if (!write_rows(*first, rows)) {
+    space_.release(*first, static_cast<uint32_t>(rows.size()));
+    if (!jit.over_cap)
+      stats_.over_cap.add("JIT code of process " + std::to_string(pid) + " (its rows could not be written: " +
+                          std::strerror(errno) + ")");
+    jit.over_cap = true;
+    return;
+  }
   JitCode old = jit;
   jit.first = *first;
   jit.rows = static_cast<uint32_t>(rows.size());
@@ -388,20 +423,15 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
     const ember_unwind_mapping* begin = process.mappings;
     const ember_unwind_mapping* end = begin + std::min<uint32_t>(process.count, EMBER_UNWIND_MAPPINGS);
     auto m = std::upper_bound(begin, end, pc, [](uint64_t pc, const ember_unwind_mapping& m) { return pc < m.start; });
-    const ember_unwind_row* row = nullptr;
+    std::optional<ember_unwind_row> row;
     uint8_t missing = EMBER_STOP_UNMAPPED;
     if (m != begin && pc < (--m)->end) {
       missing = EMBER_STOP_NO_TABLE;
-      if (m->rows && pc >= m->base && pc - m->base <= UINT32_MAX) {
-        const ember_unwind_row* rows = rows_ + m->first;
-        auto r = std::upper_bound(rows, rows + m->rows, pc - m->base,
-                                  [](uint64_t pc, const ember_unwind_row& r) { return pc < r.pc; });
-        if (r != rows) row = r - 1;
-      }
+      if (m->rows && pc >= m->base && pc - m->base <= UINT32_MAX) row = find_row(m->first, m->rows, pc - m->base);
     }
-    if (row && row->type == EMBER_ROW_NONE) row = nullptr;
+    if (row && row->type == EMBER_ROW_NONE) row.reset();
     if (row && row->type == EMBER_ROW_UNSUPPORTED) {
-      row = nullptr;
+      row.reset();
       missing = EMBER_STOP_UNSUPPORTED;
     }
     if (!row) {

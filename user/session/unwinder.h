@@ -32,7 +32,7 @@ namespace ember {
 
 // The kernel maps the tables go into (Sampler::unwind_maps()).
 struct UnwindMaps {
-  int rows_fd = -1;         // BPF_F_MMAPABLE array of ember_unwind_row
+  int rows_fd = -1;         // array of ember_unwind_row
   uint32_t rows_capacity = 0;
   int processes_fd = -1;    // hash: tgid -> ember_unwind_process
 };
@@ -138,6 +138,12 @@ class Unwinder {
   std::optional<uint32_t> allocate_rows(uint64_t rows);
   // Returns once no BPF program that was running is still running.
   bool wait_for_readers();
+  // The rows map is written and read through the bpf() syscall, not mapped
+  // here: a mapping counts whole in ember's RSS (the kernel maps every page
+  // at mmap time) on top of the kernel's own copy.
+  bool write_rows(uint32_t first, std::span<const ember_unwind_row> rows);
+  // The last of the `count` rows from `first` whose pc is at most `pc`.
+  std::optional<ember_unwind_row> find_row(uint32_t first, uint32_t count, uint64_t pc) const;
   // Gives the kernel the tables of what `pid` maps, and its JIT code's.
   void publish(uint32_t pid, Process& p);
   static std::vector<ember_unwind_row> jit_rows(std::span<const symbolizer::JitMap::Code> code, uint64_t base);
@@ -146,8 +152,6 @@ class Unwinder {
   uint32_t mode_;
   int grace_fd_ = -1, grace_inner_fd_ = -1;  // see wait_for_readers
   std::unordered_map<uint32_t, Process> processes_;
-  ember_unwind_row* rows_ = nullptr;  // the rows map, mapped here
-  size_t mapped_bytes_ = 0;
   unwind::RowSpace space_;
   std::unordered_map<std::string, Table> by_build_;  // build-id (or file identity) -> table
   std::map<FileId, Table*> by_file_;                 // files that processes map now -> their table
