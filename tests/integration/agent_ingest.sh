@@ -82,7 +82,7 @@ EOF
 	fail "convert of the spool: $(cat "$TMP/convert.err")"
 assert_contains "$TMP/spinner.folded" "^spinner;.*spinner_loop [0-9]+$" "the merged spool has no spinner_loop"
 "$EMBER" convert "$TMP/spool" -o "$TMP/x.folded" 2>"$TMP/convert.err" && fail "convert of a spool without --service"
-assert_contains "$TMP/convert.err" "give --service: the periods in that range hold spinner"
+assert_contains "$TMP/convert.err" "give --service: the spool holds (.*, )?spinner"
 
 # A wrong password: refused (401), logged, not retried.
 agent --server.password_file "$TMP/wrong" --spool.dir "$TMP/spool2" 2>"$TMP/wrong.log"

@@ -55,9 +55,9 @@ TEST_CASE("spool: the oldest pending period first; sent ones stay; a restart res
     REQUIRE((*spool)->add(t + 1'000'000'000, 1000, 4, "same start"));  // kept, one ns later
     auto oldest = (*spool)->oldest_pending();
     REQUIRE(oldest);
-    CHECK(Spool::read(dir.path.string(), *oldest).value() == "first");
+    CHECK(Spool::read(dir.path.string(), *oldest).value().value() == "first");
     (*spool)->mark(*oldest, Spool::State::Sent);
-    CHECK(Spool::read(dir.path.string(), *(*spool)->oldest_pending()).value() == "same start");
+    CHECK(Spool::read(dir.path.string(), *(*spool)->oldest_pending()).value().value() == "same start");
     auto c = (*spool)->counts();
     CHECK(c.pending_files == 2);
     CHECK(c.pending_profiles == 6);
@@ -66,7 +66,7 @@ TEST_CASE("spool: the oldest pending period first; sent ones stay; a restart res
   }
   auto again = Spool::open(dir.path.string(), 1 << 20, 3600);
   REQUIRE(again);
-  CHECK(Spool::read(dir.path.string(), *(*again)->oldest_pending()).value() == "same start");
+  CHECK(Spool::read(dir.path.string(), *(*again)->oldest_pending()).value().value() == "same start");
   CHECK((*again)->counts().pending_files == 2);
   CHECK(files(dir).size() == 3);  // the .tmp is gone
 }
@@ -121,7 +121,7 @@ TEST_CASE("spool: a period that cannot be written is counted as dropped") {
   CHECK((*spool)->counts().dropped_profiles == 4);
 }
 
-TEST_CASE("spool: one service's periods of a time range merge into one profile") {
+TEST_CASE("spool: one service's periods of a time range merge into one profile; the spool's contents listed") {
   using namespace ember;
   TempDir dir;
   auto spool = Spool::open(dir.path.string(), 1 << 20, 3600);
@@ -160,6 +160,44 @@ TEST_CASE("spool: one service's periods of a time range merge into one profile")
   CHECK_THAT(merge_spool(dir.path.string(), {"nginx", "offcpu"}).error(),
              Catch::Contains("service nginx has no off_cpu profile in that range; it has process_cpu"));
   CHECK_THAT(merge_spool(dir.path.string(), {"nginx", "cpu", 0, 1}).error(), Catch::Contains("no period"));
+
+  // What `ember serve --dir` lists, read again as the agent sends and removes periods.
+  SpoolCatalog catalog(dir.path.string());
+  auto contents = catalog.contents();
+  REQUIRE(contents);
+  CHECK(contents->periods == 3);
+  CHECK(contents->pending == 3);
+  CHECK(contents->first_ns == t0);
+  CHECK(contents->end_ns == t0 + 45'000'000'000ull);
+  REQUIRE(contents->series.size() == 2);
+  CHECK(contents->series[0].service == "nginx");
+  CHECK(contents->series[0].type == "process_cpu");
+  CHECK(contents->series[0].periods == 3);
+  CHECK(contents->series[1].service == "sshd");
+  CHECK(contents->series[1].periods == 1);
+  CHECK(contents->series[1].first_ns == t0 + 15'000'000'000ull);
+  CHECK(contents->series[1].end_ns == t0 + 30'000'000'000ull);
+  // A period listed as pending, sent before it is read, is read at its new name.
+  auto listed = Spool::list(dir.path.string());
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 3);
+  (*spool)->mark((*listed)[1], Spool::State::Sent);
+  auto moved = Spool::read(dir.path.string(), (*listed)[1]);
+  REQUIRE(moved);
+  CHECK(moved->has_value());
+  fs::remove(dir.path / (*listed)[0].name);
+  auto gone = Spool::read(dir.path.string(), (*listed)[0]);
+  REQUIRE(gone);
+  CHECK(!gone->has_value());
+  contents = catalog.contents();
+  REQUIRE(contents);
+  CHECK(contents->periods == 2);
+  CHECK(contents->sent == 1);
+  CHECK(contents->pending == 1);
+  CHECK(contents->first_ns == t0 + 15'000'000'000ull);
+  CHECK(contents->series[0].periods == 2);
+  CHECK(is_spool(dir.path.string()));
+  CHECK(!is_spool((dir.path / "none").string()));
 }
 
 TEST_CASE("spool: times as Unix seconds or UTC") {

@@ -54,6 +54,14 @@ std::string base_name(const std::string& path) {
 // One service's periods of ember agent's spool, merged.
 std::expected<flamegraph::Profile, std::string> read_spool(const std::string& dir, const std::string& event,
                                                            const SpoolRange& range) {
+  if (range.service.empty()) {
+    auto contents = fleet::SpoolCatalog(dir).contents();
+    if (!contents) return std::unexpected(contents.error());
+    std::string services, last;  // the series come by service
+    for (const fleet::SpoolSeries& s : contents->series)
+      if (s.service != last) services += (services.empty() ? "" : ", ") + (last = s.service);
+    return std::unexpected("give --service: the spool holds " + (services.empty() ? "no profile" : services));
+  }
   fleet::SpoolQuery q;
   q.service = range.service;
   if (!event.empty()) q.type = event;

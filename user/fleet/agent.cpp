@@ -138,8 +138,9 @@ class Sender {
         spool_.mark(*entry, Spool::State::Rejected);
         continue;
       }
+      if (!*body) continue;  // a cap removed it
       auto t0 = Clock::now();
-      SendResult r = client->send(*entry, *body);
+      SendResult r = client->send(*entry, **body);
       metrics_.push_attempts++;
       metrics_.push_seconds_micros +=
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();

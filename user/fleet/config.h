@@ -39,7 +39,7 @@ struct AgentConfig {
   std::vector<std::string> events = {"cpu"};
   std::string unwind = "auto";
   uint32_t unwind_memory_mib = 16;
-  uint32_t symbol_memory_mib = 64;  // always on: bounded tighter than record's 512
+  uint32_t symbol_memory_mib = 48;  // always on: bounded tighter than record's 512
   std::string root = "/";  // the host's file system (/host in a container)
   // Series labels.
   std::string host;                           // default: the host name

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -63,25 +64,34 @@ std::expected<std::unique_ptr<Spool>, std::string> Spool::open(const std::string
     return std::unexpected("spool.dir: cannot create '" + dir + "': " + std::strerror(errno));
   DIR* d = opendir(dir.c_str());
   if (!d) return std::unexpected("spool.dir: cannot read '" + dir + "': " + std::strerror(errno));
-  std::unique_ptr<Spool> spool(new Spool(dir, max_bytes, max_age_s));
-  while (dirent* de = readdir(d)) {
-    std::string name = de->d_name;
-    std::string path = dir + "/" + name;
-    if (name.ends_with(".tmp")) {
-      unlink(path.c_str());  // a write cut short by a crash
-      continue;
-    }
-    auto e = parse_name(name);
-    struct stat st;
-    if (!e || stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    e->bytes = static_cast<uint64_t>(st.st_size);
-    e->name = name;
-    spool->entries_[e->start_ns] = *e;
-  }
+  while (dirent* de = readdir(d))
+    if (std::string_view(de->d_name).ends_with(".tmp"))
+      unlinkat(dirfd(d), de->d_name, 0);  // a write cut short by a crash
   closedir(d);
+  auto entries = list(dir);
+  if (!entries) return std::unexpected("spool.dir: " + entries.error());
+  std::unique_ptr<Spool> spool(new Spool(dir, max_bytes, max_age_s));
+  for (Entry& e : *entries) spool->entries_[e.start_ns] = std::move(e);
   std::lock_guard lock(spool->mutex_);
   spool->apply_caps();
   return spool;
+}
+
+std::expected<std::vector<Spool::Entry>, std::string> Spool::list(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return std::unexpected("cannot read '" + dir + "': " + std::strerror(errno));
+  std::vector<Entry> out;
+  while (dirent* de = readdir(d)) {
+    auto e = parse_name(de->d_name);
+    struct stat st;
+    if (!e || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    e->bytes = static_cast<uint64_t>(st.st_size);
+    e->name = de->d_name;
+    out.push_back(std::move(*e));
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.start_ns < b.start_ns; });
+  return out;
 }
 
 std::expected<void, std::string> Spool::add(uint64_t start_ns, uint64_t duration_ms, uint32_t profiles,
@@ -115,9 +125,15 @@ std::optional<Spool::Entry> Spool::oldest_pending() {
   return std::nullopt;
 }
 
-std::expected<std::string, std::string> Spool::read(const std::string& dir, const Entry& e) {
+std::expected<std::optional<std::string>, std::string> Spool::read(const std::string& dir, const Entry& e) {
   std::string path = dir + "/" + e.name;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  for (size_t i = 0; fd < 0 && errno == ENOENT && i < std::size(kStates); ++i) {
+    Entry renamed = e;
+    renamed.state = static_cast<State>(i);
+    fd = ::open((dir + "/" + file_name(renamed)).c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (fd < 0 && errno == ENOENT) return std::nullopt;
   if (fd < 0) return std::unexpected("cannot read " + path + ": " + std::strerror(errno));
   std::string body;
   char buf[65536];

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ember::fleet {
 
@@ -51,8 +52,10 @@ class Spool {
                                        std::string_view body, State state = State::Pending);
   // The oldest unsent period, if any.
   std::optional<Entry> oldest_pending();
-  // A period's request, from the spool in `dir` (this one's, or one read back).
-  static std::expected<std::string, std::string> read(const std::string& dir, const Entry& e);
+  // A period's request, from the spool in `dir` (this one's, or another's
+  // read back while its agent runs: a period sent since it was listed is
+  // followed to its new name). Null when a cap removed it meanwhile.
+  static std::expected<std::optional<std::string>, std::string> read(const std::string& dir, const Entry& e);
   // A pending period sent, or refused for good.
   void mark(const Entry& e, State state);
   // Caps may change at a reload; applied at once.
@@ -60,6 +63,8 @@ class Spool {
   Counts counts();
   const std::string& dir() const { return dir_; }
 
+  // The periods in `dir`, oldest first.
+  static std::expected<std::vector<Entry>, std::string> list(const std::string& dir);
   static std::string file_name(const Entry& e);
   static std::optional<Entry> parse_name(std::string_view name);
 

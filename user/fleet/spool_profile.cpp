@@ -22,6 +22,8 @@ std::string label(const Series& s, const std::string& name) {
   return {};
 }
 
+uint64_t end_ns(const Spool::Entry& e) { return e.start_ns + e.duration_ms * 1'000'000; }
+
 std::string joined(const std::set<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -45,18 +47,10 @@ std::optional<uint64_t> parse_time(const std::string& text) {
 }
 
 std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& dir, const SpoolQuery& query) {
-  DIR* d = opendir(dir.c_str());
-  if (!d) return std::unexpected("cannot read the spool " + dir + ": " + std::strerror(errno));
-  std::vector<Spool::Entry> periods;
-  while (dirent* de = readdir(d))
-    if (auto e = Spool::parse_name(de->d_name)) {
-      e->name = de->d_name;
-      uint64_t end = e->start_ns + e->duration_ms * 1'000'000;
-      if (end > query.from_ns && e->start_ns < query.to_ns) periods.push_back(*e);
-    }
-  closedir(d);
-  if (periods.empty()) return std::unexpected(dir + ": no period of ember agent's spool in that time range");
-  std::sort(periods.begin(), periods.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  auto periods = Spool::list(dir);
+  if (!periods) return std::unexpected("the spool: " + periods.error());
+  std::erase_if(*periods, [&](const Spool::Entry& e) { return end_ns(e) <= query.from_ns || e.start_ns >= query.to_ns; });
+  if (periods->empty()) return std::unexpected(dir + ": no period of ember agent's spool in that time range");
 
   // ember's event names (cpu, offcpu) stand for their series' names.
   std::string type = query.type == "cpu" ? "process_cpu" : series_name(query.type);
@@ -64,10 +58,11 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
   std::set<std::string> services, types;
   uint64_t first = 0, last = 0;
   size_t read = 0;
-  for (const Spool::Entry& period : periods) {
+  for (const Spool::Entry& period : *periods) {
     auto body = Spool::read(dir, period);
     if (!body) return std::unexpected(body.error());
-    auto series = decode_push_request(*body);
+    if (!*body) continue;  // its agent's caps removed it since
+    auto series = decode_push_request(**body);
     if (!series) return std::unexpected(dir + "/" + period.name + ": " + series.error());
     for (const Series& s : *series) {
       std::string service = label(s, "service_name");
@@ -84,12 +79,12 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
         first = period.start_ns;
       }
       for (const flamegraph::Stack& stack : p->stacks()) merged.add_from(*p, stack.frames, stack.weight);
-      last = std::max(last, period.start_ns + period.duration_ms * 1'000'000);
+      last = std::max(last, end_ns(period));
       ++read;
     }
   }
-  if (query.service.empty() || !services.count(query.service))
-    return std::unexpected("give --service: the periods in that range hold " + joined(services));
+  if (!services.count(query.service))
+    return std::unexpected("no service '" + query.service + "' in that range: the periods there hold " + joined(services));
   if (read == 0)
     return std::unexpected("service " + query.service + " has no " + type + " profile in that range; it has " +
                            joined(types));
@@ -97,6 +92,56 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
   merged.duration_ns = last - first;
   merged.info = {{"service", query.service}, {"periods", std::to_string(read)}};
   return merged;
+}
+
+}  // namespace ember::fleet
+
+namespace ember::fleet {
+
+bool is_spool(const std::string& dir) {
+  auto periods = Spool::list(dir);
+  return periods && !periods->empty();
+}
+
+std::expected<SpoolContents, std::string> SpoolCatalog::contents() {
+  auto periods = Spool::list(dir_);
+  if (!periods) return std::unexpected(periods.error());
+  SpoolContents out;
+  std::map<std::pair<std::string, std::string>, SpoolSeries> series;
+  std::map<uint64_t, Held> still;
+  for (const Spool::Entry& period : *periods) {
+    auto held = held_.find(period.start_ns);
+    if (held == held_.end()) {
+      auto body = Spool::read(dir_, period);
+      if (!body) return std::unexpected(body.error());
+      if (!*body) continue;
+      auto decoded = decode_push_request(**body);
+      if (!decoded) return std::unexpected(dir_ + "/" + period.name + ": " + decoded.error());
+      Held h;
+      for (const Series& s : *decoded) h.push_back({label(s, "service_name"), label(s, "__name__")});
+      held = held_.emplace(period.start_ns, std::move(h)).first;
+    }
+    still.insert(*held);
+    ++out.periods;
+    ++(period.state == Spool::State::Pending ? out.pending
+       : period.state == Spool::State::Sent  ? out.sent
+                                             : out.rejected);
+    out.bytes += period.bytes;
+    if (out.periods == 1) out.first_ns = period.start_ns;
+    out.end_ns = std::max(out.end_ns, end_ns(period));
+    for (const auto& key : held->second) {
+      SpoolSeries& s = series[key];
+      if (s.periods++ == 0) {
+        s.service = key.first;
+        s.type = key.second;
+        s.first_ns = period.start_ns;
+      }
+      s.end_ns = std::max(s.end_ns, end_ns(period));
+    }
+  }
+  held_ = std::move(still);  // removed periods are forgotten
+  for (auto& [key, s] : series) out.series.push_back(std::move(s));
+  return out;
 }
 
 }  // namespace ember::fleet

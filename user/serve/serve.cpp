@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -27,8 +29,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "flamegraph/folded.h"
 #include "flamegraph/html.h"
 #include "flamegraph/pprof.h"
+#include "user/fleet/spool_profile.h"
 #include "user/java/java_attach.h"
 #include "user/serve/recorder.h"
 #include "user/serve/results.h"
@@ -360,6 +364,181 @@ void send_file(httplib::Response& res, int fd, const std::string& name) {
     res.set_header("Content-Disposition", "attachment; filename=\"" + name + "\"");
 }
 
+json body_json(const std::string& body) {
+  return body.empty() ? json::object() : json::parse(body, nullptr, false);
+}
+
+using PostHandler = std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
+using PostRoute = std::function<void(const std::string& pattern, PostHandler handler)>;
+
+// The routes of a results directory: profiles started, stopped, listed,
+// opened, compared and deleted, and the settings.
+void add_result_routes(httplib::Server& svr, const PostRoute& post_route, const ResultStore& store,
+                       Recorder& recorder, Settings& settings) {
+  svr.Get("/api/targets", [](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"processes", list_targets()}});
+  });
+  svr.Get("/api/status", [&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, status_json(recorder.status()));
+  });
+  post_route("/api/start", [&](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+    json body = body_json(text);
+    if (body.is_discarded()) return send_error(res, 400, "the body is not JSON");
+    auto request = parse_start(body, settings.get());
+    if (!request) return send_error(res, 400, request.error());
+    auto started = recorder.start(*request);
+    if (!started) {
+      int code = started.error().why == Recorder::StartError::Busy      ? 409
+                 : started.error().why == Recorder::StartError::Invalid ? 400
+                                                                        : 500;
+      return send_error(res, code, started.error().message);
+    }
+    std::fprintf(stderr, "ember: started profile %s (%s, %s) for %s\n", started->c_str(), request->event.c_str(),
+                 request->pid ? ("pid " + std::to_string(request->pid)).c_str() : "whole host", req.remote_addr.c_str());
+    send_json(res, 202, {{"id", *started}});
+  });
+  post_route("/api/stop", [&](const httplib::Request&, const std::string&, httplib::Response& res) {
+    std::string id = recorder.status().result.id;
+    if (!recorder.request_stop()) return send_error(res, 409, "no profile is running");
+    // Symbolizing a whole host can take a while; past this the client polls.
+    // The listing's entry: the recorder's copy has no file sizes.
+    if (auto result = recorder.wait_result(id, 60)) return send_json(res, 200, to_json(store.find(id).value_or(*result)));
+    send_json(res, 202, {{"id", id}, {"state", "stopping"}});
+  });
+  svr.Get("/api/results", [&](const httplib::Request&, httplib::Response& res) {
+    json list = json::array();
+    for (const ResultInfo& r : store.list()) list.push_back(to_json(r));
+    send_json(res, 200, {{"results", list}});
+  });
+  post_route("/api/results/delete-all", [&](const httplib::Request&, const std::string& text, httplib::Response& res) {
+    json body = body_json(text);
+    // `== true`, not value(): {"confirm": "yes"} must be a 400, not a type error (500).
+    if (body.is_discarded() || !body.is_object() || !body.contains("confirm") || body["confirm"] != true)
+      return send_error(res, 400, "deleting every result needs {\"confirm\": true}");
+    std::string running = recorder.status().result.id;
+    size_t deleted = 0;
+    for (const ResultInfo& r : store.list())
+      if (r.id != running && store.remove(r.id)) ++deleted;
+    send_json(res, 200, {{"deleted", deleted}});
+  });
+  post_route(R"(/api/results/([0-9a-f]{8})/delete)", [&](const httplib::Request& req, const std::string&,
+                                                         httplib::Response& res) {
+    std::string id = req.matches[1];
+    if (id == recorder.status().result.id) return send_error(res, 409, "this profile is running: stop it first");
+    size_t deleted = store.remove(id);
+    if (!deleted) return send_error(res, 404, "no result " + id);
+    send_json(res, 200, {{"deleted", deleted}});
+  });
+  svr.Get("/api/settings", [&](const httplib::Request&, httplib::Response& res) { send_json(res, 200, settings.get()); });
+  post_route("/api/settings", [&](const httplib::Request&, const std::string& text, httplib::Response& res) {
+    json body = body_json(text);
+    if (body.is_discarded()) return send_error(res, 400, "the body is not JSON");
+    auto saved = settings.set(body);
+    if (!saved) return send_error(res, 400, saved.error());
+    send_json(res, 200, *saved);
+  });
+  svr.Get(R"(/results/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
+    std::string name = req.matches[1];
+    auto fd = store.open_file(name);
+    if (!fd) return send_error(res, 404, "no result file " + name);
+    send_file(res, *fd, name);
+  });
+  svr.Get("/diff", [&](const httplib::Request& req, httplib::Response& res) {
+    auto base = store.find(req.get_param_value("base"));
+    auto now = store.find(req.get_param_value("new"));
+    if (!base || !now) return send_error(res, 404, "give two results: /diff?base=ID&new=ID");
+    // Through open_file, as /results/ is: a link out of the directory or a
+    // FIFO named like a result is no profile (read_profile follows links,
+    // and blocks on a FIFO).
+    auto read = [&](const ResultInfo& r) -> std::expected<flamegraph::Profile, std::string> {
+      auto fd = store.open_file(r.base + ".pb.gz");
+      if (!fd) return std::unexpected(std::strerror(fd.error()));
+      std::string bytes;
+      char buf[65536];
+      for (ssize_t n; (n = ::read(*fd, buf, sizeof buf)) > 0;) bytes.append(buf, static_cast<size_t>(n));
+      ::close(*fd);
+      return flamegraph::decode_pprof(bytes);
+    };
+    auto before = read(*base);
+    auto after = read(*now);
+    if (!before || !after) return send_error(res, 404, "a result of the two has no profile");
+    if (before->unit != after->unit)
+      return send_error(res, 400, "the two results measure different things (" + before->unit + ", " +
+                                      after->unit + ")");
+    flamegraph::HtmlOptions html;
+    html.title = "ember diff — " + base->base + " → " + now->base;
+    html.base = &*before;
+    html.label = now->base;
+    html.base_label = base->base;
+    html.view = settings.view_json();
+    std::ostringstream page;
+    flamegraph::write_html(*after, html, page);
+    res.set_content(page.str(), "text/html; charset=utf-8");
+  });
+}
+
+// A download's name: the service's name kept to letters, digits and ._-
+std::string file_safe(std::string_view text) {
+  std::string out;
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  return out;
+}
+
+// The routes of a fleet agent's spool (`ember serve --dir SPOOL`): what it
+// holds, and one service's profiles of one type over a time range, merged.
+void add_spool_routes(httplib::Server& svr, const std::string& dir, Settings& settings) {
+  auto catalog = std::make_shared<fleet::SpoolCatalog>(dir);
+  auto catalog_mutex = std::make_shared<std::mutex>();
+  auto ms = [](uint64_t ns) { return static_cast<int64_t>(ns / 1'000'000); };
+  svr.Get("/api/spool", [=](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(*catalog_mutex);
+    auto contents = catalog->contents();
+    if (!contents) return send_error(res, 500, contents.error());
+    json series = json::array();
+    for (const fleet::SpoolSeries& s : contents->series)
+      series.push_back({{"service", s.service}, {"type", s.type}, {"periods", s.periods},
+                        {"first", ms(s.first_ns)}, {"end", ms(s.end_ns)}});
+    send_json(res, 200, {{"dir", dir}, {"periods", contents->periods}, {"pending", contents->pending},
+                         {"sent", contents->sent}, {"rejected", contents->rejected}, {"bytes", contents->bytes},
+                         {"first", ms(contents->first_ns)}, {"end", ms(contents->end_ns)}, {"series", series}});
+  });
+  svr.Get("/spool/profile", [dir, &settings](const httplib::Request& req, httplib::Response& res) {
+    fleet::SpoolQuery q;
+    q.service = req.get_param_value("service");
+    q.type = req.get_param_value("type");
+    if (q.service.empty() || q.type.empty()) return send_error(res, 400, "give service and type");
+    for (auto [name, out] : {std::pair{"from", &q.from_ns}, std::pair{"to", &q.to_ns}}) {
+      if (!req.has_param(name)) continue;
+      const std::string text = req.get_param_value(name);
+      uint64_t value = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size() || value > UINT64_MAX / 1'000'000)
+        return send_error(res, 400, std::string(name) + ": give Unix time in milliseconds");
+      *out = value * 1'000'000;
+    }
+    std::string format = req.has_param("format") ? req.get_param_value("format") : "html";
+    if (format != "html" && format != "pprof" && format != "folded")
+      return send_error(res, 400, "format: html, pprof or folded");
+    auto profile = fleet::merge_spool(dir, q);
+    if (!profile) return send_error(res, 404, profile.error());
+    std::string name = file_safe(q.service) + "-" + file_safe(q.type);
+    if (format == "pprof") {
+      res.set_content(flamegraph::encode_pprof(*profile), "application/octet-stream");
+      res.set_header("Content-Disposition", "attachment; filename=\"" + name + ".pb.gz\"");
+    } else if (format == "folded") {
+      res.set_content(flamegraph::folded_text(*profile), "text/plain; charset=utf-8");
+      res.set_header("Content-Disposition", "attachment; filename=\"" + name + ".folded\"");
+    } else {
+      flamegraph::HtmlOptions html;
+      html.title = "ember — " + q.service + " (" + q.type + ")";
+      html.view = settings.view_json();
+      std::ostringstream page;
+      flamegraph::write_html(*profile, html, page);
+      res.set_content(page.str(), "text/html; charset=utf-8");
+    }
+  });
+}
+
 volatile sig_atomic_t g_signal = 0;
 
 }  // namespace
@@ -382,7 +561,10 @@ int run_serve(const ServeOptions& o) {
   for (const std::string& f : {o.tls_cert, o.tls_key})
     if (!f.empty() && ::access(f.c_str(), R_OK) != 0) return fail("cannot read " + f + ": " + std::strerror(errno));
 
-  auto store = ResultStore::open(o.dir.empty() ? default_results_dir() : o.dir);
+  std::string dir = o.dir.empty() ? default_results_dir() : o.dir;
+  // A fleet agent's spool is shown read-only: no profile is started here.
+  bool spool = fleet::is_spool(dir);
+  auto store = ResultStore::open(dir);
   if (!store) return fail(store.error());
   std::string token_path = o.token_file.empty() ? store->dir() + "/.token" : o.token_file;
   bool token_created = false;
@@ -395,7 +577,8 @@ int run_serve(const ServeOptions& o) {
   exe[exe_len] = '\0';
 
   Settings settings(store->dir() + "/settings.json");
-  Recorder recorder(*store, exe, [&settings] { return settings.view_json(); });
+  std::optional<Recorder> recorder;
+  if (!spool) recorder.emplace(*store, exe, [&settings] { return settings.view_json(); });
 
   std::unique_ptr<httplib::Server> server;
   if (tls) {
@@ -499,14 +682,10 @@ int run_serve(const ServeOptions& o) {
     send_error(res, 500, what);
   });
 
-  auto body_json = [](const std::string& body) {
-    return body.empty() ? json::object() : json::parse(body, nullptr, false);
-  };
   // Each POST route reads its body itself, and only one of a stated
   // length: a request with neither Content-Length nor Transfer-Encoding
   // has no body (RFC 9112, 6.3), but cpp-httplib 0.11 reads one until the
   // client closes, so a bodiless `curl -X POST` waited for ever.
-  using PostHandler = std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
   auto post_route = [&svr](const std::string& pattern, PostHandler handler) {
     svr.Post(pattern, [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
                                                      const httplib::ContentReader& read) {
@@ -531,109 +710,13 @@ int run_serve(const ServeOptions& o) {
   svr.Get("/api/info", [&](const httplib::Request&, httplib::Response& res) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    send_json(res, 200, {{"version", "0.1"}, {"host", host}, {"events", serve_events()}, {"dir", store->dir()},
-                         {"settings", settings.get()}});
+    send_json(res, 200, {{"version", "0.1"}, {"host", host}, {"kind", spool ? "spool" : "results"},
+                         {"events", serve_events()}, {"dir", store->dir()}, {"settings", settings.get()}});
   });
-  svr.Get("/api/targets", [](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, {{"processes", list_targets()}});
-  });
-  svr.Get("/api/status", [&](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, status_json(recorder.status()));
-  });
-  post_route("/api/start", [&](const httplib::Request& req, const std::string& text, httplib::Response& res) {
-    json body = body_json(text);
-    if (body.is_discarded()) return send_error(res, 400, "the body is not JSON");
-    auto request = parse_start(body, settings.get());
-    if (!request) return send_error(res, 400, request.error());
-    auto started = recorder.start(*request);
-    if (!started) {
-      int code = started.error().why == Recorder::StartError::Busy      ? 409
-                 : started.error().why == Recorder::StartError::Invalid ? 400
-                                                                        : 500;
-      return send_error(res, code, started.error().message);
-    }
-    std::fprintf(stderr, "ember: started profile %s (%s, %s) for %s\n", started->c_str(), request->event.c_str(),
-                 request->pid ? ("pid " + std::to_string(request->pid)).c_str() : "whole host", req.remote_addr.c_str());
-    send_json(res, 202, {{"id", *started}});
-  });
-  post_route("/api/stop", [&](const httplib::Request&, const std::string&, httplib::Response& res) {
-    std::string id = recorder.status().result.id;
-    if (!recorder.request_stop()) return send_error(res, 409, "no profile is running");
-    // Symbolizing a whole host can take a while; past this the client polls.
-    // The listing's entry: the recorder's copy has no file sizes.
-    if (auto result = recorder.wait_result(id, 60)) return send_json(res, 200, to_json(store->find(id).value_or(*result)));
-    send_json(res, 202, {{"id", id}, {"state", "stopping"}});
-  });
-  svr.Get("/api/results", [&](const httplib::Request&, httplib::Response& res) {
-    json list = json::array();
-    for (const ResultInfo& r : store->list()) list.push_back(to_json(r));
-    send_json(res, 200, {{"results", list}});
-  });
-  post_route("/api/results/delete-all", [&](const httplib::Request&, const std::string& text, httplib::Response& res) {
-    json body = body_json(text);
-    // `== true`, not value(): {"confirm": "yes"} must be a 400, not a type error (500).
-    if (body.is_discarded() || !body.is_object() || !body.contains("confirm") || body["confirm"] != true)
-      return send_error(res, 400, "deleting every result needs {\"confirm\": true}");
-    std::string running = recorder.status().result.id;
-    size_t deleted = 0;
-    for (const ResultInfo& r : store->list())
-      if (r.id != running && store->remove(r.id)) ++deleted;
-    send_json(res, 200, {{"deleted", deleted}});
-  });
-  post_route(R"(/api/results/([0-9a-f]{8})/delete)", [&](const httplib::Request& req, const std::string&,
-                                                         httplib::Response& res) {
-    std::string id = req.matches[1];
-    if (id == recorder.status().result.id) return send_error(res, 409, "this profile is running: stop it first");
-    size_t deleted = store->remove(id);
-    if (!deleted) return send_error(res, 404, "no result " + id);
-    send_json(res, 200, {{"deleted", deleted}});
-  });
-  svr.Get("/api/settings", [&](const httplib::Request&, httplib::Response& res) { send_json(res, 200, settings.get()); });
-  post_route("/api/settings", [&](const httplib::Request&, const std::string& text, httplib::Response& res) {
-    json body = body_json(text);
-    if (body.is_discarded()) return send_error(res, 400, "the body is not JSON");
-    auto saved = settings.set(body);
-    if (!saved) return send_error(res, 400, saved.error());
-    send_json(res, 200, *saved);
-  });
-  svr.Get(R"(/results/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
-    std::string name = req.matches[1];
-    auto fd = store->open_file(name);
-    if (!fd) return send_error(res, 404, "no result file " + name);
-    send_file(res, *fd, name);
-  });
-  svr.Get("/diff", [&](const httplib::Request& req, httplib::Response& res) {
-    auto base = store->find(req.get_param_value("base"));
-    auto now = store->find(req.get_param_value("new"));
-    if (!base || !now) return send_error(res, 404, "give two results: /diff?base=ID&new=ID");
-    // Through open_file, as /results/ is: a link out of the directory or a
-    // FIFO named like a result is no profile (read_profile follows links,
-    // and blocks on a FIFO).
-    auto read = [&](const ResultInfo& r) -> std::expected<flamegraph::Profile, std::string> {
-      auto fd = store->open_file(r.base + ".pb.gz");
-      if (!fd) return std::unexpected(std::strerror(fd.error()));
-      std::string bytes;
-      char buf[65536];
-      for (ssize_t n; (n = ::read(*fd, buf, sizeof buf)) > 0;) bytes.append(buf, static_cast<size_t>(n));
-      ::close(*fd);
-      return flamegraph::decode_pprof(bytes);
-    };
-    auto before = read(*base);
-    auto after = read(*now);
-    if (!before || !after) return send_error(res, 404, "a result of the two has no profile");
-    if (before->unit != after->unit)
-      return send_error(res, 400, "the two results measure different things (" + before->unit + ", " +
-                                      after->unit + ")");
-    flamegraph::HtmlOptions html;
-    html.title = "ember diff — " + base->base + " → " + now->base;
-    html.base = &*before;
-    html.label = now->base;
-    html.base_label = base->base;
-    html.view = settings.view_json();
-    std::ostringstream page;
-    flamegraph::write_html(*after, html, page);
-    res.set_content(page.str(), "text/html; charset=utf-8");
-  });
+  if (spool)
+    add_spool_routes(svr, store->dir(), settings);
+  else
+    add_result_routes(svr, post_route, *store, *recorder, settings);
   // Last: a POST no route took, through post_route too (see there).
   post_route(".*", [](const httplib::Request&, const std::string&, httplib::Response& res) {
     send_error(res, 404, "not found");
@@ -664,7 +747,8 @@ int run_serve(const ServeOptions& o) {
   std::string url = std::string(tls ? "https" : "http") + "://" +
                     (endpoint->host.find(':') != std::string::npos ? "[" + endpoint->host + "]" : endpoint->host) +
                     ":" + std::to_string(endpoint->port) + "/";
-  std::fprintf(stderr, "ember: serving %s, results in %s\n", url.c_str(), store->dir().c_str());
+  std::fprintf(stderr, "ember: serving %s, %s %s\n", url.c_str(), spool ? "the agent's spool" : "results in",
+               store->dir().c_str());
   if (token_created)
     std::fprintf(stderr, "ember: new access token (saved in %s); open %s?token=%s\n", token_path.c_str(), url.c_str(),
                  secret.c_str());
@@ -680,11 +764,10 @@ int run_serve(const ServeOptions& o) {
   bool signalled = g_signal != 0;
   if (!signalled) pthread_kill(stopper.native_handle(), SIGTERM);  // the listener failed: end the waiter
   stopper.join();
-  RecorderStatus running = recorder.status();
-  if (running.state != RecorderStatus::State::Idle) {
-    std::fprintf(stderr, "ember: stopping profile %s and writing it\n", running.result.id.c_str());
-    recorder.request_stop();
-    recorder.wait_idle();
+  if (recorder && recorder->status().state != RecorderStatus::State::Idle) {
+    std::fprintf(stderr, "ember: stopping profile %s and writing it\n", recorder->status().result.id.c_str());
+    recorder->request_stop();
+    recorder->wait_idle();
   }
   if (!listened && !signalled) return fail("the server stopped listening");
   return 0;
