@@ -89,7 +89,7 @@ SAN_OPT := -O0 -g1
 # compiled here under the sanitizers it took 90 s of the CI machine.
 UNIT_SRC := $(wildcard tests/unit/*.cpp)
 # The agent's parts that need no JVM: its reader of HotSpot's VMStructs, its prologue decoder.
-AGENT_UNIT_SRC := agent/vm_structs.cpp agent/code_heap.cpp agent/method_pointers.cpp agent/prologue.cpp
+AGENT_UNIT_SRC := agent/vm_structs.cpp agent/code_heap.cpp agent/method_pointers.cpp agent/prologue.cpp agent/jitmap_writer.cpp
 UNIT_OBJ := $(UNIT_SRC:%.cpp=$(BUILD)/san/%.o) $(AGENT_UNIT_SRC:%.cpp=$(BUILD)/san/%.o)
 
 # Workloads and fixtures: frame pointers on, so user stacks unwind.

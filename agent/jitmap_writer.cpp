@@ -102,6 +102,9 @@ bool JitMapWriter::open(const char* path, int pid) {
   // link or over a file someone placed there.
   fd_ = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) return false;
+  std::snprintf(path_, sizeof path_, "%s", path);
+  files_ = 0;
+  file_bytes_ = 0;
   // Ids restart with the file: the reader learns names from this file only.
   methods_.clear();
   method_pointers_.clear();
@@ -155,14 +158,35 @@ void JitMapWriter::flush() {
     }
     done += static_cast<size_t>(n);
   }
+  file_bytes_ += done;
   used_ = 0;
   last_flush_ns_ = monotonic_ns();
 }
 
-void JitMapWriter::commit() { flush(); }
+void JitMapWriter::continue_if_full() {
+  if (fd_ < 0 || file_bytes_ < file_bytes_limit_) return;
+  char next[sizeof path_ + 16];
+  std::snprintf(next, sizeof next, "%s.%u", path_, files_ + 1);
+  int fd = ::open(next, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;  // this file grows on; tried again at the next group
+  const char* name = std::strrchr(next, '/');
+  appendf("%c %s\n", protocol::kContinued, name ? name + 1 : next);
+  flush();
+  ::close(fd_);
+  fd_ = fd;
+  ++files_;
+  file_bytes_ = 0;
+}
+
+void JitMapWriter::commit() {
+  flush();
+  continue_if_full();
+}
 
 void JitMapWriter::commit_lazy() {
-  if (used_ >= sizeof buffer_ / 2 || monotonic_ns() - last_flush_ns_ >= kLazyFlushNs) flush();
+  if (used_ < sizeof buffer_ / 2 && monotonic_ns() - last_flush_ns_ < kLazyFlushNs) return;
+  flush();
+  continue_if_full();
 }
 
 void JitMapWriter::compiled_load(uint64_t start, uint64_t size, uint32_t method, bool replayed) {

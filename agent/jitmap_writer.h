@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "agent/prologue.h"
+#include "agent/protocol.h"
 
 namespace ember::agent {
 
@@ -38,7 +39,8 @@ class IdTable {
 class JitMapWriter {
  public:
   // Trivially destructible (see IdTable): VMDeath and Agent_OnUnload close it.
-  JitMapWriter() = default;
+  // A file goes on in the next past `file_bytes` (see protocol::kContinued).
+  explicit constexpr JitMapWriter(uint64_t file_bytes = protocol::kFileBytes) : file_bytes_limit_(file_bytes) {}
   JitMapWriter(const JitMapWriter&) = delete;
   JitMapWriter& operator=(const JitMapWriter&) = delete;
 
@@ -108,9 +110,16 @@ class JitMapWriter {
   void appendf(const char* format, ...) __attribute__((format(printf, 2, 3)));
   void append_frames(char* line, size_t& n, size_t size, const uint32_t* frames, int count, bool truncated);
   void flush();
+  // Past protocol::kFileBytes, at the end of an event group: goes on in a
+  // new file (an R line ends this one).
+  void continue_if_full();
 
   pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
   int fd_ = -1;
+  char path_[4096] = {};     // the stream's first file
+  uint32_t files_ = 0;       // files the stream went on in
+  uint64_t file_bytes_ = 0;  // written to the current one
+  uint64_t file_bytes_limit_;
   std::atomic<uint32_t> generation_{0};
   char buffer_[1 << 16];
   size_t used_ = 0;

@@ -148,6 +148,16 @@
 //                                  (reentered, write-error-bytes,
 //                                  frames-unmatched: compiled methods without
 //                                  a G line)
+//
+// A stream is cut into files of kFileBytes or so, so that a JVM publishing
+// for weeks (allocation samples add up) holds little on disk:
+//   R <name>                       the stream goes on in the file <name>
+//                                  (PATH.1, PATH.2, ...: in the same
+//                                  directory), made before this line was
+//                                  written; this file ends here. Ids, names
+//                                  and code carry over; the new file has no
+//                                  header. The reader removes each file it
+//                                  has read to its end.
 // <tid> is the Linux thread id. <frames>: method ids (M lines), innermost
 // first, comma-separated; "-" for none; a last "+" when the agent cut the
 // stack at its depth limit (128). Unknown lines are counted and skipped.
@@ -169,7 +179,11 @@ inline constexpr char kHeader[] = "# ember-jitmap 1";
 // Line tags.
 inline constexpr char kMethod = 'M', kLoad = 'L', kInline = 'I', kUnload = 'U', kStub = 'S', kFrame = 'G',
                       kMethodPointer = 'P', kOption = 'O', kClass = 'K', kThread = 'T', kAlloc = 'A', kFree = 'F',
-                      kContended = 'C', kCounter = 'D';
+                      kContended = 'C', kCounter = 'D', kContinued = 'R';
+
+// A stream's file is continued in a new one at the first event group that
+// ends past this size.
+inline constexpr uint64_t kFileBytes = 16ull << 20;
 
 // O line keys.
 namespace setting {

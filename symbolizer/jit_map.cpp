@@ -138,6 +138,13 @@ void JitMap::line(std::string_view s) {
       }
       return;  // the others: JavaEvents's
     }
+    case protocol::kContinued: {
+      // A name in the stream's directory, never a path.
+      std::string_view name = rest_of(s);
+      if (name.empty() || name.find('/') != std::string_view::npos || name == "." || name == "..") break;
+      continued_in_ = std::string(name);
+      return;
+    }
     case protocol::kClass:
     case protocol::kThread:
     case protocol::kAlloc:

@@ -72,6 +72,10 @@ class JitMap {
   uint32_t interpreted_method(uint64_t pointer) const;
   std::string_view name(uint32_t id) const;
 
+  // The file the stream went on in (its last R line), a name in the same
+  // directory; empty while it has not.
+  const std::string& continued_in() const { return continued_in_; }
+
   size_t methods() const { return names_.size(); }
   size_t live_blobs() const { return live_.size(); }
   size_t bad_lines() const { return bad_lines_; }
@@ -107,6 +111,7 @@ class JitMap {
   uint64_t max_retired_size_ = 0;
   Blob* last_loaded_ = nullptr;  // where I lines go
   size_t bad_lines_ = 0;
+  std::string continued_in_;
   uint64_t code_version_ = 0;
   std::string frames_unavailable_;
   std::unordered_map<uint64_t, uint32_t> method_pointers_;  // P lines

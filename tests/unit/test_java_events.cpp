@@ -2,15 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "agent/jitmap_writer.h"
 #include "flamegraph/folded.h"
 #include "user/java/java_events.h"
 #include "symbolizer/jit_map.h"
 #include "user/java/java_profiles.h"
+#include "temp_dir.h"
 
 using ember::JavaProcess;
 using ember::JavaProfileKind;
@@ -360,4 +365,58 @@ TEST_CASE("java events: a window restarts the weights, names and stacks stay") {
   CHECK(folded(events, JavaProfileKind::AllocBytes).empty());
   CHECK(events.class_name(2) == "byte[]");
   CHECK(events.thread_name(8) == "worker-1");
+}
+
+TEST_CASE("java events: a stream past its file size goes on in PATH.1, PATH.2; read in order, nothing is lost") {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  const std::string path = (dir.path / "42.jitmap").string();
+  // Static, as the agent's: its tables live as long as the process (no
+  // destructor). Files of 64 KiB rather than 16 MiB, for speed.
+  constexpr uint64_t kFileBytes = 64 << 10;
+  static ember::agent::JitMapWriter writer(kFileBytes);
+  REQUIRE(writer.open(path.c_str(), 42));
+  writer.lock();
+  bool is_new = false;
+  uint32_t method = writer.method_id(reinterpret_cast<const void*>(0x1000), &is_new);
+  writer.define_method(method, "App.main");
+  uint32_t klass = writer.class_id(7, &is_new);
+  writer.define_class(klass, "byte[]");
+  writer.commit();
+  writer.unlock();
+  // Samples of 100 frames, some 230 bytes each: 150 KiB of them, three files.
+  constexpr uint64_t kSamples = 650;
+  const std::vector<uint32_t> frames(100, method);
+  for (uint64_t i = 0; i < kSamples; ++i) {
+    writer.lock();
+    writer.alloc(1000 + i, 9, 1024, klass, 0, frames.data(), static_cast<int>(frames.size()), false);
+    writer.commit_lazy();
+    writer.unlock();
+  }
+  writer.lock();
+  writer.close();
+  writer.unlock();
+
+  // As the collector reads: each file to its end, then the one its R line names.
+  JitMap map;
+  JavaEvents events;
+  std::vector<std::string> read;
+  std::string name = "42.jitmap";
+  while (true) {
+    std::ifstream in(dir.path / name, std::ios::binary);
+    REQUIRE(in);
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    CHECK(text.size() < kFileBytes + (1 << 16));
+    map.feed(text);
+    events.feed(text);
+    read.push_back(name);
+    if (map.continued_in().empty() || map.continued_in() == name) break;
+    name = map.continued_in();
+  }
+  CHECK(read == std::vector<std::string>{"42.jitmap", "42.jitmap.1", "42.jitmap.2"});
+  CHECK(map.bad_lines() == 0);
+  CHECK(events.stats().bad_lines == 0);
+  CHECK(events.stats().alloc_samples == kSamples);
+  CHECK(events.method(method) == "App.main");  // named in the first file, used in the last
+  CHECK(events.class_name(klass) == "byte[]");
 }

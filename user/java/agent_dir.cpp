@@ -157,6 +157,8 @@ int AgentDir::open_file(const std::string& name) const {
 
 std::vector<std::string> AgentDir::names() const { return entries(fd_); }
 
+void AgentDir::remove_file(const std::string& name) const { unlinkat(fd_, name.c_str(), 0); }
+
 std::expected<std::string, std::string> place_agent_library(const std::string& root, const std::string& agent) {
   std::ifstream in(agent, std::ios::binary);
   std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -39,6 +39,8 @@ class AgentDir {
   int open_file(const std::string& name) const;
   // The names of the files in it.
   std::vector<std::string> names() const;
+  // Removes the file NAME in it (a stream's file read to its end).
+  void remove_file(const std::string& name) const;
 
  private:
   AgentDir() = default;

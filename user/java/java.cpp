@@ -29,6 +29,16 @@ bool preserves_frame_pointer(pid_t pid) {
   return r && r->code == 0 && r->output.find("-XX:+PreserveFramePointer") != std::string::npos;
 }
 
+// The files a JVM's stream goes on in, in its agent directory `dir`. The
+// collector holds the directory (and its lease) while it reads the JVM.
+Collector::StreamFiles stream_files(std::shared_ptr<const AgentDir> dir) {
+  return [dir = std::move(dir)](const std::string& read, const std::string& next) {
+    int fd = dir->open_file(next);
+    if (fd >= 0) dir->remove_file(read);
+    return fd;
+  };
+}
+
 }  // namespace
 
 std::string JavaSession::agent_options(const std::string& out) const {
@@ -78,8 +88,9 @@ void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& 
     }
     // The agent is loaded from now on: stop it at the end, whatever follows.
     attached_.push_back({pid, *agent});
-    int fd = dir->open_file(std::to_string(jvm->ns_pid) + ".jitmap");
-    dirs_.push_back(std::move(*dir));
+    std::string name = std::to_string(jvm->ns_pid) + ".jitmap";
+    int fd = dir->open_file(name);
+    auto held = std::make_shared<const AgentDir>(std::move(*dir));
     if (fd < 0) {
       std::fprintf(stderr, "ember: JVM %d: its agent made no code map; its Java frames will be unnamed\n", pid);
       continue;
@@ -90,7 +101,7 @@ void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& 
                    "ember: JVM %d runs without -XX:+PreserveFramePointer: stacks stop at the first JIT-compiled "
                    "frame; restart it with -XX:+PreserveFramePointer for whole Java stacks\n",
                    pid);
-    collector.watch_jvm(static_cast<uint32_t>(pid), fd, fp);
+    collector.watch_jvm(static_cast<uint32_t>(pid), fd, name, stream_files(std::move(held)), fp);
   }
 }
 
@@ -98,7 +109,7 @@ std::expected<std::string, std::string> JavaSession::tool_options(const std::str
                                                                     bool add_frame_pointers) {
   auto dir = AgentDir::create("", geteuid(), getegid());
   if (!dir) return std::unexpected(dir.error());
-  started_dir_.emplace(std::move(*dir));
+  started_dir_ = std::make_shared<const AgentDir>(std::move(*dir));
   started_frame_pointers_ = add_frame_pointers;
   std::string opts = "-agentpath:" + agent_path_ + "=" + agent_options(started_dir_->path() + "/{pid}.jitmap");
   if (add_frame_pointers) opts += " -XX:+PreserveFramePointer";
@@ -115,7 +126,7 @@ void JavaSession::find_started(Collector& collector) {
     if (std::find(known.begin(), known.end(), pid) != known.end()) continue;
     int fd = started_dir_->open_file(name);
     if (fd < 0) continue;
-    collector.watch_jvm(pid, fd, started_frame_pointers_);
+    collector.watch_jvm(pid, fd, name, stream_files(started_dir_), started_frame_pointers_);
     attached_.push_back({static_cast<pid_t>(pid), agent_path_});
   }
 }
@@ -127,8 +138,8 @@ void JavaSession::detach() {
     java::load_agent(a.pid, a.agent_path, agent::protocol::args::kStop, 15000);
   }
   attached_.clear();
-  // The directories go after the stops: an agent's lease ends with them.
-  dirs_.clear();
+  // The directories go after the stops, as the collector lets go of their
+  // JVMs (it reads what the stops made them write): a lease ends with them.
   started_dir_.reset();
 }
 

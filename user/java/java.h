@@ -7,6 +7,7 @@
 
 #include <expected>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,7 +42,8 @@ class JavaSession {
   // since the last call.
   void find_started(Collector& collector);
 
-  // Stops every agent this session started and removes their directories.
+  // Stops every agent this session started; their directories go as the
+  // collector lets go of their JVMs (it reads what the stops made them write).
   void detach();
 
  private:
@@ -57,8 +59,7 @@ class JavaSession {
     std::string agent_path;  // as the JVM sees it
   };
   std::vector<Attached> attached_;  // the agents to stop
-  std::vector<AgentDir> dirs_;      // one per attached JVM
-  std::optional<AgentDir> started_dir_;  // the JVMs of `-- CMD`
+  std::shared_ptr<const AgentDir> started_dir_;  // the JVMs of `-- CMD`; each attached one's, the collector holds
 };
 
 // libember-agent.so next to the ember binary.

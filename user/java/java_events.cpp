@@ -162,7 +162,8 @@ void JavaEvents::line(std::string_view s) {
     case protocol::kStub:
     case protocol::kFrame:
     case protocol::kMethodPointer:
-      return;  // code: JitMap's
+    case protocol::kContinued:
+      return;  // code and the stream's files: JitMap's
     case protocol::kMethod:
     case protocol::kClass:
       if (number(s, a) && a < kMaxId) {

@@ -182,23 +182,37 @@ size_t Collector::LocationHash::operator()(const symbolizer::JitMap::Location& l
   return std::hash<uint64_t>{}((l.start * 0x9e3779b97f4a7c15ULL) ^ l.load_ns ^ (uint64_t{l.pc} << 40));
 }
 
-void Collector::watch_jvm(uint32_t pid, int jitmap_fd, bool frame_pointers) {
+void Collector::watch_jvm(uint32_t pid, int jitmap_fd, std::string name, StreamFiles files, bool frame_pointers) {
   Jvm& jvm = jvms_[pid];
   if (jvm.fd >= 0) close(jvm.fd);
   jvm.fd = jitmap_fd;
+  jvm.file = std::move(name);
+  jvm.files = std::move(files);
   jvm.frame_pointers = frame_pointers;
+}
+
+void Collector::read_stream(Jvm& jvm) {
+  char buf[1 << 16];
+  while (jvm.fd >= 0) {
+    ssize_t n;
+    while ((n = read(jvm.fd, buf, sizeof buf)) > 0) {
+      jvm.map.feed(std::string_view(buf, static_cast<size_t>(n)));
+      jvm.events.feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+    // An R line ended the file: on to the next, the same stream.
+    const std::string& next = jvm.map.continued_in();
+    if (next.empty() || next == jvm.file || !jvm.files) return;
+    close(jvm.fd);
+    jvm.fd = jvm.files(jvm.file, next);
+    jvm.file = next;
+  }
 }
 
 void Collector::update_jvms(bool final) {
   uint64_t now = monotonic_ns();
   uint64_t settled = final ? UINT64_MAX : now - kJitSettleNs;
-  char buf[1 << 16];
   for (auto& [pid, jvm] : jvms_) {
-    ssize_t n;
-    while (jvm.fd >= 0 && (n = read(jvm.fd, buf, sizeof buf)) > 0) {
-      jvm.map.feed(std::string_view(buf, static_cast<size_t>(n)));
-      jvm.events.feed(std::string_view(buf, static_cast<size_t>(n)));
-    }
+    read_stream(jvm);
     if (on_jit_code_ && jvm.map.code_version() != jvm.code_version) {
       jvm.code_version = jvm.map.code_version();
       std::vector<symbolizer::JitMap::Code> code = jvm.map.live_code();

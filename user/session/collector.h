@@ -99,11 +99,16 @@ class Collector {
   // mappings came as they exited), or all of them if final.
   void take_in_copies(bool final);
 
+  // Where a JVM's stream goes on (agent/protocol.h's R line): opens the
+  // file `next` for reading and removes `read`, which is read to its end;
+  // -1 if it cannot.
+  using StreamFiles = std::function<int(const std::string& read, const std::string& next)>;
   // Names the JIT code of JVM `pid` through the code map its agent writes,
-  // read from `jitmap_fd` (the collector closes it). Without frame pointers
-  // in JIT code (no -XX:+PreserveFramePointer) stacks are cut above the
-  // first JIT frame.
-  void watch_jvm(uint32_t pid, int jitmap_fd, bool frame_pointers);
+  // read from `jitmap_fd` (the collector closes it), the file `name`, and
+  // the files it goes on in through `files`. Without frame pointers in JIT
+  // code (no -XX:+PreserveFramePointer) stacks are cut above the first JIT
+  // frame.
+  void watch_jvm(uint32_t pid, int jitmap_fd, std::string name, StreamFiles files, bool frame_pointers);
   // Reads what the agents appended, then takes in the JVM samples held back
   // until the code they ran in was surely published (all of them if final).
   void update_jvms(bool final);
@@ -207,6 +212,8 @@ class Collector {
   };
   struct Jvm {
     int fd = -1;
+    std::string file;  // the stream's file fd reads
+    StreamFiles files;
     bool frame_pointers = true;
     symbolizer::JitMap map;
     java::JavaEvents events;  // allocation samples, monitor contention (same stream)
@@ -226,6 +233,9 @@ class Collector {
     size_t frames = 0;
   };
   void add_fixed_frames();
+  // Feeds what the agent appended to the map and the events, following the
+  // stream into the files it goes on in.
+  static void read_stream(Jvm& jvm);
   static Wakeup classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name);
   // Takes in a record whose JIT code, if any, is published by now.
   // `final`: no later chance for a copied stack (see take_in_copies).
