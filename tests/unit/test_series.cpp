@@ -122,3 +122,32 @@ TEST_CASE("series: a window's stacks split into a profile per service and event,
   CHECK(o->unit == "ns");
   CHECK(series.stacks() == 4);
 }
+
+TEST_CASE("series: with pid_label each process of a service is a series of its own; relabeling sees the pid") {
+  TempDir dir;
+  fake_exe(dir.path, 10, "/system.slice/nginx.service", "/usr/sbin/nginx");
+  fake_exe(dir.path, 11, "/system.slice/nginx.service", "/usr/sbin/nginx");
+  fake_exe(dir.path, 12, "/system.slice/nginx.service", "/usr/sbin/nginx");
+  AgentConfig c = config_with(dir, {{"pid_label", {"true"}}, {"relabel", {"drop pid 12"}}});
+  ServiceNamer namer(dir.path.string());
+  PeriodSeries series(c, namer, {"cpu-clock"});
+  flamegraph::Profile cpu;
+  auto main = cpu.intern(flamegraph::Frame{"main", flamegraph::FrameKind::Native, "m"});
+  std::vector<flamegraph::FrameId> stack = {cpu.intern(flamegraph::Frame{"nginx", flamegraph::FrameKind::Process, {}}), main};
+  for (uint32_t pid : {10u, 11u, 12u, 10u}) {
+    cpu.add(stack, pid);
+    series.add(0, pid, "nginx", cpu, stack, pid);
+  }
+  const flamegraph::Profile* graphs[] = {&cpu};
+  std::vector<Series> out = series.finish(graphs);
+  CHECK(series.dropped() == 1);
+  REQUIRE(out.size() == 2);
+  std::map<std::string, uint64_t> totals;
+  for (const Series& s : out) {
+    CHECK(label(s.labels, "service_name") == "nginx");
+    auto p = flamegraph::decode_pprof(s.profile);
+    REQUIRE(p);
+    totals[label(s.labels, "pid")] = p->total();
+  }
+  CHECK(totals == std::map<std::string, uint64_t>{{"10", 20}, {"11", 11}});
+}
