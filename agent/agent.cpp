@@ -913,14 +913,30 @@ void stop_publishing(JNIEnv* jni, bool final_gc) {
 // directory of the stream. A thread of ours waits for an exclusive lock,
 // which it gets once the reader has let go: after a `stop` (then the stream
 // is closed already, or is another one), or because the reader died
-// (kill -9): then nobody will ever read or remove the file, so the agent
-// stops publishing and removes it, its directory too.
+// (kill -9): then nobody will ever read or remove the files, so the agent
+// stops publishing and removes them, its directory too.
 struct Lease {
   int dir_fd;
   uint32_t generation;  // the stream it covers
   char dir[4096];
   char file[256];
 };
+
+// The stream's files: FILE, and the FILE.N it went on in that the reader
+// had not read to their end.
+void remove_stream_files(const Lease* lease) {
+  int fd = dup(lease->dir_fd);  // fdopendir takes it
+  DIR* dir = fd >= 0 ? fdopendir(fd) : nullptr;
+  if (!dir) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  size_t n = std::strlen(lease->file);
+  while (dirent* e = readdir(dir))
+    if (std::strncmp(e->d_name, lease->file, n) == 0 && (e->d_name[n] == '\0' || e->d_name[n] == '.'))
+      unlinkat(lease->dir_fd, e->d_name, 0);
+  closedir(dir);
+}
 
 void* watch_lease(void* arg) {
   Lease* lease = static_cast<Lease*>(arg);
@@ -937,7 +953,7 @@ void* watch_lease(void* arg) {
     } else {
       close_stream();
     }
-    unlinkat(lease->dir_fd, lease->file, 0);
+    remove_stream_files(lease);
     rmdir(lease->dir);
   }
   pthread_mutex_unlock(&g_control);

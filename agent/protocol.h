@@ -14,7 +14,7 @@
 //   lease        the directory of PATH is ember's (see user/java/agent_dir.h): its
 //                reader holds a shared flock on it while it reads. When the
 //                lock is let go without a `stop` (ember was killed), the agent
-//                stops publishing and removes the file and the directory
+//                stops publishing and removes its files and the directory
 //   alloc[=N]    sampled object allocation (JVMTI SampledObjectAlloc), one
 //                sample per N bytes allocated on average (default 524288);
 //                allocations made by native code (JNI) carry its frames too

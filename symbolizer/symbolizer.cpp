@@ -410,6 +410,8 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
     return out;
   }
   Process& p = it->second;
+  // Before the batch takes pointers to modules.
+  evict_over_cap(true);
   // First where each address lies, so DWARF can be admitted for the whole batch.
   struct Where {
     const Mapping* mapping = nullptr;
@@ -472,6 +474,7 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
 std::vector<Symbol> Symbolizer::symbolize_file(const std::string& path, std::span<const uint64_t> addresses) {
   auto [it, inserted] = files_by_path_.try_emplace(path);
   if (inserted) it->second.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  evict_over_cap(true);
   Module* module = module_of(it->second, path, "");
   if (module) prepare({module});
   std::vector<Symbol> out;
@@ -541,7 +544,7 @@ void Symbolizer::end_window() {
     bool reachable = m.files != 0 || modules_by_build_id_.count(m.elf->build_id());
     return !reachable || window_ - std::max(m.used_window, m.mapped_window) >= options_.idle_windows;
   });
-  evict_over_cap();
+  evict_over_cap(false);
   ++window_;
 }
 
@@ -551,14 +554,18 @@ std::vector<std::string> Symbolizer::take_warnings() {
   return std::exchange(warnings_, {});
 }
 
-void Symbolizer::evict_over_cap() {
+void Symbolizer::evict_over_cap(bool within_window) {
   if (memory_bytes() <= options_.memory_bytes) return;
-  for (auto& m : modules_) m->drop_caches();
+  if (!within_window)
+    for (auto& m : modules_) m->drop_caches();
   uint64_t held = memory_bytes();
   if (held <= options_.memory_bytes) return;
-  // Least recently symbolized first; of those, the largest.
+  // Least recently symbolized first; of those, the largest. Within a
+  // window, only those it has not used: a window that meets many binaries
+  // holds no more than its own past the bound.
   std::vector<std::pair<Module*, uint64_t>> order;
-  for (auto& m : modules_) order.emplace_back(m.get(), m->memory_bytes());
+  for (auto& m : modules_)
+    if (!within_window || m->used_window < window_) order.emplace_back(m.get(), m->memory_bytes());
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return a.first->used_window != b.first->used_window ? a.first->used_window < b.first->used_window
                                                         : a.second > b.second;

@@ -47,7 +47,8 @@ struct Options {
   uint32_t idle_windows = 10;
   // Symbols, DWARF and caches held at most, DWARF's bound included: past it
   // at the end of a window, caches go first, then the binaries symbolized
-  // least recently. Counted as memory_bytes() says.
+  // least recently; within a window, before each batch, the binaries the
+  // window has not used. Counted as memory_bytes() says.
   uint64_t memory_bytes = 512ull << 20;
   DebugSearch debug;
 
@@ -163,7 +164,10 @@ class Symbolizer {
   void prepare(std::vector<Module*> modules);
   void admit_dwarf(std::vector<Module*>& modules);
   void free_modules(const std::function<bool(const Module&)>& unwanted);
-  void evict_over_cap();
+  // Over Options::memory_bytes: at a window's end, caches, then binaries
+  // least recently used; within one (before a batch), only the binaries it
+  // has not used yet.
+  void evict_over_cap(bool within_window);
   const Symbol& symbolize_in_module(Module& module, uint64_t vaddr);
   void answer(Module& module, uint64_t vaddr, Symbol& out);
   const PerfMap& perf_map(uint32_t pid, Process& p);

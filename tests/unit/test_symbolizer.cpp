@@ -485,6 +485,18 @@ TEST_CASE("symbolizer: over its memory cap, caches go first, then the binaries u
   REQUIRE(held.size() == 1);
   CHECK(held[0].path == fixture_path("libfixture.so"));  // libc was used a window earlier
 
+  // Within a window, the batch after the one that passed the cap frees the
+  // binaries this window has not used.
+  Symbolizer within(options);
+  within.symbolize_file(kLibc, one);
+  within.end_window();
+  within.symbolize_file(fixture_path("libfixture.so"), one);
+  CHECK(within.binaries().size() == 2);
+  within.symbolize_file(fixture_path("libfixture.so"), one);
+  held = within.binaries();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].path == fixture_path("libfixture.so"));
+
   // Answers cached past the cap are dropped; the binary stays. (Without
   // DWARF, whose unit tables grow with the addresses too, and stay.)
   options.inlines = false;
