@@ -22,6 +22,13 @@ need_bpf() {
 	[ -e /sys/kernel/btf/vmlinux ] || skip "kernel has no BTF (/sys/kernel/btf/vmlinux)"
 }
 
+# The browser tests drive headless Chromium through playwright-core.
+need_browser() {
+	[ -x /usr/bin/chromium ] || skip "no /usr/bin/chromium (scripts/deps.sh test installs it)"
+	[ -d "$ROOT/tests/browser/node_modules/playwright-core" ] || skip "playwright-core not installed in tests/browser"
+	command -v node >/dev/null || skip "no node"
+}
+
 # Starts a command in the background, killed when the test ends.
 background() {
 	"$@" &

@@ -3,8 +3,7 @@
 # Chromium: painted, hover, search with matched %, zoom, reset.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-[ -x /usr/bin/chromium ] || skip "no /usr/bin/chromium (scripts/deps.sh test installs it)"
-[ -d "$ROOT/tests/browser/node_modules/playwright-core" ] || skip "playwright-core not installed in tests/browser"
+need_browser
 # Two processes, so the graph branches at its root whatever the samples.
 "$EMBER" record -o "$TMP/out.html" -- sh -c '"$0" 2 & "$1" 2; wait' "$WORKLOADS/syscall_loop" "$WORKLOADS/cpu_split" \
 	2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"

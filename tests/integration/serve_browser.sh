@@ -7,9 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$ROOT/tests/serve_lib.sh"
 need_bpf
-[ -x /usr/bin/chromium ] || skip "no /usr/bin/chromium (scripts/deps.sh test installs it)"
-[ -d "$ROOT/tests/browser/node_modules/playwright-core" ] || skip "playwright-core not installed in tests/browser"
-command -v node >/dev/null || skip "no node"
+need_browser
 command -v curl >/dev/null || skip "no curl (scripts/deps.sh test installs it)"
 [ -x "$WORKLOADS/cpu_split" ] || fail "no $WORKLOADS/cpu_split: run make"
 

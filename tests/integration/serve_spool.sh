@@ -8,9 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$ROOT/tests/serve_lib.sh"
 need_bpf
-[ -x /usr/bin/chromium ] || skip "no /usr/bin/chromium (scripts/deps.sh test installs it)"
-[ -d "$ROOT/tests/browser/node_modules/playwright-core" ] || skip "playwright-core not installed in tests/browser"
-command -v node >/dev/null || skip "no node"
+need_browser
 command -v jq >/dev/null || skip "no jq (scripts/deps.sh test installs it)"
 PPROF=$ROOT/build/pprof
 [ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
