@@ -332,9 +332,11 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
   if (stats.jvms)
     std::fprintf(stderr,
                  "  java        %llu JVMs, %llu JIT frames named, %llu of %llu interpreted frames named, "
-                 "%llu stacks cut at JIT code, %llu code-map lines unreadable\n",
+                 "%llu stacks cut at JIT code, %llu code-map lines unreadable, %llu streams cut short (a next "
+                 "file missing from the JVM's /tmp/ember-* directory)\n",
                  n(stats.jvms), n(stats.jit_frames), n(stats.interpreted_frames - stats.unnamed_interpreted_frames),
-                 n(stats.interpreted_frames), n(stats.broken_java_stacks), n(stats.bad_jit_map_lines));
+                 n(stats.interpreted_frames), n(stats.broken_java_stacks), n(stats.bad_jit_map_lines),
+                 n(stats.java_streams_cut));
   for (const auto& [pid, summary] : session.jvm_summaries())
     std::fprintf(stderr, "  jvm %-7u %s\n", pid, summary.c_str());
   for (const std::string& note : w.java_notes) std::fprintf(stderr, "  java        %s\n", note.c_str());

@@ -94,10 +94,6 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
   return merged;
 }
 
-}  // namespace ember::fleet
-
-namespace ember::fleet {
-
 bool is_spool(const std::string& dir) {
   auto periods = Spool::list(dir);
   return periods && !periods->empty();

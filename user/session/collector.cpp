@@ -205,6 +205,7 @@ void Collector::read_stream(Jvm& jvm) {
     close(jvm.fd);
     jvm.fd = jvm.files(jvm.file, next);
     jvm.file = next;
+    if (jvm.fd < 0) ++stats_.java_streams_cut;
   }
 }
 

@@ -68,6 +68,7 @@ struct CollectorStats {
   uint64_t interpreted_frames = 0, unnamed_interpreted_frames = 0;  // by Method* (EMBER_FRAME_METHOD)
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
   uint64_t bad_jit_map_lines = 0;   // code-map lines that did not parse (and were skipped)
+  uint64_t java_streams_cut = 0;  // JVM streams whose next file (an R line's) could not be opened
   uint64_t exited_processes = 0;    // processes whose exit-time mappings were taken in
   // Views with waker: the last graph's blocks by what woke them.
   uint64_t woken_by_thread = 0;
@@ -235,7 +236,7 @@ class Collector {
   void add_fixed_frames();
   // Feeds what the agent appended to the map and the events, following the
   // stream into the files it goes on in.
-  static void read_stream(Jvm& jvm);
+  void read_stream(Jvm& jvm);
   static Wakeup classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name);
   // Takes in a record whose JIT code, if any, is published by now.
   // `final`: no later chance for a copied stack (see take_in_copies).
