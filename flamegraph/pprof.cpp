@@ -128,12 +128,12 @@ std::string main_binary(std::span<const Profile* const> profiles) {
 
 }  // namespace
 
-std::string encode_pprof(const Profile& profile) {
+std::string encode_pprof(const Profile& profile, size_t* raw_bytes) {
   const Profile* one[] = {&profile};
-  return encode_pprof(one);
+  return encode_pprof(one, raw_bytes);
 }
 
-std::string encode_pprof(std::span<const Profile* const> profiles) {
+std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_bytes) {
   std::vector<std::string> strings{""};
   std::unordered_map<std::string, uint64_t> string_ids{{"", 0}};
   auto str = [&](const std::string& s) {
@@ -269,6 +269,7 @@ std::string encode_pprof(std::span<const Profile* const> profiles) {
   out.uint(14, str(profiles.size() == 1 && first.unit == "samples" ? "samples" : first.event));
   // The string table goes last: every string is known by now.
   for (const std::string& s : strings) out.bytes(6, s);
+  if (raw_bytes) *raw_bytes = out.str().size();
   return gzip(out.str());
 }
 

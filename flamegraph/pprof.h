@@ -19,10 +19,11 @@ namespace ember::flamegraph {
 // The gzipped pprof bytes of `profile`. Sample types: for "samples" with a
 // known period, samples/count and cpu/nanoseconds; otherwise one type from
 // the unit (ns -> nanoseconds, bytes -> bytes).
-std::string encode_pprof(const Profile& profile);
+// `raw_bytes`, if given, receives the size before gzip (what servers limit).
+std::string encode_pprof(const Profile& profile, size_t* raw_bytes = nullptr);
 // Several profiles of one recording (cpu-clock, offcpu, ...) in one file:
 // each brings its sample types, in order; the first is the default.
-std::string encode_pprof(std::span<const Profile* const> profiles);
+std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_bytes = nullptr);
 
 // A pprof's sample types by name, in order, and the one read.
 struct SampleTypes {

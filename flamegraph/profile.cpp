@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 namespace ember::flamegraph {
 
@@ -44,6 +45,64 @@ std::vector<const Stack*> Profile::sorted_stacks() const {
   out.reserve(stacks_.size());
   for (const Stack& s : stacks_) out.push_back(&s);
   std::sort(out.begin(), out.end(), [](const Stack* a, const Stack* b) { return a->frames < b->frames; });
+  return out;
+}
+
+Profile cut_stacks(const Profile& profile, size_t max_stacks) {
+  Profile out;
+  out.event = profile.event;
+  out.unit = profile.unit;
+  out.period_ns = profile.period_ns;
+  out.start_unix_ns = profile.start_unix_ns;
+  out.duration_ns = profile.duration_ns;
+  out.info = profile.info;
+  std::vector<const Stack*> stacks = profile.sorted_stacks();
+  if (stacks.size() <= max_stacks) {
+    for (const Stack* s : stacks) out.add_from(profile, s->frames, s->weight);
+    return out;
+  }
+  std::stable_sort(stacks.begin(), stacks.end(), [](const Stack* a, const Stack* b) { return a->weight > b->weight; });
+  // An eighth of the room for the cut ones (the tail of a profile is
+  // many light stacks, and their upper frames are what it shows of them),
+  // and room to keep each root frame: each root cut, and once whole.
+  std::set<FrameId> roots;
+  for (const Stack* s : stacks) roots.insert(s->frames.empty() ? FrameId(-1) : s->frames[0]);
+  const size_t cut_room = std::min(max_stacks, std::max(max_stacks / 8, 2 * roots.size()));
+  const size_t whole = max_stacks - cut_room;
+  std::span<const Stack* const> light(stacks.begin() + static_cast<ptrdiff_t>(whole), stacks.end());
+  // The stacks the light ones make when cut after `depth` frames (a cut
+  // one ends in the cut frame: never equal to one that is whole).
+  auto cut_count = [&](size_t depth) {
+    using Key = std::pair<bool, std::span<const FrameId>>;
+    std::vector<Key> keys;
+    for (const Stack* s : light)
+      keys.emplace_back(s->frames.size() > depth, std::span(s->frames).first(std::min(depth, s->frames.size())));
+    auto less = [](const Key& a, const Key& b) {
+      return a.first != b.first ? a.first < b.first : std::ranges::lexicographical_compare(a.second, b.second);
+    };
+    auto equal = [](const Key& a, const Key& b) { return a.first == b.first && std::ranges::equal(a.second, b.second); };
+    std::sort(keys.begin(), keys.end(), less);
+    return static_cast<size_t>(std::unique(keys.begin(), keys.end(), equal) - keys.begin());
+  };
+  // The most frames kept that fit: more frames, more distinct stacks.
+  size_t lo = 0, hi = 0;
+  for (const Stack* s : light) hi = std::max(hi, s->frames.size());
+  while (lo < hi) {
+    size_t mid = (lo + hi + 1) / 2;
+    if (cut_count(mid) <= cut_room)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  for (size_t i = 0; i < whole; ++i) out.add_from(profile, stacks[i]->frames, stacks[i]->weight);
+  const FrameId cut = out.intern(Frame{"[lighter stacks cut]", FrameKind::Unknown, ""});
+  std::vector<FrameId> frames;
+  for (const Stack* s : light) {
+    frames.clear();
+    for (size_t i = 0; i < s->frames.size() && i < lo; ++i) frames.push_back(out.intern(profile.frames()[s->frames[i]]));
+    if (s->frames.size() > lo) frames.push_back(cut);
+    out.add(frames, s->weight);
+  }
   return out;
 }
 

@@ -86,4 +86,12 @@ class Profile {
   uint64_t total_ = 0;
 };
 
+// `profile` in at most `max_stacks` stacks, for a backend
+// that refuses more (Pyroscope: 16,000 samples a profile), with the same
+// total and the same weight in every frame near the root: the heaviest
+// stacks whole, the lightest cut after their outermost frames (as many as
+// fit: the root at least, unless there are more roots than room) and ended
+// by a frame "[lighter stacks cut]".
+Profile cut_stacks(const Profile& profile, size_t max_stacks);
+
 }  // namespace ember::flamegraph

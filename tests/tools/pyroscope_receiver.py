@@ -15,7 +15,10 @@ Every profile it takes is written, gunzipped if it was gzipped, to
 OUT/NNNNNN.pprof, and described by one JSON line in OUT/log.jsonl:
 {"api", "labels", "id", "file", "bytes", "received"} (+ "name", "from",
 "until", "sample_type_config" for /ingest). Anything malformed is answered
-400 and logged with "error".
+400 and logged with "error", and so is a profile over Pyroscope's limits
+(max_profile_stacktrace_samples, max_profile_size_bytes: 16,000 samples
+and 4 MiB before gzip unless told otherwise); a request is taken whole or
+not at all.
 
   --status-file F  while F exists, every request is answered with the HTTP
                    status written in it (503, 429, 400 ...) and a JSON error
@@ -23,6 +26,8 @@ OUT/NNNNNN.pprof, and described by one JSON line in OUT/log.jsonl:
   --basic U:P      requests must carry basic auth for user U, password P
   --tenant T       requests must carry "X-Scope-OrgID: T"
   --tls-cert C --tls-key K   serve HTTPS with this certificate and key
+  --max-samples N  samples a profile may have (16000)
+  --max-bytes N    bytes a profile may have before gzip (4194304)
 """
 import argparse
 import base64
@@ -91,6 +96,17 @@ def decode_push_request(body):
                 samples.append((sample.get(1, b""), sample.get(2, b"").decode()))
         series.append((labels, samples))
     return series
+
+
+def check_limits(profile, opts):
+    """Pyroscope's validation of a pprof's size and sample count."""
+    if profile[:2] == b"\x1f\x8b":
+        profile = gzip.decompress(profile)
+    if len(profile) > opts.max_bytes:
+        raise ValueError("profile too big: %d bytes, the limit is %d" % (len(profile), opts.max_bytes))
+    samples = sum(1 for number, wire, _ in fields(profile) if number == 2 and wire == 2)
+    if samples > opts.max_samples:
+        raise ValueError("profile has too many samples: %d, the limit is %d" % (samples, opts.max_samples))
 
 
 class Store:
@@ -167,6 +183,9 @@ class Handler(BaseHTTPRequestHandler):
         for labels, samples in series:
             if not labels.get("service_name") or not labels.get("__name__"):
                 raise ValueError("a series without service_name or __name__: %r" % labels)
+            for profile, _ in samples:
+                check_limits(profile, self.server.opts)
+        for labels, samples in series:
             for profile, sample_id in samples:
                 self.server.store.keep({"api": "push", "labels": labels, "id": sample_id}, profile)
 
@@ -185,6 +204,7 @@ class Handler(BaseHTTPRequestHandler):
         if "profile" not in parts:
             raise ValueError("no profile part")
         config = json.loads(parts["sample_type_config"]) if "sample_type_config" in parts else None
+        check_limits(parts["profile"], self.server.opts)
         self.server.store.keep({"api": "ingest", "name": query["name"][0], "from": int(query["from"][0]),
                                 "until": int(query["until"][0]), "sample_type_config": config}, parts["profile"])
 
@@ -199,6 +219,8 @@ def main():
     p.add_argument("--basic")
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
+    p.add_argument("--max-samples", type=int, default=16000)
+    p.add_argument("--max-bytes", type=int, default=4 << 20)
     opts = p.parse_args()
     os.makedirs(opts.out, exist_ok=True)
     ThreadingHTTPServer.allow_reuse_address = True

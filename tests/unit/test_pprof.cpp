@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <random>
 #include <sstream>
 
 #include "flamegraph/folded.h"
@@ -200,4 +202,91 @@ TEST_CASE("function table: self at the leaf, total once per stack, pseudo-frames
   write_report(p, 1, out);
   CHECK(out.str().find("9 samples in 3 stacks, 2 functions") != std::string::npos);
   CHECK(out.str().find("  b\n") == std::string::npos);  // only the top row
+}
+
+namespace {
+
+// A profile of many stacks: 3 processes, stacks of 1 to 40 frames drawn
+// from 60 functions, weights from 1 to 1,000 (a few heavy, many light).
+Profile many_stacks(size_t n) {
+  Profile p;
+  std::mt19937_64 random(7);
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<FrameId> frames{p.intern({"proc" + std::to_string(random() % 3), FrameKind::Process, {}})};
+    for (size_t depth = 1 + random() % 40; frames.size() < depth + 1;)
+      frames.push_back(p.intern({"f" + std::to_string(random() % 60), FrameKind::Native, "/bin/app"}));
+    p.add(frames, 1 + (random() % 1000) * (random() % 1000) / 1000);
+  }
+  return p;
+}
+
+// The summed weight under each frame at `depth` (0: the root), by name.
+std::map<std::string, uint64_t> weights_at(const Profile& p, size_t depth) {
+  std::map<std::string, uint64_t> out;
+  for (const Stack& s : p.stacks())
+    if (s.frames.size() > depth) out[p.frames()[s.frames[depth]].name] += s.weight;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cut_stacks: fewer stacks, the same total and roots, the heaviest whole, the rest cut after a frame") {
+  Profile p = many_stacks(5000);
+  REQUIRE(p.stacks().size() > 4000);
+  std::vector<const Stack*> heaviest;
+  for (const Stack& s : p.stacks()) heaviest.push_back(&s);
+  std::stable_sort(heaviest.begin(), heaviest.end(), [](const Stack* a, const Stack* b) { return a->weight > b->weight; });
+  for (size_t max : {4000u, 1000u, 100u, 16u}) {
+    CAPTURE(max);
+    Profile cut = cut_stacks(p, max);
+    CHECK(cut.stacks().size() <= max);
+    CHECK(cut.total() == p.total());
+    CHECK(weights_at(cut, 0) == weights_at(p, 0));
+    // The heaviest half at least whole, with their weights.
+    std::map<std::vector<std::string>, uint64_t> in_cut;
+    for (const Stack& s : cut.stacks()) {
+      std::vector<std::string> names;
+      for (FrameId f : s.frames) names.push_back(cut.frames()[f].name);
+      in_cut[names] += s.weight;
+    }
+    for (size_t i = 0; i < max / 2; ++i) {
+      std::vector<std::string> names;
+      for (FrameId f : heaviest[i]->frames) names.push_back(p.frames()[f].name);
+      CHECK(in_cut[names] == heaviest[i]->weight);
+    }
+    size_t cut_here = 0;
+    for (const auto& [names, weight] : in_cut) cut_here += names.back() == "[lighter stacks cut]";
+    CHECK(cut_here > 0);
+    CHECK(cut_stacks(p, max).stacks().size() == cut.stacks().size());  // the same answer each time
+  }
+  // Less room than roots: the total still, in the stacks allowed.
+  Profile two = cut_stacks(p, 2);
+  CHECK(two.stacks().size() <= 2);
+  CHECK(two.total() == p.total());
+  // With room for all: the same stacks.
+  Profile same = cut_stacks(p, p.stacks().size());
+  CHECK(same.stacks().size() == p.stacks().size());
+  CHECK(weights_at(same, 5) == weights_at(p, 5));
+}
+
+TEST_CASE("cut_stacks: the light stacks keep as many outer frames as the room allows") {
+  Profile p;
+  FrameId app = p.intern({"app", FrameKind::Process, {}}), a = p.intern({"a", FrameKind::Native, {}}),
+          b = p.intern({"b", FrameKind::Native, {}}), c = p.intern({"c", FrameKind::Native, {}});
+  p.add(std::vector<FrameId>{app, b, c}, 100);
+  p.add(std::vector<FrameId>{app, c}, 50);
+  p.add(std::vector<FrameId>{app, a}, 3);
+  p.add(std::vector<FrameId>{app, a, b}, 2);
+  p.add(std::vector<FrameId>{app, a, c}, 1);
+  // Room for 4: the two heaviest whole, and two for the three light ones,
+  // which app;a fits (a stack cut there is not the whole app;a).
+  Profile cut = cut_stacks(p, 4);
+  std::map<std::string, uint64_t> folded;
+  for (const Stack& s : cut.stacks()) {
+    std::string line;
+    for (FrameId f : s.frames) line += (line.empty() ? "" : ";") + cut.frames()[f].name;
+    folded[line] = s.weight;
+  }
+  CHECK(folded == std::map<std::string, uint64_t>{
+                      {"app;b;c", 100}, {"app;c", 50}, {"app;a", 3}, {"app;a;[lighter stacks cut]", 3}});
 }

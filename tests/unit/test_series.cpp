@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <random>
+#include <tuple>
 
 #include "flamegraph/pprof.h"
+#include "gunzip.h"
 #include "temp_dir.h"
 #include "user/fleet/series.h"
 
@@ -150,4 +153,52 @@ TEST_CASE("series: with pid_label each process of a service is a series of its o
     totals[label(s.labels, "pid")] = p->total();
   }
   CHECK(totals == std::map<std::string, uint64_t>{{"10", 20}, {"11", 11}});
+}
+
+TEST_CASE("series: a profile over the server's limits is cut to fit them, its total kept") {
+  TempDir dir;
+  fake_exe(dir.path, 10, "/system.slice/app.service", "/usr/bin/app");
+  // 3,000 stacks of 20 frames of long names: 3,000 samples, about 1 MB.
+  flamegraph::Profile cpu;
+  std::mt19937_64 random(11);
+  auto app = cpu.intern(flamegraph::Frame{"app", flamegraph::FrameKind::Process, {}});
+  std::vector<std::vector<flamegraph::FrameId>> stacks;
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<flamegraph::FrameId> frames{app};
+    for (int depth = 0; depth < 20; ++depth)
+      frames.push_back(cpu.intern(flamegraph::Frame{
+          "com.example.service.handlers.RequestHandler.method" + std::to_string(random() % 400),
+          flamegraph::FrameKind::Jit, {}}));
+    cpu.add(frames, 1 + random() % 50);
+    stacks.push_back(frames);
+  }
+  REQUIRE(cpu.stacks().size() == 3000);
+  const flamegraph::Profile* graphs[] = {&cpu};
+  auto one_series = [&](KeyValues flags) {
+    AgentConfig c = config_with(dir, std::move(flags));
+    ServiceNamer namer(dir.path.string());
+    PeriodSeries series(c, namer, {"cpu-clock"});
+    for (const auto& s : cpu.stacks()) series.add(0, 10, "app", cpu, s.frames, s.weight);
+    std::vector<Series> out = series.finish(graphs);
+    REQUIRE(out.size() == 1);
+    std::string raw = gunzipped(out[0].profile);
+    auto p = flamegraph::decode_pprof(out[0].profile);
+    REQUIRE(p);
+    CHECK(p->total() == cpu.total());
+    return std::tuple(series.cut(), p->stacks().size(), raw.size());
+  };
+  // Within Pyroscope's defaults: as it was.
+  auto [cut, samples, bytes] = one_series({});
+  CHECK(cut == 0);
+  CHECK(samples == 3000);
+  // At most 500 samples.
+  std::tie(cut, samples, bytes) = one_series({{"server.max_samples", {"500"}}});
+  CHECK(cut == 1);
+  CHECK(samples <= 500);
+  CHECK(samples > 400);
+  // At most 64 KiB: fewer stacks still.
+  std::tie(cut, samples, bytes) = one_series({{"server.max_profile_size", {"64KiB"}}});
+  CHECK(cut == 1);
+  CHECK(bytes <= 64 * 1024);
+  CHECK(samples > 50);
 }

@@ -386,6 +386,7 @@ class Agent {
     metrics_.periods++;
     metrics_.profiles += out.size();
     metrics_.profiles_relabel_dropped += series.dropped();
+    metrics_.profiles_cut += series.cut();
     metrics_.symbolizer_bytes = session.symbolizer().memory_bytes();
     metrics_.symbolizer_files = session.symbolizer().open_files();
     metrics_.jvms = session.java_streams().size();

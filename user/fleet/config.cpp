@@ -232,6 +232,20 @@ const std::vector<Key>& keys() {
        seconds([](C& c) -> double& { return c.server.timeout_s; }, 0.1, 600)},
       {{"server.max_backoff", "The longest wait between retries of a failed push", false},
        seconds([](C& c) -> double& { return c.server.max_backoff_s; }, 0.5, 3600)},
+      {{"server.max_samples",
+        "Samples a profile may have (Pyroscope's max_profile_stacktrace_samples): the lightest stacks are cut short "
+        "to fit",
+        false},
+       whole([](C& c) -> uint32_t& { return c.server.max_samples; }, 16, 1u << 30)},
+      {{"server.max_profile_size",
+        "Size a profile may have before gzip (Pyroscope's max_profile_size_bytes): more stacks are cut to fit", false},
+       [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
+         if (auto e = one_value(v)) return e;
+         auto b = parse_bytes(v[0]);
+         if (!b || *b < (64u << 10)) return "'" + v[0] + "' is not a size of at least 64KiB (give 4MiB)";
+         c.server.max_profile_bytes = *b;
+         return std::nullopt;
+       }},
       {{"spool.dir", "Where every profile is kept (sent or not) up to the caps", false},
        [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
          if (auto e = one_value(v)) return e;

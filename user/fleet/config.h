@@ -59,6 +59,9 @@ struct AgentConfig {
     std::string ca_file;     // TLS: trust this CA (PEM) besides the system's
     double timeout_s = 10;   // per request
     double max_backoff_s = 300;
+    // What the server takes (Pyroscope's defaults): larger profiles are cut.
+    uint32_t max_samples = 16000;
+    uint64_t max_profile_bytes = 4u << 20;  // before gzip
   } server;
   struct Spool {
     std::string dir = "/var/lib/ember/spool";

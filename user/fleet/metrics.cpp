@@ -116,6 +116,10 @@ std::string metrics_text(const AgentMetrics& m, const Spool::Counts& spool) {
              static_cast<double>(value));
   t.metric("ember_agent_profiles_relabel_dropped_total", "counter", "Profiles a relabel rule dropped.",
            n(m.profiles_relabel_dropped));
+  t.metric("ember_agent_profiles_cut_total", "counter",
+           "Profiles over the server's limits (server.max_samples, server.max_profile_size) whose lightest stacks "
+           "were cut short.",
+           n(m.profiles_cut));
   t.metric("ember_agent_profiles_pushed_total", "counter", "Profiles the server took.", n(m.profiles_pushed));
   t.metric("ember_agent_profiles_rejected_total", "counter",
            "Profiles the server refused (4xx other than 408 and 429): kept in the spool, not retried.",

@@ -22,6 +22,7 @@ struct AgentMetrics {
   std::atomic<uint64_t> periods{0};
   std::atomic<uint64_t> profiles{0};  // series profiles made (a service's event of a period)
   std::atomic<uint64_t> profiles_relabel_dropped{0};
+  std::atomic<uint64_t> profiles_cut{0};  // over the server's limits: light stacks cut
   // Sending.
   std::atomic<uint64_t> profiles_pushed{0};
   std::atomic<uint64_t> profiles_rejected{0};  // refused by the server (4xx): kept in the spool

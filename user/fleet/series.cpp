@@ -107,6 +107,22 @@ uint64_t PeriodSeries::total(size_t graph) const {
   return n;
 }
 
+std::string PeriodSeries::fitted_pprof(const flamegraph::Profile& p) {
+  // Pyroscope refuses a profile over its limits whole: cut the lightest
+  // stacks short, to fewer stacks until the bytes fit too.
+  size_t raw = 0, stacks = std::min<size_t>(p.stacks().size(), config_.server.max_samples);
+  if (stacks == p.stacks().size()) {
+    std::string bytes = flamegraph::encode_pprof(p, &raw);
+    if (raw <= config_.server.max_profile_bytes) return bytes;
+    stacks /= 2;
+  }
+  ++profiles_cut_;
+  for (;; stacks /= 2) {
+    std::string bytes = flamegraph::encode_pprof(flamegraph::cut_stacks(p, std::max<size_t>(stacks, 2)), &raw);
+    if (raw <= config_.server.max_profile_bytes || stacks <= 2) return bytes;
+  }
+}
+
 std::vector<Series> PeriodSeries::finish(std::span<const flamegraph::Profile* const> graphs) {
   std::vector<Series> out;
   for (Group& g : groups_)
@@ -126,7 +142,7 @@ std::vector<Series> PeriodSeries::finish(std::span<const flamegraph::Profile* co
       // differences between them.
       s.labels.push_back({"__delta__", "false"});
       s.labels = normalized(std::move(s.labels));
-      s.profile = flamegraph::encode_pprof(p);
+      s.profile = fitted_pprof(p);
       s.id = uuid();
       out.push_back(std::move(s));
     }

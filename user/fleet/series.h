@@ -40,6 +40,7 @@ class PeriodSeries {
   std::vector<Series> finish(std::span<const flamegraph::Profile* const> graphs);
 
   size_t dropped() const { return dropped_processes_; }  // processes a rule dropped
+  size_t cut() const { return profiles_cut_; }  // profiles cut to the server's limits
   uint64_t stacks() const;
   // The summed weights of event `graph` over the series kept.
   uint64_t total(size_t graph) const;
@@ -51,6 +52,8 @@ class PeriodSeries {
   };
   // The group of a process's stacks, or -1: a relabel rule dropped it.
   int group_of(uint32_t pid, const std::string& process_name);
+  // `p` as gzipped pprof within server.max_samples and max_profile_size.
+  std::string fitted_pprof(const flamegraph::Profile& p);
 
   const AgentConfig& config_;
   ServiceNamer& namer_;
@@ -59,6 +62,7 @@ class PeriodSeries {
   std::map<std::vector<Label>, int> group_by_labels_;
   std::vector<Group> groups_;
   size_t dropped_processes_ = 0;
+  size_t profiles_cut_ = 0;
 };
 
 }  // namespace ember::fleet
