@@ -2,9 +2,11 @@
 # ember agent's other ways to the server, against the Pyroscope stand-in:
 # the older /ingest endpoint (a multipart request per series, its name,
 # times and sample_type_config), over HTTPS with a private CA and basic
-# auth; then the server's answers: 429 is retried, 400 is logged with the
-# server's message and the period kept as rejected, never sent again, and
-# the periods after it go through; a wrong password is refused likewise.
+# auth; then the server's answers: a 503 to a period's second series is
+# retried from that series on, none sent twice; 429 is retried, 400 is
+# logged with the server's message and the period kept as rejected, never
+# sent again, and the periods after it go through; a wrong password is
+# refused likewise.
 # `ember convert` merges the spool's periods of one service.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
@@ -18,23 +20,25 @@ echo "pa55" >"$TMP/password"
 echo "wrong" >"$TMP/wrong"
 STATUS=$TMP/status
 python3 "$ROOT/tests/tools/pyroscope_receiver.py" --port "$PORT" --out "$TMP/received" --basic ops:pa55 \
-	--tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem" --status-file "$STATUS" >"$TMP/receiver.log" 2>&1 &
+	--tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem" --status-file "$STATUS" --fail-series 3 \
+	>"$TMP/receiver.log" 2>&1 &
 BACKGROUND+=($!)
 for _ in $(seq 50); do grep -q listening "$TMP/receiver.log" && break; sleep 0.1; done
 background "$WORKLOADS/spinner" 60
+background "$WORKLOADS/offcpu_waits" 100  # an off-CPU series each period
 
 agent() {
 	"$EMBER" agent --period 1s --frequency 49 --server.url "https://127.0.0.1:$PORT" --server.ca_file "$TMP/cert.pem" \
-		--server.user ops --server.max_backoff 1s --metrics.listen "" --relabel 'keep service_name spinner' \
-		--labels env=test "$@" &
+		--server.user ops --server.max_backoff 1s --metrics.listen "" --events cpu offcpu \
+		--relabel 'keep service_name spinner|offcpu_waits' --labels env=test "$@" &
 }
 received() { cat "$TMP/received/log.jsonl" 2>/dev/null | grep -c '"api"'; }
 
 agent --server.api ingest --server.password_file "$TMP/password" --spool.dir "$TMP/spool" 2>"$TMP/agent.log"
 AGENT=$!
 BACKGROUND+=($AGENT)
-for _ in $(seq 100); do (($(received) >= 2)) && break; sleep 0.1; done
-(($(received) >= 2)) || fail "nothing arrived by /ingest in 10 s: $(cat "$TMP/agent.log" "$TMP/receiver.log")"
+for _ in $(seq 100); do (($(received) >= 5)) && break; sleep 0.1; done
+(($(received) >= 5)) || fail "nothing arrived by /ingest in 10 s: $(cat "$TMP/agent.log" "$TMP/receiver.log")"
 echo 429 >"$STATUS"
 sleep 2.5
 echo 400 >"$STATUS"
@@ -55,13 +59,21 @@ entries = [json.loads(l) for l in open(recv + "/log.jsonl")]
 if any("error" in e for e in entries): fail("the receiver refused: %s" % [e for e in entries if "error" in e][:2])
 for e in entries:
     if e["api"] != "ingest": fail("not /ingest: %s" % e)
-    if not re.fullmatch(r"spinner\.process_cpu\{env=test,host=[^,}]+\}", e["name"]): fail("ingest name %r" % e["name"])
+    m = re.fullmatch(r"(spinner|offcpu_waits)\.(process_cpu|off_cpu)\{env=test,host=[^,}]+\}", e["name"])
+    if not m: fail("ingest name %r" % e["name"])
     if not 0 < e["until"] - e["from"] <= 2: fail("from %d until %d" % (e["from"], e["until"]))
     config = e["sample_type_config"]
-    if set(config) != {"samples", "cpu"} or config["cpu"]["units"] != "nanoseconds":
+    if m.group(2) == "process_cpu" and (set(config) != {"samples", "cpu"} or config["cpu"]["units"] != "nanoseconds"):
         fail("sample_type_config %r" % config)
-top = subprocess.run([pprof, "-top", recv + "/" + entries[0]["file"]], capture_output=True, text=True)
-if "spinner_loop" not in top.stdout: fail("pprof: no spinner_loop in %s: %s%s" % (entries[0]["file"], top.stdout, top.stderr))
+# Each series of a period taken once, those before the one a 503 failed too.
+sent = [(e["name"], e["from"], e["until"]) for e in entries]
+twice = sorted(s for s in set(sent) if sent.count(s) > 1)
+if twice: fail("series sent twice: %s" % twice)
+if "push failed (HTTP 503: the test fails a period's later series)" not in log: fail("no 503 in the log:\n" + log)
+if not any(e["name"].startswith("offcpu_waits.off_cpu") for e in entries): fail("no off-CPU series")
+spinner = next(e for e in entries if e["name"].startswith("spinner.process_cpu"))
+top = subprocess.run([pprof, "-top", recv + "/" + spinner["file"]], capture_output=True, text=True)
+if "spinner_loop" not in top.stdout: fail("pprof: no spinner_loop in %s: %s%s" % (spinner["file"], top.stdout, top.stderr))
 if "push failed (HTTP 429: the test says 429)" not in log: fail("no retried 429 in the log:\n" + log)
 if not re.search(r"the server refused the period of \S+ \(HTTP 400: the test says 400\); it stays in", log):
     fail("no refusal with the server's message in the log:\n" + log)
@@ -73,7 +85,7 @@ if len(entries) <= int(before): fail("nothing arrived after the server took requ
 m = re.search(r"pushed (\d+), refused (\d+), dropped (\d+)", log)
 if not m or int(m.group(2)) != sum(int(f.split(".")[2]) for f in rejected):
     fail("the last line does not count the %d rejected periods:\n%s" % (len(rejected), log))
-print("%d profiles by /ingest over TLS; %d periods rejected after a 400, the 429s retried" % (len(entries), len(rejected)))
+print("%d profiles by /ingest over TLS, none twice after a 503 mid-period; %d periods rejected after a 400, the 429s retried" % (len(entries), len(rejected)))
 EOF
 [ $? = 0 ] || fail "see above"
 

@@ -27,6 +27,8 @@ not at all.
   --tenant T       requests must carry "X-Scope-OrgID: T"
   --tls-cert C --tls-key K   serve HTTPS with this certificate and key
   --max-samples N  samples a profile may have (16000)
+  --fail-series N  /ingest: the first request from the Nth on whose period
+                   (from=) had a series taken already is answered 503, once
   --max-bytes N    bytes a profile may have before gzip (4194304)
 """
 import argparse
@@ -115,6 +117,7 @@ class Store:
         self.lock = threading.Lock()
         # A restarted receiver (a backend outage) goes on numbering.
         self.count = sum(1 for f in os.listdir(out) if f.endswith(".pprof"))
+        self.periods = set()  # /ingest: the from= of the series taken
         self.log = open(os.path.join(out, "log.jsonl"), "a", buffering=1)
 
     def keep(self, entry, profile):
@@ -126,6 +129,8 @@ class Store:
             with open(os.path.join(self.out, name), "wb") as f:
                 f.write(profile)
             entry.update(file=name, bytes=len(profile), received=time.time())
+            if entry["api"] == "ingest":
+                self.periods.add(str(entry["from"]))
             self.log.write(json.dumps(entry) + "\n")
 
     def error(self, path, message):
@@ -161,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(401, "no or wrong basic auth")
         if opts.tenant and self.headers.get("X-Scope-OrgID") != opts.tenant:
             return self.answer(401, "no or wrong X-Scope-OrgID")
+        if opts.fail_series and self.fail_series():
+            return self.answer(503, "the test fails a period's later series")
         url = urllib.parse.urlsplit(self.path)
         try:
             if url.path == "/push.v1.PusherService/Push":
@@ -173,6 +180,17 @@ class Handler(BaseHTTPRequestHandler):
             self.server.store.error(self.path, str(e))
             return self.answer(400, str(e))
         self.answer(200)
+
+    def fail_series(self):
+        url = urllib.parse.urlsplit(self.path)
+        period = urllib.parse.parse_qs(url.query).get("from", [None])[0]
+        server = self.server
+        with server.store.lock:
+            server.requests += 1
+            fail = server.requests >= server.opts.fail_series and period in server.store.periods
+            if fail:
+                server.opts.fail_series = 0
+        return fail
 
     def push(self, body):
         if self.headers.get("Content-Type") != "application/proto":
@@ -221,12 +239,14 @@ def main():
     p.add_argument("--tls-key")
     p.add_argument("--max-samples", type=int, default=16000)
     p.add_argument("--max-bytes", type=int, default=4 << 20)
+    p.add_argument("--fail-series", type=int, default=0)
     opts = p.parse_args()
     os.makedirs(opts.out, exist_ok=True)
     ThreadingHTTPServer.allow_reuse_address = True
     server = ThreadingHTTPServer(("127.0.0.1", opts.port), Handler)
     server.opts = opts
     server.store = Store(opts.out)
+    server.requests = 0
     if opts.tls_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(opts.tls_cert, opts.tls_key)

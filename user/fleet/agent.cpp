@@ -140,7 +140,8 @@ class Sender {
       }
       if (!*body) continue;  // a cap removed it
       auto t0 = Clock::now();
-      SendResult r = client->send(*entry, **body);
+      SendResult r = client->send(*entry, **body, taken_.name == entry->name ? taken_.series : 0);
+      taken_ = {entry->name, r.series_taken};
       metrics_.push_attempts++;
       metrics_.push_seconds_micros +=
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
@@ -188,6 +189,13 @@ class Sender {
   double backoff_s_ = kFirstBackoff;
   bool woken_ = false;
   bool stop_ = false;
+  // How far the server took the period last tried (/ingest, a request per
+  // series): its retry goes on from there, as /ingest counts a series sent
+  // twice twice. Not kept across restarts.
+  struct {
+    std::string name;
+    size_t series = 0;
+  } taken_;
   Clock::time_point deadline_;
   bool failing_ = false;  // the sender thread's own
   std::thread thread_;

@@ -107,13 +107,15 @@ SendResult PyroscopeClient::push(std::string_view body) {
   return post("/push.v1.PusherService/Push", body, "application/proto");
 }
 
-SendResult PyroscopeClient::ingest(const Spool::Entry& period, std::string_view body) {
+SendResult PyroscopeClient::ingest(const Spool::Entry& period, std::string_view body, size_t taken) {
   auto series = decode_push_request(body);
   if (!series) return {SendResult::Next::GiveUp, 0, "the spool's file is corrupt: " + series.error(), 0, 0};
   SendResult total;
   uint64_t from = period.start_ns / 1'000'000'000;
   uint64_t until = (period.start_ns + period.duration_ms * 1'000'000) / 1'000'000'000;
-  for (const Series& s : *series) {
+  total.series_taken = taken;
+  for (size_t i = taken; i < series->size(); ++i) {
+    const Series& s = (*series)[i];
     std::string path = "/ingest?name=" + url_encode(ingest_name(s)) + "&from=" + std::to_string(from) +
                        "&until=" + std::to_string(std::max(until, from + 1));
     httplib::MultipartFormDataItems items = {
@@ -132,13 +134,15 @@ SendResult PyroscopeClient::ingest(const Spool::Entry& period, std::string_view 
       r.bytes_sent = s.profile.size();
     }
     total.bytes_sent += r.bytes_sent;
-    // A series sent twice (a retry after a later one failed) is counted
-    // twice by /ingest: stop at the first failure, retry the period whole.
+    // A series sent twice is counted twice by /ingest: stop at the first
+    // failure, for the retry to go on from it.
     if (r.next != SendResult::Next::Done) {
       r.bytes_sent = total.bytes_sent;
+      r.series_taken = total.series_taken;
       return r;
     }
     total.status = r.status;
+    ++total.series_taken;
   }
   return total;
 }
@@ -166,8 +170,8 @@ MetricsServer::~MetricsServer() {
   if (thread_.joinable()) thread_.join();
 }
 
-SendResult PyroscopeClient::send(const Spool::Entry& period, std::string_view body) {
-  return server_.api == "ingest" ? ingest(period, body) : push(body);
+SendResult PyroscopeClient::send(const Spool::Entry& period, std::string_view body, size_t taken) {
+  return server_.api == "ingest" ? ingest(period, body, taken) : push(body);
 }
 
 }  // namespace ember::fleet

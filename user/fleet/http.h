@@ -35,6 +35,7 @@ struct SendResult {
   std::string message;       // why not done: the server's message or the network error
   double retry_after_s = 0;  // the server's Retry-After, if it gave one
   uint64_t bytes_sent = 0;
+  size_t series_taken = 0;  // /ingest: the period's series the server has taken, in order
 };
 
 class PyroscopeClient {
@@ -42,12 +43,14 @@ class PyroscopeClient {
   // `config.url` must be set (the configuration checked it parses).
   PyroscopeClient(const AgentConfig& config);
   ~PyroscopeClient();
-  SendResult send(const Spool::Entry& period, std::string_view body);
+  // Sends a period (the spool's push request); by /ingest, a request per
+  // series, from series `taken` on (those before it were taken already).
+  SendResult send(const Spool::Entry& period, std::string_view body, size_t taken = 0);
 
  private:
   SendResult post(const std::string& path, std::string_view body, const std::string& content_type);
   SendResult push(std::string_view body);
-  SendResult ingest(const Spool::Entry& period, std::string_view body);
+  SendResult ingest(const Spool::Entry& period, std::string_view body, size_t taken);
 
   AgentConfig::Server server_;
   net::Url url_;
