@@ -6,7 +6,7 @@
 # tests/workloads/stack_zoo.c making 4,096 stacks: every profile of every
 # service is taken, none has more than 16 samples as the real pprof reads
 # it, the cut ones end in "[lighter stacks cut]", and the totals equal what
-# the agent made.
+# the agent made. With thread_label: each sample has its thread's labels.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 PPROF=$ROOT/build/pprof
@@ -25,7 +25,7 @@ for _ in $(seq 50); do grep -q listening "$TMP/receiver.log" && break; sleep 0.1
 background "$WORKLOADS/stack_zoo" 60
 
 "$EMBER" agent --period 2s --frequency 99 --events cpu offcpu --server.url "http://127.0.0.1:$PORT" \
-	--server.max_samples 16 --spool.dir "$TMP/spool" --metrics.listen "127.0.0.1:$METRICS_PORT" \
+	--server.max_samples 16 --thread_label true --spool.dir "$TMP/spool" --metrics.listen "127.0.0.1:$METRICS_PORT" \
 	--java.attach false 2>"$TMP/agent.log" &
 AGENT=$!
 BACKGROUND+=($AGENT)
@@ -67,6 +67,8 @@ for line in open(recv + "/log.jsonl"):
     largest = max(largest, len(values))
     totals[e["labels"]["__name__"]] += sum(values)
     cut_seen += "[lighter stacks cut]" in out.stdout
+    if e["labels"]["service_name"] == "stack_zoo" and not re.search(r"thread:\[stack_zoo\]\s+tid:\[\d+\]", samples):
+        sys.exit("%s: stack_zoo's samples lack thread labels:\n%s" % (e["file"], samples))
 print("%d profiles, at most %d samples each, %d with stacks cut; %d CPU samples and %d ns off-CPU, as the agent made"
       % (sum(1 for _ in open(recv + "/log.jsonl")), largest, cut_seen, totals["process_cpu"], totals["off_cpu"]))
 if not cut_seen:
