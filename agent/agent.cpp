@@ -988,8 +988,8 @@ bool start_lease(const char* path) {
   return started;
 }
 
-jint start_locked(JavaVM* vm, const char* text, bool attached) {
-  if (init_jvmti(vm) != JNI_OK) return JNI_ERR;
+// Starts publishing as `text` says, or says on stderr why it cannot.
+void start_locked(JavaVM* vm, const char* text, bool attached) {
   Options o;
   parse_options(text, o);
   // No JNI environment in Agent_OnLoad (the VM is not up yet): nothing to
@@ -1003,7 +1003,7 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
   if (o.stop || !o.out[0]) {
     stop_publishing(jni, o.stop);
     if (!o.stop) std::fprintf(stderr, "ember-agent: no out=PATH given: nothing to publish\n");
-    return JNI_OK;
+    return;
   }
   end_java_events(jni, false);
   g_writer.lock();
@@ -1027,15 +1027,18 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
                  e == EEXIST || e == ELOOP ? " (the agent writes only a new file, never through a link: remove it or "
                                              "give out= another path)"
                                            : "");
-    return JNI_ERR;
+    return;
   }
   if (o.lease && !start_lease(o.out)) {
     std::fprintf(stderr, "ember-agent: cannot watch the lease on %s: %s\n", o.out, std::strerror(errno));
     stop_publishing(jni, false);
-    return JNI_ERR;
+    return;
   }
   for (jvmtiEvent e : kCodeEvents)
-    if (!set_event(JVMTI_ENABLE, e)) return JNI_ERR;
+    if (!set_event(JVMTI_ENABLE, e)) {
+      stop_publishing(jni, false);
+      return;
+    }
   if (g_method_pointers.ready()) set_event(JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE);
   start_java_events(o);
   if (attached) {
@@ -1046,12 +1049,17 @@ jint start_locked(JavaVM* vm, const char* text, bool attached) {
     t_replaying = false;
     if (g_method_pointers.ready()) publish_loaded_method_pointers(jni);
   }
-  return JNI_OK;
 }
 
+// Once its callbacks are set, the agent answers JNI_OK whatever follows:
+// the JVM unloads an agent that fails to start, and its callbacks, still
+// registered, would then call into unmapped code (VMDeath at exit: a fault
+// the JVM retries forever, and it never exits). At startup, an error would
+// also stop the JVM. ember sees the failure as no code map (or a stop's).
 jint start(JavaVM* vm, const char* text, bool attached) {
   pthread_mutex_lock(&g_control);
-  jint r = start_locked(vm, text, attached);
+  jint r = init_jvmti(vm);
+  if (r == JNI_OK) start_locked(vm, text, attached);
   pthread_mutex_unlock(&g_control);
   return r;
 }

@@ -60,49 +60,92 @@ JavaSession::JavaSession(std::string agent_path, std::string events, bool unwind
 
 JavaSession::~JavaSession() { detach(); }
 
+std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named) {
+  auto jvm = java::inspect_jvm(pid);
+  if (!jvm) {
+    if (named) std::fprintf(stderr, "ember: --java-attach: %s\n", jvm.error().c_str());
+    return std::nullopt;
+  }
+  auto agent = agent_for(*jvm, agent_path_);
+  if (!agent) {
+    std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, agent.error().c_str());
+    return std::nullopt;
+  }
+  // What a killed ember left in the container's /tmp goes first.
+  if (jvm->own_mount_ns) sweep_agent_dirs(jvm->root);
+  auto dir = AgentDir::create(jvm->own_mount_ns ? jvm->root : "", jvm->uid, jvm->gid);
+  if (!dir) {
+    std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, dir.error().c_str());
+    return std::nullopt;
+  }
+  std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
+  if (auto r = java::load_agent(pid, *agent, agent_options(map)); !r) {
+    std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
+    return std::nullopt;
+  }
+  // The agent is loaded from now on: stop it at the end, whatever follows.
+  {
+    std::lock_guard lock(mutex_);
+    attached_.push_back({pid, *agent});
+  }
+  std::string name = std::to_string(jvm->ns_pid) + ".jitmap";
+  int fd = dir->open_file(name);
+  auto held = std::make_shared<const AgentDir>(std::move(*dir));
+  if (fd < 0) {
+    std::fprintf(stderr, "ember: JVM %d: its agent made no code map (its stderr says why); its Java frames will be unnamed\n", pid);
+    return std::nullopt;
+  }
+  bool fp = preserves_frame_pointer(pid);
+  if (!fp && !unwinds_jit_)
+    std::fprintf(stderr,
+                 "ember: JVM %d runs without -XX:+PreserveFramePointer: stacks stop at the first JIT-compiled "
+                 "frame; restart it with -XX:+PreserveFramePointer for whole Java stacks\n",
+                 pid);
+  return Loaded{pid, fd, name, stream_files(std::move(held)), fp};
+}
+
 void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& collector,
                          const std::function<bool()>& stop) {
   for (pid_t pid : pids) {
     if (stop()) return;
-    auto jvm = java::inspect_jvm(pid);
-    if (!jvm) {
-      if (named) std::fprintf(stderr, "ember: --java-attach: %s\n", jvm.error().c_str());
-      continue;
-    }
-    auto agent = agent_for(*jvm, agent_path_);
-    if (!agent) {
-      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, agent.error().c_str());
-      continue;
-    }
-    // What a killed ember left in the container's /tmp goes first.
-    if (jvm->own_mount_ns) sweep_agent_dirs(jvm->root);
-    auto dir = AgentDir::create(jvm->own_mount_ns ? jvm->root : "", jvm->uid, jvm->gid);
-    if (!dir) {
-      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, dir.error().c_str());
-      continue;
-    }
-    std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
-    if (auto r = java::load_agent(pid, *agent, agent_options(map)); !r) {
-      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
-      continue;
-    }
-    // The agent is loaded from now on: stop it at the end, whatever follows.
-    attached_.push_back({pid, *agent});
-    std::string name = std::to_string(jvm->ns_pid) + ".jitmap";
-    int fd = dir->open_file(name);
-    auto held = std::make_shared<const AgentDir>(std::move(*dir));
-    if (fd < 0) {
-      std::fprintf(stderr, "ember: JVM %d: its agent made no code map; its Java frames will be unnamed\n", pid);
-      continue;
-    }
-    bool fp = preserves_frame_pointer(pid);
-    if (!fp && !unwinds_jit_)
-      std::fprintf(stderr,
-                   "ember: JVM %d runs without -XX:+PreserveFramePointer: stacks stop at the first JIT-compiled "
-                   "frame; restart it with -XX:+PreserveFramePointer for whole Java stacks\n",
-                   pid);
-    collector.watch_jvm(static_cast<uint32_t>(pid), fd, name, stream_files(std::move(held)), fp);
+    if (auto l = load(pid, named))
+      collector.watch_jvm(static_cast<uint32_t>(l->pid), l->fd, l->name, std::move(l->files), l->frame_pointers);
   }
+}
+
+void JavaSession::attach_later(const std::vector<pid_t>& pids) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  to_attach_.insert(to_attach_.end(), pids.begin(), pids.end());
+  if (!attacher_.joinable()) attacher_ = std::thread([this] { attach_loop(); });
+  wake_.notify_one();
+}
+
+void JavaSession::attach_loop() {
+  for (;;) {
+    pid_t pid;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !to_attach_.empty(); });
+      if (stopping_) return;
+      pid = to_attach_.front();
+      to_attach_.pop_front();
+    }
+    if (auto l = load(pid, false)) {
+      std::lock_guard lock(mutex_);
+      loaded_.push_back(std::move(*l));
+    }
+  }
+}
+
+void JavaSession::take_attached(Collector& collector) {
+  std::vector<Loaded> loaded;
+  {
+    std::lock_guard lock(mutex_);
+    loaded.swap(loaded_);
+  }
+  for (Loaded& l : loaded)
+    collector.watch_jvm(static_cast<uint32_t>(l.pid), l.fd, l.name, std::move(l.files), l.frame_pointers);
 }
 
 std::expected<std::string, std::string> JavaSession::tool_options(const std::string& existing,
@@ -127,11 +170,21 @@ void JavaSession::find_started(Collector& collector) {
     int fd = started_dir_->open_file(name);
     if (fd < 0) continue;
     collector.watch_jvm(pid, fd, name, stream_files(started_dir_), started_frame_pointers_);
+    std::lock_guard lock(mutex_);
     attached_.push_back({static_cast<pid_t>(pid), agent_path_});
   }
 }
 
 void JavaSession::detach() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (attacher_.joinable()) attacher_.join();
+  // Loaded while the collector was no longer taken in: never read.
+  for (const Loaded& l : loaded_) close(l.fd);
+  loaded_.clear();
   for (const Attached& a : attached_) {
     // The JVM may have exited: nothing to stop then. With live objects
     // followed, the stop runs a full GC first: give it time.

@@ -5,11 +5,15 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
+#include <deque>
 #include <expected>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "user/java/agent_dir.h"
@@ -33,6 +37,12 @@ class JavaSession {
   // pids that are not JVMs are passed over, or reported if `named` (the user
   // asked for them). Gives up on the rest once `stop` says so.
   void attach(const std::vector<pid_t>& pids, bool named, Collector& collector, const std::function<bool()>& stop);
+  // The same for JVMs found while recording, on a thread of its own: an
+  // attach waits for the JVM (seconds for a busy one, up to its timeouts
+  // for a stopped one), and the recording must go on meanwhile. Their code
+  // maps go to the collector at take_attached().
+  void attach_later(const std::vector<pid_t>& pids);
+  void take_attached(Collector& collector);
 
   // For `-- CMD`: the JAVA_TOOL_OPTIONS that load the agent into any JVM the
   // command starts (existing options kept), publishing into a directory
@@ -42,11 +52,24 @@ class JavaSession {
   // since the last call.
   void find_started(Collector& collector);
 
-  // Stops every agent this session started; their directories go as the
-  // collector lets go of their JVMs (it reads what the stops made them write).
+  // Stops every agent this session started (once attaches under way are
+  // done); their directories go as the collector lets go of their JVMs (it
+  // reads what the stops made them write).
   void detach();
 
  private:
+  // A JVM's agent loaded: where its code map is, for the collector.
+  struct Loaded {
+    pid_t pid;
+    int fd;  // the code map, read from its start
+    std::string name;
+    Collector::StreamFiles files;
+    bool frame_pointers;
+  };
+  // Loads the agent into `pid`; none if it is not a JVM (said if `named`)
+  // or the attach failed (said).
+  std::optional<Loaded> load(pid_t pid, bool named);
+  void attach_loop();
   // The agent's options for a stream written to `out`, leased, with `events`.
   std::string agent_options(const std::string& out) const;
 
@@ -58,8 +81,15 @@ class JavaSession {
     pid_t pid;
     std::string agent_path;  // as the JVM sees it
   };
-  std::vector<Attached> attached_;  // the agents to stop
   std::shared_ptr<const AgentDir> started_dir_;  // the JVMs of `-- CMD`; each attached one's, the collector holds
+  // Shared with the attach thread.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<Attached> attached_;  // the agents to stop
+  std::deque<pid_t> to_attach_;
+  std::vector<Loaded> loaded_;  // by the thread, for take_attached
+  bool stopping_ = false;
+  std::thread attacher_;
 };
 
 // libember-agent.so next to the ember binary.

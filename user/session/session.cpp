@@ -223,13 +223,16 @@ void Session::attach_late_jvms() {
   if (now < next_jvm_scan_s_) return;
   next_jvm_scan_s_ = now + 2;
   std::vector<pid_t> jvms = jvms_in_scope(jvm_scanner_.scan());
-  if (!jvms.empty()) java_->attach(jvms, false, collector_, [] { return false; });
+  if (!jvms.empty()) java_->attach_later(jvms);
 }
 
 void Session::poll(int timeout_ms) {
   sampler_->poll(timeout_ms);
   if (java_) java_->find_started(collector_);
-  if (java_ && whole_host_ && config_.java_late) attach_late_jvms();
+  if (java_ && whole_host_ && config_.java_late) {
+    attach_late_jvms();
+    java_->take_attached(collector_);
+  }
   collector_.update_jvms(false);
   collector_.take_in_copies(false);
   watch_jvms();
@@ -267,6 +270,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     // Detach first: with --live, the agents' last full GC reports the frees.
     if (java_) {
       java_->find_started(collector_);
+      java_->take_attached(collector_);
       java_->detach();
     }
   }
