@@ -92,7 +92,9 @@ std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named) {
   int fd = dir->open_file(name);
   auto held = std::make_shared<const AgentDir>(std::move(*dir));
   if (fd < 0) {
-    std::fprintf(stderr, "ember: JVM %d: its agent made no code map (its stderr says why); its Java frames will be unnamed\n", pid);
+    std::fprintf(stderr,
+                 "ember: JVM %d: its agent made no code map (its stderr says why); its Java frames will be unnamed\n",
+                 pid);
     return std::nullopt;
   }
   bool fp = preserves_frame_pointer(pid);
