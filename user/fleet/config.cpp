@@ -68,6 +68,17 @@ Setter whole(std::function<uint32_t&(AgentConfig&)> field, uint32_t min, uint32_
   };
 }
 
+// A size of at least 64 KiB; `examples` for the error ("4MiB").
+Setter size(std::function<uint64_t&(AgentConfig&)> field, const char* examples) {
+  return [field, examples](AgentConfig& c, const std::vector<std::string>& v) -> std::optional<std::string> {
+    if (auto e = one_value(v)) return e;
+    auto b = parse_bytes(v[0]);
+    if (!b || *b < (64u << 10)) return "'" + v[0] + "' is not a size of at least 64KiB (give " + examples + ")";
+    field(c) = *b;
+    return std::nullopt;
+  };
+}
+
 Setter boolean(std::function<bool&(AgentConfig&)> field) {
   return [field](AgentConfig& c, const std::vector<std::string>& v) -> std::optional<std::string> {
     if (auto e = one_value(v)) return e;
@@ -239,13 +250,7 @@ const std::vector<Key>& keys() {
        whole([](C& c) -> uint32_t& { return c.server.max_samples; }, 16, 1u << 30)},
       {{"server.max_profile_size",
         "Size a profile may have before gzip (Pyroscope's max_profile_size_bytes): more stacks are cut to fit", false},
-       [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
-         if (auto e = one_value(v)) return e;
-         auto b = parse_bytes(v[0]);
-         if (!b || *b < (64u << 10)) return "'" + v[0] + "' is not a size of at least 64KiB (give 4MiB)";
-         c.server.max_profile_bytes = *b;
-         return std::nullopt;
-       }},
+       size([](C& c) -> uint64_t& { return c.server.max_profile_bytes; }, "4MiB")},
       {{"spool.dir", "Where every profile is kept (sent or not) up to the caps", false},
        [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
          if (auto e = one_value(v)) return e;
@@ -254,13 +259,7 @@ const std::vector<Key>& keys() {
          return std::nullopt;
        }},
       {{"spool.max_size", "The spool's cap (512MiB, 1GiB): the oldest profiles go first", false},
-       [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
-         if (auto e = one_value(v)) return e;
-         auto b = parse_bytes(v[0]);
-         if (!b || *b < (64u << 10)) return "'" + v[0] + "' is not a size of at least 64KiB (give 512MiB, 1GiB)";
-         c.spool.max_bytes = *b;
-         return std::nullopt;
-       }},
+       size([](C& c) -> uint64_t& { return c.spool.max_bytes; }, "512MiB, 1GiB")},
       {{"spool.max_age", "How long profiles are kept in the spool (24h, 7d is 168h)", false},
        seconds([](C& c) -> double& { return c.spool.max_age_s; }, 60, 365 * 86400.0)},
       {{"metrics.listen", "ADDRESS:PORT of the Prometheus /metrics endpoint (empty: none)", false},
