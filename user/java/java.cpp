@@ -184,7 +184,7 @@ void JavaSession::detach() {
   }
   wake_.notify_one();
   if (attacher_.joinable()) attacher_.join();
-  // Loaded while the collector was no longer taken in: never read.
+  // Loaded after the last take_attached: never read.
   for (const Loaded& l : loaded_) close(l.fd);
   loaded_.clear();
   for (const Attached& a : attached_) {
