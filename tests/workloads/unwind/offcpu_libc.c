@@ -110,6 +110,15 @@ int main(int argc, char **argv)
 		reads = atoi(argv[1]);
 	if (pipe(pipe_fds) != 0)
 		return 1;
+	/* Half a second in main first. On a cold page cache the process can
+	 * block in ld.so before libc is mapped, and the profiler reads its
+	 * mappings then; the stacks in libc walk wrongly until it reads them
+	 * again (a known gap, not what this workload measures), which these
+	 * sleeps give it time to do. */
+	for (int i = 0; i < 5; i++) {
+		struct timespec t = ns_to_timespec(100000000L);
+		nanosleep(&t, NULL);
+	}
 	pthread_t sleeper, reader, feeder;
 	pthread_create(&sleeper, NULL, sleeper_thread, NULL);
 	pthread_create(&reader, NULL, reader_thread, NULL);
