@@ -222,7 +222,8 @@ $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h
 UNWIND_CFLAGS := -O2 -g -Wall -Wextra
 UNWIND_FP_nofp := -fomit-frame-pointer
 UNWIND_FP_fp := -fno-omit-frame-pointer
-WORKLOADS += $(BUILD)/workloads/unwind_mix-nofp $(BUILD)/workloads/unwind_mix-fp $(BUILD)/workloads/offcpu_libc
+WORKLOADS += $(BUILD)/workloads/unwind_mix-nofp $(BUILD)/workloads/unwind_mix-fp $(BUILD)/workloads/offcpu_libc \
+	$(BUILD)/workloads/late_library $(BUILD)/workloads/liblate_plugin.so
 
 $(BUILD)/workloads/libunwind_mixlib-%.so: tests/workloads/unwind/mixlib.c tests/workloads/unwind/mixlib.h
 	$(call msg,CC,$@)
@@ -238,6 +239,16 @@ $(BUILD)/workloads/offcpu_libc: tests/workloads/unwind/offcpu_libc.c tests/workl
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer -Itests/workloads $< -o $@ -lpthread
+
+$(BUILD)/workloads/late_library: tests/workloads/unwind/late_library.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer $< -o $@ -ldl
+
+$(BUILD)/workloads/liblate_plugin.so: tests/workloads/unwind/late_plugin.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer -fPIC -shared $< -o $@
 
 $(BUILD)/fixtures/libfixture.so: tests/fixtures/fixture.cpp
 	$(call msg,CXX,$@)

@@ -238,9 +238,10 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 		}
 		r = ember_unwind_user(&regs, pid, (struct ember_user_frames *)ips);
 		*stop = EMBER_UNWIND_STOP(r);
-		/* A process new to the collector: its registers and the top of
-		 * its stack, for the collector to unwind once it has its tables
-		 * (an off-CPU block recorded now may last the whole recording). */
+		/* A process new to the collector, or in code mapped since its
+		 * tables were made: its registers and the top of its stack, for
+		 * the collector to unwind once it has its tables (an off-CPU block
+		 * recorded now may last the whole recording). */
 		u = *stop == EMBER_STOP_NOT_LOADED ? copy_stack(&regs, ips, large) : EMBER_UNWIND_FRAMES(r);
 	}
 	if (u < 0) {

@@ -55,6 +55,7 @@ struct walk {
 	__u64 ip, sp, bp;
 	bool exact;  /* ip is where the thread was (the leaf, or the interrupted code of a
 	                signal frame), not a return address */
+	bool guessed; /* a frame-pointer step was taken: ip may be garbage */
 	__u32 frames;
 	__u32 stop;
 	struct ember_user_frames *out;
@@ -156,6 +157,7 @@ static __always_inline long frame_pointer_step(struct walk *w)
 	w->bp = bp;
 	w->ip = ra;
 	w->exact = false;
+	w->guessed = true;
 	return 0;
 }
 
@@ -287,6 +289,16 @@ static long unwind_step(__u32 i, struct walk *w)
 	m = w->mapping;
 	if (!m || pc < m->start || pc >= m->end) {
 		m = find_mapping(w->process, pc);
+		/* A pc the walk trusts (not found by frame pointers) outside
+		 * every mapping of a process whose mappings all fit: code mapped
+		 * since its tables were loaded (a library a command's loader
+		 * mapped after its first sample, dlopen, a grown code cache).
+		 * Its stack is then copied, for the collector to read the
+		 * mappings again and unwind it (see walk_stacks). */
+		if (!m && !w->guessed && !w->process->left_out) {
+			w->stop = EMBER_STOP_NOT_LOADED;
+			return 1;
+		}
 		if (!m)
 			return without_table(w, EMBER_STOP_UNMAPPED);
 		w->mapping = m;

@@ -57,7 +57,7 @@ struct ember_unwind_mapping {
 
 struct ember_unwind_process {
 	__u32 count;       /* mappings used */
-	__u32 pad;
+	__u32 left_out;    /* executable mappings beyond EMBER_UNWIND_MAPPINGS */
 	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAPPINGS];
 };
 
@@ -70,16 +70,16 @@ struct ember_unwind_process {
 #define EMBER_STOP_ROOT 0        /* at the thread's outermost frame, as its CFI says */
 #define EMBER_STOP_FP_END 1      /* the frame-pointer chain ended (no CFI to tell if it is the root) */
 #define EMBER_STOP_NO_TABLE 2    /* code without a table (--unwind cfi), or a binary whose table did not fit */
-#define EMBER_STOP_UNMAPPED 3    /* a pc in no known mapping (the process's tables are not loaded yet, or
-                                    code mapped since) */
+#define EMBER_STOP_UNMAPPED 3    /* a pc in no known mapping: found by frame pointers, or in a process
+                                    with more mappings than its entry holds */
 #define EMBER_STOP_UNSUPPORTED 4 /* a CFI rule the tables cannot express */
 #define EMBER_STOP_BAD_READ 5    /* user memory could not be read (paged out, or a bad frame) */
 #define EMBER_STOP_DEPTH 6       /* the frame limit */
 #define EMBER_STOP_BAD_FRAME 7   /* a return address of 0, or a stack that did not move up */
 #define EMBER_STOP_NO_USER 8     /* no user stack: a kernel thread */
-#define EMBER_STOP_NOT_LOADED 9  /* the process's tables were not loaded yet (its first moments): in
-                                    a record, its user stack is then a copy (see below); once
-                                    unwound, the stack went on past the copy */
+#define EMBER_STOP_NOT_LOADED 9  /* the process's tables were not loaded yet (its first moments), or
+                                    not for code it mapped since: in a record, its user stack is then
+                                    a copy (see below); once unwound, the stack went on past the copy */
 #define EMBER_STOP_KINDS 10
 
 /* A user stack copied for userspace to unwind (a record whose ustack_stop

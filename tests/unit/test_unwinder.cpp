@@ -84,12 +84,12 @@ void check_unwinds_as_backtrace(const Unwinder& unwinder) {
 
 // An unwinder whose rows map, of `capacity` rows, is a BPF array as the
 // Sampler makes it (root: CAP_BPF), made mmapable so the tests can look in.
-std::unique_ptr<Unwinder> open_unwinder(uint32_t capacity, int& rows) {
+std::unique_ptr<Unwinder> open_unwinder(uint32_t capacity, int& rows, uint32_t mode = EMBER_UNWIND_CFI) {
   LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
   rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "test_rows", 4, sizeof(ember_unwind_row), capacity, &mmapable);
   INFO("bpf_map_create: " << std::strerror(errno) << " (the unwinder's tests need root)");
   REQUIRE(rows >= 0);
-  auto unwinder = Unwinder::open({rows, capacity, -1}, EMBER_UNWIND_CFI);
+  auto unwinder = Unwinder::open({rows, capacity, -1}, mode);
   REQUIRE(unwinder);
   return std::move(*unwinder);
 }
@@ -179,6 +179,43 @@ TEST_CASE("unwinder: a compiled leaf caught building or tearing down its frame s
     CHECK(stop == EMBER_STOP_UNMAPPED);
   }
   munmap(code, page);
+  close(rows);
+}
+
+TEST_CASE("unwinder: a frame outside every mapping is code mapped since, unless frame pointers led there",
+          "[unwind]") {
+  int rows;
+  auto unwinder = open_unwinder(1 << 16, rows, EMBER_UNWIND_AUTO);
+  constexpr uint32_t kPid = kMadeUpPid;
+  constexpr uint64_t kSp = 0x7ffc0000, kUnmapped = 0x5000, kNoTable = 0x10000;
+  // Code without a table (a JIT's): walked by frame pointers.
+  symbolizer::Mapping jit{kNoTable, kNoTable + 0x1000, 0, 0, 0, true, ""};
+  unwinder->add_process(kPid, std::vector<symbolizer::Symbolizer::MappedFile>{{&jit, -1}});
+  __u64 frames[EMBER_MAX_STACK_DEPTH];
+
+  // The leaf outside: the process mapped code since its tables were made.
+  // The collector reads its mappings again, not frame pointers.
+  auto [n, stop] = unwinder->unwind_copy(kPid, std::vector<__u64>{kUnmapped, kSp, kSp, 0, 0, kUnmapped}, frames);
+  CHECK(n == 1);
+  CHECK(stop == EMBER_STOP_UNMAPPED);
+
+  // Reached by frame pointers (from code without a table): a guess, which
+  // the walk follows on by frame pointers as it came.
+  std::tie(n, stop) = unwinder->unwind_copy(kPid, std::vector<__u64>{kNoTable + 0x10, kSp, kSp, 0, 0, kUnmapped}, frames);
+  REQUIRE(n == 2);
+  CHECK(frames[1] == kUnmapped);
+  CHECK(stop == EMBER_STOP_FP_END);
+
+  // A process with more mappings than its entry holds: the leaf may be in
+  // one left out, walked by frame pointers too.
+  std::vector<symbolizer::Mapping> many;
+  for (uint64_t i = 0; i <= EMBER_UNWIND_MAPPINGS; ++i) many.push_back({0x100000 + i * 0x2000, 0x101000 + i * 0x2000, 0, 0, 0, true, ""});
+  std::vector<symbolizer::Symbolizer::MappedFile> files;
+  for (const auto& m : many) files.push_back({&m, -1});
+  unwinder->add_process(kPid, files);
+  std::tie(n, stop) = unwinder->unwind_copy(kPid, std::vector<__u64>{kUnmapped, kSp, kSp, 0, 0, kUnmapped}, frames);
+  CHECK(n == 2);
+  CHECK(stop == EMBER_STOP_FP_END);
   close(rows);
 }
 

@@ -165,7 +165,7 @@ std::vector<uint32_t> Collector::next_window() {
       jvms_.erase(jvm);
     }
     process_name_.erase(pid);
-    last_snapshot_.erase(pid);
+    snapshots_.erase(pid);
     exited_.erase(pid);
     forgotten.push_back(pid);
   }
@@ -221,9 +221,8 @@ void Collector::update_jvms(bool final) {
       // cache grew, or it was not there yet (a JVM the command started had
       // only the launcher mapped at its first sample). Its samples name no
       // address outside the snapshot (JIT frames are tokens by then).
-      if (std::any_of(code.begin(), code.end(), [&](const auto& c) { return !symbolizer_.maps(pid, c.start); }) &&
-          symbolizer_.snapshot_process(pid) && on_snapshot_)
-        on_snapshot_(pid);
+      if (std::any_of(code.begin(), code.end(), [&](const auto& c) { return !symbolizer_.maps(pid, c.start); }))
+        snapshot(pid);
       on_jit_code_(pid, code);
     }
     while (!jvm.held.empty()) {
@@ -315,7 +314,12 @@ std::span<const __u64> Collector::user_ips(uint32_t pid, const char (&process_co
   note_process(pid, name_id(process_comm), std::span(&ip, 1), time_ns);
   size_t n = 1;
   out[0] = ips[EMBER_COPY_IP];
-  if (copy_unwinder_) std::tie(n, stop) = copy_unwinder_(pid, ips, out);
+  if (copy_unwinder_) {
+    std::tie(n, stop) = copy_unwinder_(pid, ips, out);
+    // A frame in code mapped since the tables were made: again, with new ones.
+    if (stop == EMBER_STOP_UNMAPPED && note_process(pid, name_id(process_comm), std::span(&ip, 1), time_ns, true))
+      std::tie(n, stop) = copy_unwinder_(pid, ips, out);
+  }
   return {out, n};  // empty: no tables for the process
 }
 
@@ -345,23 +349,42 @@ void Collector::add_now(const ember_sample& s, bool final) {
   add_resolved(s, std::span(ustack, n), ustop, std::span(waker_ustack, waker_n), waker_ustop);
 }
 
-void Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns) {
+bool Collector::snapshot(uint32_t pid) {
+  snapshots_[pid].read_ns = monotonic_ns();
+  if (!symbolizer_.snapshot_process(pid) || !on_snapshot_) return false;
+  on_snapshot_(pid);
+  return true;
+}
+
+bool Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns,
+                             bool stale) {
   // Snapshot mappings now, while the process surely lives; again when its
-  // name changes (an exec maps a new image) or a frame lies outside what
-  // was mapped (a library loaded since), at most every 100 ms.
+  // name changes (an exec maps a new image), or when a stack taken after
+  // the last snapshot has a frame outside it (a library loaded since):
+  // `stale`, the unwinder's word, or the symbolizer's.
   auto [it, first] = process_name_.try_emplace(pid, name);
+  bool taken = false;
   if (pid != 0 && !ustack.empty()) {
+    Snapshots& last = snapshots_[pid];
+    auto outside = [&] {
+      return std::any_of(ustack.begin(), ustack.end(),
+                         [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(pid, ip); });
+    };
+    // At most four at once, then one every 100 ms: a stack that strays
+    // into garbage has frames outside every mapping too.
+    constexpr uint64_t kEvery = 100'000'000, kBurst = 3 * kEvery;
     bool renamed = first || it->second != name;
-    uint64_t& last = last_snapshot_[pid];
-    bool unmapped = time_ns >= last + 100'000'000 &&
-                    std::any_of(ustack.begin(), ustack.end(),
-                                [&](uint64_t ip) { return !is_jit_token(ip) && !symbolizer_.maps(pid, ip); });
-    if (renamed || unmapped) {
-      if (symbolizer_.snapshot_process(pid) && on_snapshot_) on_snapshot_(pid);
-      last = time_ns;
+    bool moved = !renamed && time_ns > last.read_ns && (stale || outside());
+    uint64_t now = renamed || moved ? monotonic_ns() : 0;
+    // An exec's read is not counted: a chain of them (a pyenv shim, a
+    // wrapper script) would use up the reads its last image needs.
+    if (renamed || (moved && now + kBurst >= last.next_ns)) {
+      if (!renamed) last.next_ns = std::max(last.next_ns, now) + kEvery;
+      taken = snapshot(pid);
     }
   }
   it->second = name;
+  return taken;
 }
 
 void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack, uint8_t ustop,

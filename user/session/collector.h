@@ -255,8 +255,14 @@ class Collector {
   uint32_t jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at);
   // The frame of an interpreted method by its Method* (EMBER_FRAME_METHOD).
   uint32_t interpreted_token(Jvm* jvm, uint64_t method_pointer);
-  // Snapshots the mappings of process `pid` (named `name`) as needed to name `ustack`.
-  void note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns);
+  // Reads the mappings of process `pid` again, for the symbolizer and the
+  // unwinder; whether the unwinder has them.
+  bool snapshot(uint32_t pid);
+  // Snapshots the mappings of process `pid` (named `name`) as needed to name
+  // `ustack`, taken at `time_ns`; `stale`: the unwinder met a frame outside
+  // the mappings it was given. Whether it took one.
+  bool note_process(uint32_t pid, uint32_t name, std::span<const uint64_t> ustack, uint64_t time_ns,
+                    bool stale = false);
   // Whether a user stack of `frames` that ended for `stop` was cut at the depth limit.
   bool user_truncated(uint32_t frames, uint8_t stop) const;
   void count_unwind(uint32_t pid, uint32_t name, uint8_t stop);
@@ -286,7 +292,11 @@ class Collector {
   uint32_t before_exec_id_ = UINT32_MAX;  // options_.before_exec_name's id
   std::vector<int8_t> comm_matches_;  // by name id: the --comm verdict (1 without --comm)
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen
-  std::unordered_map<uint32_t, uint64_t> last_snapshot_;  // pid -> when (ns), to rate-limit
+  struct Snapshots {
+    uint64_t read_ns = 0;  // when the last was read (monotonic)
+    uint64_t next_ns = 0;  // the rate limit's: when the next is due
+  };
+  std::unordered_map<uint32_t, Snapshots> snapshots_;  // by pid
   std::unordered_set<uint32_t> exited_;  // pids whose exit-time mappings came in
   std::unordered_set<uint32_t> exited_before_;  // ...before the current window began
   std::function<void(uint32_t)> on_snapshot_;

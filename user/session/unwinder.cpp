@@ -290,6 +290,7 @@ void Unwinder::publish(uint32_t pid, Process& p) {
   const JitCode& jit = p.jit;
   for (const symbolizer::Mapping& m : p.mappings) {
     if (entry->count == EMBER_UNWIND_MAPPINGS) {
+      ++entry->left_out;
       ++stats_.mappings_left_out;
       continue;
     }
@@ -405,7 +406,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
   auto found = processes_.find(pid);
   if (copy.size() < EMBER_COPY_HEADER) return {0, EMBER_STOP_BAD_READ};
   uint64_t ip = copy[EMBER_COPY_IP], sp = copy[EMBER_COPY_SP], bp = copy[EMBER_COPY_BP];
-  bool exact = !copy[EMBER_COPY_RETURN_ADDRESS];
+  bool exact = !copy[EMBER_COPY_RETURN_ADDRESS], guessed = false;
   if (found == processes_.end() || !found->second.entry) return {0, EMBER_STOP_NOT_LOADED};
   const ember_unwind_process& process = *found->second.entry;
   const uint64_t stack = copy[EMBER_COPY_SP], words = copy.size() - EMBER_COPY_HEADER;
@@ -435,6 +436,8 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       missing = EMBER_STOP_UNSUPPORTED;
     }
     if (!row) {
+      // A trusted pc in no mapping: code mapped since the snapshot.
+      if (missing == EMBER_STOP_UNMAPPED && !guessed && !process.left_out) return {n, missing};
       if (mode_ != EMBER_UNWIND_AUTO) return {n, missing};
       uint64_t ra, next_bp;
       if (!bp) return {n, EMBER_STOP_FP_END};
@@ -445,6 +448,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       bp = next_bp;
       ip = ra;
       exact = false;
+      guessed = true;
       continue;
     }
     uint64_t cfa;
