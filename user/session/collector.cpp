@@ -375,7 +375,7 @@ bool Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64
     constexpr uint64_t kEvery = 100'000'000, kBurst = 3 * kEvery;
     bool renamed = first || it->second != name;
     bool moved = !renamed && time_ns > last.read_ns && (stale || outside());
-    uint64_t now = renamed || moved ? monotonic_ns() : 0;
+    uint64_t now = moved ? monotonic_ns() : 0;
     // An exec's read is not counted: a chain of them (a pyenv shim, a
     // wrapper script) would use up the reads its last image needs.
     if (renamed || (moved && now + kBurst >= last.next_ns)) {
