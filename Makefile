@@ -60,16 +60,11 @@ SRC_net := $(wildcard user/net/*.cpp)
 ASM_flamegraph := $(BUILD)/obj/flamegraph/html_template.o
 ASM_serve := $(BUILD)/obj/user/serve/serve_page.o
 CLI_SRC := $(wildcard user/cli/*.cpp)
-# The archives of tree T (obj, or san for the sanitized tests), in link order.
+# The archives of tree T (obj, or san: the unit tests and build/san/ember,
+# under the sanitizers), in link order.
 archives = -Wl,--start-group $(LIBS:%=$(BUILD)/$(1)/lib%.a) -Wl,--end-group
-# Files no unit test links (they need the kernel's BPF or a server): left
-# out of the san tree, whose compiles are a third of the build. A unit test
-# that comes to need one fails to link until it leaves this list.
-SAN_SKIP := user/fleet/agent.cpp user/fleet/http.cpp user/fleet/metrics.cpp user/session/sampler.cpp \
-	user/session/session.cpp user/java/agent_dir.cpp user/java/java.cpp
-objects_of = $(filter-out $(if $(filter san,$(1)),$(SAN_SKIP:%.cpp=$(BUILD)/san/%.o)),$(SRC_$(2):%.cpp=$(BUILD)/$(1)/%.o))
 define archive_rule
-$(BUILD)/$(1)/lib$(2).a: $$(call objects_of,$(1),$(2)) $$(ASM_$(2))
+$(BUILD)/$(1)/lib$(2).a: $$(SRC_$(2):%.cpp=$(BUILD)/$(1)/%.o) $$(ASM_$(2))
 	$$(call msg,AR,$$@)
 	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
 endef
@@ -170,6 +165,14 @@ $(BUILD)/obj/user/serve/serve_page.o: user/serve/serve_page.S user/serve/serve.h
 $(BUILD)/ember: $(CLI_SRC:%.cpp=$(BUILD)/obj/%.o) $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) $(filter %.o,$^) $(call archives,obj) $(LDLIBS) $(HTTP_LIBS) -o $@
+
+# ember under ASan + UBSan, from the san tree: a part of the integration
+# tests runs again with it (tests/run.sh). Its JVM agent is the one beside
+# build/ember (an agent lives in someone else's JVM, uninstrumented).
+$(BUILD)/san/ember: $(CLI_SRC:%.cpp=$(BUILD)/san/%.o) $(LIBS:%=$(BUILD)/san/lib%.a) $(AGENT)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.o,$^) $(call archives,san) $(LDLIBS) $(HTTP_LIBS) -o $@
+	$(Q)ln -sf ../$(notdir $(AGENT)) $(@D)/$(notdir $(AGENT))
 
 $(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h)
 	$(call msg,AGENT,$@)
@@ -395,7 +398,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(Q)$(CXX) $(CXXFLAGS) $< $(call archives,obj) $(LDLIBS) -o $@
 
 test: deps-test
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
 		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%) $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn
 	$(Q)tests/run.sh
 

@@ -2,7 +2,9 @@
 # with the reason on stdout) or anything else (fail, with the reason).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-EMBER=$ROOT/build/ember
+# EMBER: the binary under test (tests/run.sh sets build/san/ember for the
+# sanitizer runs).
+EMBER=${EMBER:-$ROOT/build/ember}
 WORKLOADS=$ROOT/build/workloads
 TMP=$(mktemp -d /tmp/ember-test.XXXXXX)
 BACKGROUND=()

@@ -3,6 +3,9 @@
 # exits 0 when nothing failed.
 #   unit:        build/unit-tests (Catch2, no root, under ASan + UBSan)
 #   integration: tests/integration/*.sh (exit 0 pass, 77 skip, else fail)
+#   sanitized:   the scripts in SANITIZED again, with build/san/ember (ASan +
+#                UBSan): any report, even from an ember in the background,
+#                fails the run
 # Usage: tests/run.sh [--repeat N] [NAME_FILTER]
 #   NAME_FILTER   run only the integration scripts whose file name contains
 #                 it (record_offcpu: two scripts; record_offcpu.sh: one)
@@ -23,6 +26,9 @@ fi
 (( $# <= 1 )) || usage
 filter=${1:-}
 passed=0 failed=0 skipped=0 failures=()
+# A script or two of each command (record, Java, serve, agent), short
+# ones: the sanitized ember runs each about 1.5 times slower.
+SANITIZED=(record_offcpu formats record_java_alloc_lock serve_api agent_ingest)
 
 run_unit_tests() {
 	echo "== unit tests (ASan + UBSan)"
@@ -50,12 +56,25 @@ run_unit_tests() {
 	rm -f "$unit_log"
 }
 
-# run_script SCRIPT LABEL: runs one integration script and counts its result.
+# run_script SCRIPT LABEL [sanitized]: runs one integration script and
+# counts its result.
 run_script() {
-	local t=$1 label=$2 start out rc secs
+	local t=$1 label=$2 sanitized=${3:-} start out rc secs reports=""
 	start=$(date +%s)
-	out=$(timeout 300 "$t" 2>&1)
-	rc=$?
+	if [[ $sanitized ]]; then
+		reports=$(mktemp -d /tmp/ember-sanitizer.XXXXXX)
+		out=$(EMBER=$PWD/build/san/ember ASAN_OPTIONS=log_path=$reports/asan \
+			UBSAN_OPTIONS=log_path=$reports/ubsan:print_stacktrace=1 timeout 300 "$t" 2>&1)
+		rc=$?
+		if (( rc != 77 )) && compgen -G "$reports/*" >/dev/null; then
+			out+=$'\n'"sanitizer reports:"$'\n'$(head -c 20000 "$reports"/*)
+			rc=1
+		fi
+		rm -rf "$reports"
+	else
+		out=$(timeout 300 "$t" 2>&1)
+		rc=$?
+	fi
 	secs=$(( $(date +%s) - start ))
 	case $rc in
 	0) passed=$((passed + 1)); echo "ok      $label (${secs}s)" ;;
@@ -64,17 +83,28 @@ run_script() {
 	esac
 }
 
+# run_each SCRIPT LABEL [sanitized]: once, or --repeat times.
+run_each() {
+	if (( repeat )); then
+		for (( i = 1; i <= repeat; i++ )); do run_script "$1" "$2 [run $i/$repeat]" "${3:-}"; done
+	else
+		run_script "$@"
+	fi
+}
+
 (( repeat )) || run_unit_tests
 
 echo "== integration tests"
 for t in tests/integration/*.sh; do
 	name=$(basename "$t" .sh)
 	[[ -n $filter && $(basename "$t") != *$filter* ]] && continue
-	if (( repeat )); then
-		for (( i = 1; i <= repeat; i++ )); do run_script "$t" "$name [run $i/$repeat]"; done
-	else
-		run_script "$t" "$name"
-	fi
+	run_each "$t" "$name"
+done
+
+echo "== integration tests with build/san/ember (ASan + UBSan)"
+for name in "${SANITIZED[@]}"; do
+	[[ -n $filter && $name.sh != *$filter* ]] && continue
+	run_each "tests/integration/$name.sh" "$name [sanitized]" sanitized
 done
 
 (( failed )) && echo "failed: ${failures[*]}"

@@ -7,6 +7,7 @@
 # logged with the server's message and the period kept as rejected, never
 # sent again, and the periods after it go through; a wrong password is
 # refused likewise.
+# A warning (a binary whose DWARF does not fit) is told once, not each period.
 # `ember convert` merges the spool's periods of one service.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
@@ -50,7 +51,7 @@ kill -TERM $AGENT
 wait $AGENT || fail "the agent exited $? after SIGTERM: $(cat "$TMP/agent.log")"
 
 python3 - "$TMP/received" "$PPROF" "$TMP/agent.log" "$TMP/spool" "$before" <<'EOF'
-import json, os, re, subprocess, sys
+import hashlib, json, os, re, subprocess, sys
 recv, pprof, agent_log, spool, before = sys.argv[1:6]
 log = open(agent_log).read()
 def fail(msg):
@@ -66,9 +67,14 @@ for e in entries:
     if m.group(2) == "process_cpu" and (set(config) != {"samples", "cpu"} or config["cpu"]["units"] != "nanoseconds"):
         fail("sample_type_config %r" % config)
 # Each series of a period taken once, those before the one a 503 failed too.
-sent = [(e["name"], e["from"], e["until"]) for e in entries]
+# The profile's bytes tell periods apart (its time_nanos): from and until are
+# whole seconds, the same for two periods cut in one second.
+def sha(e): return hashlib.sha256(open(os.path.join(recv, e["file"]), "rb").read()).hexdigest()
+sent = [(e["name"], e["from"], e["until"], sha(e)) for e in entries]
 twice = sorted(s for s in set(sent) if sent.count(s) > 1)
 if twice: fail("series sent twice: %s" % twice)
+warnings = re.findall(r"^ember agent: warning: .*$", log, re.M)
+if len(warnings) != len(set(warnings)): fail("a warning told more than once:\n" + "\n".join(sorted(warnings)))
 if "push failed (HTTP 503: the test fails a period's later series)" not in log: fail("no 503 in the log:\n" + log)
 if not any(e["name"].startswith("offcpu_waits.off_cpu") for e in entries): fail("no off-CPU series")
 spinner = next(e for e in entries if e["name"].startswith("spinner.process_cpu"))

@@ -326,7 +326,11 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     window.graphs.push_back({event, view, std::move(profile), stats});
   }
   window.unwind_tallies = collector_.unwind_tallies();
-  window.symbol_warnings = symbolizer_.take_warnings();
+  for (std::string& warning : symbolizer_.take_warnings()) {
+    if (told_warnings_.size() >= kToldWarnings) told_warnings_.clear();
+    if (told_warnings_.insert(std::hash<std::string>{}(warning)).second)
+      window.symbol_warnings.push_back(std::move(warning));
+  }
   window.cgroups = std::exchange(cgroup_tally_, {});
   window.forgotten = collector_.next_window();
   for (uint32_t pid : window.forgotten) {

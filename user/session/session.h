@@ -15,6 +15,7 @@
 #include <regex>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "flamegraph/profile.h"
@@ -77,7 +78,9 @@ struct Window {
   std::vector<std::string> java_notes;  // what the agents could not follow or lost
   std::vector<Collector::UnwindTally> unwind_tallies;
   CgroupTally cgroups;  // records per cgroup, with --cgroup
-  std::vector<std::string> symbol_warnings;  // what the symbolizer met this window (unreadable files...)
+  // What the symbolizer met this window (unreadable files...), each told
+  // once a session: a binary read again after eviction warns again.
+  std::vector<std::string> symbol_warnings;
   std::vector<uint32_t> forgotten;  // processes gone for good: nothing of theirs comes any more
 };
 
@@ -145,6 +148,10 @@ class Session {
   HostFacts host_;
   std::vector<CgroupTarget> cgroups_;
   CgroupTally cgroup_tally_;  // of the window now open
+  // Hashes of the symbol warnings told; forgotten past kToldWarnings, so a
+  // session through endless distinct binaries stays bounded.
+  std::unordered_set<uint64_t> told_warnings_;
+  static constexpr size_t kToldWarnings = 4096;
   std::vector<std::string> warnings_;
   CollectorOptions collector_opts_;
   symbolizer::Symbolizer symbolizer_;
