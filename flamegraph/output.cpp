@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iterator>
 #include <random>
+#include <utility>
 #include <sstream>
 
 #include "flamegraph/folded.h"
@@ -22,7 +23,7 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 // A temporary file beside `path`, so the final rename stays on one file system.
 struct TempFile {
-  std::string name;
+  std::string name;  // empty while unnamed (O_TMPFILE)
   int fd = -1;
   ~TempFile() {
     if (fd >= 0) close(fd);
@@ -38,15 +39,40 @@ std::string random_suffix() {
   return out;
 }
 
-// A new file under a random name (O_EXCL): the directory may be one another
-// user writes in, and a link planted at the name is not followed. Mode 0644
-// less the umask: what cp makes (0666 less the umask) but never writable by
-// others, whatever the umask. The kernel applies the umask, so none of
-// ember's threads sees it changed.
-std::expected<void, std::string> open_temp(const std::string& path, TempFile& tmp) {
+std::string directory_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Gives the temporary file a random name beside `path` (O_EXCL for a file of
+// its own: linkat makes none). A directory another user writes in cannot
+// plant a link there that is followed.
+std::expected<void, std::string> name_temp(const std::string& path, TempFile& tmp) {
+  std::string fd_path = "/proc/self/fd/" + std::to_string(tmp.fd);
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string name = path + ".tmp." + random_suffix();
-    tmp.fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (linkat(AT_FDCWD, fd_path.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      tmp.name = std::move(name);
+      return {};
+    }
+    if (errno != EEXIST) break;
+  }
+  return std::unexpected("cannot write " + path + ": " + errno_text(errno));
+}
+
+// A new file for `path`: unnamed (O_TMPFILE) where the file system allows,
+// so that a kill -9 while writing leaves nothing behind; otherwise a named
+// one (O_EXCL, O_NOFOLLOW: a link planted at the name is not followed). The
+// kernel applies the umask, so none of ember's threads sees it changed.
+std::expected<void, std::string> open_temp(const std::string& path, mode_t mode, TempFile& tmp) {
+  tmp.fd = open(directory_of(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+  if (tmp.fd >= 0) return {};
+  // EOPNOTSUPP: a file system without O_TMPFILE; EISDIR: a kernel before 3.11.
+  if (errno != EOPNOTSUPP && errno != EISDIR) return std::unexpected("cannot write " + path + ": " + errno_text(errno));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = path + ".tmp." + random_suffix();
+    tmp.fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (tmp.fd >= 0) {
       tmp.name = std::move(name);
       return {};
@@ -68,9 +94,9 @@ std::optional<unsigned> parse_id(const char* text) {
 }  // namespace
 
 // A rename replaces a link at `path` rather than writing through it.
-std::expected<void, std::string> write_atomically(const std::string& path, std::string_view data) {
+std::expected<void, std::string> write_atomically(const std::string& path, std::string_view data, FileFor whom) {
   TempFile tmp;
-  if (auto r = open_temp(path, tmp); !r) return r;
+  if (auto r = open_temp(path, whom == FileFor::User ? 0644 : 0600, tmp); !r) return r;
   for (size_t done = 0; done < data.size();) {
     ssize_t n = write(tmp.fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
@@ -79,12 +105,11 @@ std::expected<void, std::string> write_atomically(const std::string& path, std::
   }
   // Best effort: a file system without owners (vfat) refuses, and its
   // files already belong to whoever mounted it.
-  if (auto owner = invoking_user()) (void)fchown(tmp.fd, owner->uid, owner->gid);
-  if (fsync(tmp.fd) != 0 || close(tmp.fd) != 0) {
-    tmp.fd = -1;
-    return std::unexpected("cannot write " + path + ": " + errno_text(errno));
-  }
-  tmp.fd = -1;
+  if (auto owner = invoking_user(); owner && whom == FileFor::User) (void)fchown(tmp.fd, owner->uid, owner->gid);
+  if (fsync(tmp.fd) != 0) return std::unexpected("cannot write " + path + ": " + errno_text(errno));
+  if (tmp.name.empty())
+    if (auto r = name_temp(path, tmp); !r) return r;
+  if (close(std::exchange(tmp.fd, -1)) != 0) return std::unexpected("cannot write " + path + ": " + errno_text(errno));
   if (rename(tmp.name.c_str(), path.c_str()) != 0)
     return std::unexpected("cannot write " + path + ": " + errno_text(errno));
   tmp.name.clear();
@@ -131,7 +156,7 @@ std::expected<void, std::string> check_writable(const std::string& path) {
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return std::unexpected("cannot write " + path + ": it is a directory");
   TempFile tmp;
-  return open_temp(path, tmp);
+  return open_temp(path, 0644, tmp);
 }
 
 std::expected<void, std::string> write_profile(const Profile& profile, const std::string& path,

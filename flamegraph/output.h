@@ -1,5 +1,5 @@
 // Writing a profile to a file whose format follows its extension. Files are
-// complete or absent: written under a temporary name, then renamed. Under
+// complete or absent: written as a temporary file, then renamed. Under
 // sudo they belong to the user who ran it (see invoking_user).
 #pragma once
 
@@ -52,10 +52,16 @@ struct FileOwner {
 // leaves x.html as theirs; otherwise nobody else than this process.
 std::optional<FileOwner> invoking_user();
 
-// Writes `data` to `path` complete or not at all, as every output of
-// ember's: a new temporary file beside it (mode 0644 less the umask, under
-// sudo the user's), then renamed over it.
-std::expected<void, std::string> write_atomically(const std::string& path, std::string_view data);
+// Whom a file is for: an output (mode 0644 less the umask; under sudo, the
+// user's), or ember's own state (0600, left to this process's user).
+enum class FileFor { User, Ember };
+
+// Writes `data` to `path` complete or not at all, as every file of ember's:
+// a new temporary file beside it, unnamed while written where the file
+// system allows (a kill -9 leaves nothing), then renamed over it. A full
+// disk fails with the reason and leaves the previous file as it was.
+std::expected<void, std::string> write_atomically(const std::string& path, std::string_view data,
+                                                  FileFor whom = FileFor::User);
 
 // Fails, with the reason, if `path` could not be created now (missing
 // directory, no permission, read-only file system). Leaves nothing behind.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, only the packages ember is missing.
 #   scripts/deps.sh build   compile ember
-#   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3)
+#   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3, strace)
 #   scripts/deps.sh bench   test + bpftrace and GNU time (perf, the other peer the benchmarks compare against, is a test package)
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 set -euo pipefail
@@ -11,8 +11,9 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 # elfutils, libbpfcc-dev: oracles for the symbolizer; libc6-dbg, libstdc++6-12-dbg: real
 # distribution debug files (by build-id) to read. curl, jq, openssl, procps: the ember serve
 # tests' HTTP client, JSON reader, self-signed certificate and pgrep. linux-perf: the unwinding
-# tests' reference (perf --call-graph dwarf); sqlite3: a distribution binary without frame pointers.
-test=(catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3)
+# tests' reference (perf --call-graph dwarf); sqlite3: a distribution binary without frame pointers;
+# strace: holds ember inside a syscall (fsync) for the fault tests to kill it there.
+test=(catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace)
 bench=(bpftrace time)
 fuzz=(afl++)
 

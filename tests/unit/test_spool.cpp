@@ -62,7 +62,7 @@ TEST_CASE("spool: the oldest pending period first; sent ones stay; a restart res
     CHECK(c.pending_files == 2);
     CHECK(c.pending_profiles == 6);
     CHECK(c.bytes == std::string("secondfirstsame start").size());
-    std::ofstream(dir.path / "00000000000000000001.1.1.pending.tmp") << "cut short";
+    std::ofstream(dir.path / "00000000000000000001.1.1.pending.tmp.x1y2z3w4") << "cut short";
   }
   auto again = Spool::open(dir.path.string(), 1 << 20, 3600);
   REQUIRE(again);

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "flamegraph/output.h"
+
 namespace ember::fleet {
 namespace {
 
@@ -19,16 +21,6 @@ constexpr std::string_view kStates[] = {"pending", "sent", "rejected"};
 uint64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 }  // namespace
@@ -65,8 +57,8 @@ std::expected<std::unique_ptr<Spool>, std::string> Spool::open(const std::string
   DIR* d = opendir(dir.c_str());
   if (!d) return std::unexpected("spool.dir: cannot read '" + dir + "': " + std::strerror(errno));
   while (dirent* de = readdir(d))
-    if (std::string_view(de->d_name).ends_with(".tmp"))
-      unlinkat(dirfd(d), de->d_name, 0);  // a write cut short by a crash
+    if (std::string_view(de->d_name).find(".tmp.") != std::string_view::npos)
+      unlinkat(dirfd(d), de->d_name, 0);  // a write cut short by a crash (write_atomically's name)
   closedir(d);
   auto entries = list(dir);
   if (!entries) return std::unexpected("spool.dir: " + entries.error());
@@ -100,22 +92,15 @@ std::expected<void, std::string> Spool::add(uint64_t start_ns, uint64_t duration
   while (entries_.count(start_ns)) ++start_ns;  // two cuts within a ns: keep both, in order
   Entry e{start_ns, duration_ms, profiles, state, body.size(), {}};
   e.name = file_name(e);
-  std::string path = dir_ + "/" + e.name;
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0 && write_all(fd, body) && fsync(fd) == 0;
-  int saved = errno;
-  if (fd >= 0) close(fd);
-  if (ok && rename(tmp.c_str(), path.c_str()) == 0) {
+  auto written = flamegraph::write_atomically(dir_ + "/" + e.name, body, flamegraph::FileFor::Ember);
+  if (written) {
     entries_[start_ns] = e;
     apply_caps();
     return {};
   }
-  if (ok) saved = errno;
-  unlink(tmp.c_str());
   ++counts_.write_failures;
   counts_.dropped_profiles += profiles;
-  return std::unexpected("cannot write " + path + ": " + std::strerror(saved));
+  return std::unexpected(written.error());
 }
 
 std::optional<Spool::Entry> Spool::oldest_pending() {

@@ -191,6 +191,22 @@ class TriggerFile {
   std::string name_;
 };
 
+// Once the listener is up, a trigger file serves nothing: one left by a
+// client killed mid-attach (ember or jcmd under kill -9) is litter in the
+// JVM's working directory, removed here. Only an empty regular file, as
+// HotSpot's clients make.
+void remove_stale_triggers(const JvmProcess& jvm) {
+  std::string name = ".attach_pid" + std::to_string(jvm.ns_pid);
+  for (const std::string& path : {proc_path(jvm.pid, "cwd"), jvm.root + "/tmp"}) {
+    int dir = open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) continue;
+    struct stat st {};
+    if (fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+      unlinkat(dir, name.c_str(), 0);
+    close(dir);
+  }
+}
+
 std::string timeout_message(pid_t pid, int timeout_ms) {
   return "JVM " + std::to_string(pid) + " did not open its attach socket within " + seconds(timeout_ms) +
          ": it may run with -XX:+DisableAttachMechanism, or be too busy or suspended; "
@@ -202,7 +218,10 @@ std::string timeout_message(pid_t pid, int timeout_ms) {
 std::expected<void, std::string> open_listener(const JvmProcess& jvm, const std::string& socket_path,
                                                int timeout_ms) {
   std::string jvm_name = "JVM " + std::to_string(jvm.pid);
-  if (is_socket(socket_path)) return {};
+  if (is_socket(socket_path)) {
+    remove_stale_triggers(jvm);
+    return {};
+  }
   // A SIGQUIT to such a JVM would only print a thread dump into its log.
   if (jvm_flag(jvm.pid, "DisableAttachMechanism") == true)
     return std::unexpected(jvm_name +

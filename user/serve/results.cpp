@@ -10,9 +10,10 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <regex>
+
+#include "flamegraph/output.h"
 
 namespace ember {
 namespace {
@@ -105,20 +106,9 @@ std::string ResultStore::new_id() const {
 
 std::expected<void, std::string> ResultStore::save(const ResultInfo& info) const {
   std::string final_path = path(info.base + ".json");
-  std::string tmp = dir_ + "/." + info.base + ".json.tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    nlohmann::json j = to_json(info);
-    j.erase("files");  // sizes are read from the directory
-    out << j.dump(2) << '\n';
-    if (!out.flush()) return std::unexpected("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return std::unexpected("cannot write " + final_path + ": " + std::strerror(err));
-  }
-  return {};
+  nlohmann::json j = to_json(info);
+  j.erase("files");  // sizes are read from the directory
+  return flamegraph::write_atomically(final_path, j.dump(2) + "\n", flamegraph::FileFor::Ember);
 }
 
 std::vector<std::string> ResultStore::names() const {

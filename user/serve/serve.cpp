@@ -31,6 +31,7 @@
 
 #include "flamegraph/folded.h"
 #include "flamegraph/html.h"
+#include "flamegraph/output.h"
 #include "flamegraph/pprof.h"
 #include "user/fleet/spool_profile.h"
 #include "user/java/java_attach.h"
@@ -152,13 +153,8 @@ class Settings {
     auto clean = validate(j);
     if (!clean) return std::unexpected(clean.error());
     std::lock_guard g(mutex_);
-    std::string tmp = path_ + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << clean->dump(2) << '\n';
-      if (!out.flush()) return std::unexpected("cannot write " + tmp);
-    }
-    if (std::rename(tmp.c_str(), path_.c_str()) != 0) return std::unexpected("cannot write " + path_);
+    if (auto w = flamegraph::write_atomically(path_, clean->dump(2) + "\n", flamegraph::FileFor::Ember); !w)
+      return std::unexpected(w.error());
     value_ = *clean;
     return value_;
   }
