@@ -27,18 +27,33 @@ namespace {
 volatile sig_atomic_t g_stop_signal = 0;
 volatile sig_atomic_t g_stop_sent = 0;  // by kill(), not by the terminal
 
+// SIGINT, SIGTERM and SIGHUP (the terminal gone) stop the recording, which
+// is then written. A second Ctrl-C quits at once, writing nothing (files
+// are written whole or not at all, the kernel frees the BPF programs, the
+// JVM agents' leases end); SIGTERM and SIGHUP again change nothing, as
+// supervisors send them again (ember serve does, see Recorder::start).
 void on_stop_signal(int sig, siginfo_t* info, void*) {
+  if (g_stop_signal && sig != SIGINT) return;
+  if (g_stop_signal) {
+    static constexpr char kQuit[] = "\nember: stopped again: quitting without writing\n";
+    (void)!write(STDERR_FILENO, kQuit, sizeof kQuit - 1);
+    _exit(128 + sig);
+  }
   g_stop_signal = sig;
   g_stop_sent = info->si_code == SI_USER || info->si_code == SI_QUEUE;
 }
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 void install_stop_handlers() {
   struct sigaction sa{};
   sa.sa_sigaction = on_stop_signal;
   sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: poll() returns at once
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  for (int sig : kStopSignals) sigaction(sig, &sa, nullptr);
+  // Outputs are files: a closed pipe on stderr (ember record 2>&1 | head)
+  // must not end the recording before they are written.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 int print_error(const std::string& message) {
@@ -79,8 +94,8 @@ std::expected<Child, std::string> spawn_held(const std::vector<std::string>& com
     std::vector<char*> argv;
     for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    // Caught signals are reset by exec, ignored ones are not.
+    signal(SIGPIPE, SIG_DFL);
     for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
     execvp(argv[0], argv.data());
     int e = errno;
@@ -487,6 +502,9 @@ int run_record(const RecordOptions& o) {
   }
   status.clear();
   if (targets_gone) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
+  if (g_stop_signal)
+    std::fprintf(stderr, "ember: SIG%s: stopping, writing what was recorded%s\n", sigabbrev_np(g_stop_signal),
+                 g_stop_signal == SIGINT ? " (Ctrl-C again quits without writing)" : "");
   // The terminal signals the whole process group: forward only what was
   // sent to ember alone, or the command would see it twice.
   if (child && !child_status && g_stop_signal && g_stop_sent) kill(child->pid, g_stop_signal);
