@@ -402,9 +402,13 @@ class Agent {
     if (out.empty()) return;
     std::string body = encode_push_request(out);
     auto state = config_.server.url.empty() ? Spool::State::Sent : Spool::State::Pending;
+    uint64_t removed_before = spool_->counts().full_disk_removals;
     auto added = spool_->add(w.start_unix_ns, static_cast<uint64_t>(w.seconds * 1000), static_cast<uint32_t>(out.size()),
                              body, state);
     if (!added) log("a period is lost: %s", added.error().c_str());
+    if (uint64_t removed = spool_->counts().full_disk_removals - removed_before)
+      log("the spool's disk is full: %llu oldest periods removed from %s to make room",
+          static_cast<unsigned long long>(removed), spool_->dir().c_str());
     sender_.wake();
     // What the period freed (its graphs, binaries the symbolizer let go)
     // goes back to the kernel: glibc keeps freed heap pages otherwise, and

@@ -134,6 +134,9 @@ std::string metrics_text(const AgentMetrics& m, const Spool::Counts& spool) {
   t.metric("ember_agent_spool_bytes", "gauge", "Bytes in the spool directory.", static_cast<double>(spool.bytes));
   t.metric("ember_agent_spool_write_failures_total", "counter", "Periods the spool could not write.",
            static_cast<double>(spool.write_failures));
+  t.metric("ember_agent_spool_full_disk_removals_total", "counter",
+           "Periods removed from the spool, oldest first, to make room on a full disk.",
+           static_cast<double>(spool.full_disk_removals));
   t.metric("ember_agent_bytes_sent_total", "counter", "Bytes of profiles sent (compressed).", n(m.bytes_sent));
   t.metric("ember_agent_push_seconds_sum", "counter", "Time spent in push attempts.",
            static_cast<double>(m.push_seconds_micros.load()) / 1e6);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,6 +94,12 @@ std::expected<void, std::string> Spool::add(uint64_t start_ns, uint64_t duration
   Entry e{start_ns, duration_ms, profiles, state, body.size(), {}};
   e.name = file_name(e);
   auto written = flamegraph::write_atomically(dir_ + "/" + e.name, body, flamegraph::FileFor::Ember);
+  // A full disk: the oldest periods make room, as the size cap would.
+  while (!written && !entries_.empty() && lacks_room(body.size())) {
+    remove(oldest_to_free());
+    ++counts_.full_disk_removals;
+    written = flamegraph::write_atomically(dir_ + "/" + e.name, body, flamegraph::FileFor::Ember);
+  }
   if (written) {
     entries_[start_ns] = e;
     apply_caps();
@@ -101,6 +108,18 @@ std::expected<void, std::string> Spool::add(uint64_t start_ns, uint64_t duration
   ++counts_.write_failures;
   counts_.dropped_profiles += profiles;
   return std::unexpected(written.error());
+}
+
+bool Spool::lacks_room(uint64_t bytes) const {
+  struct statvfs fs {};
+  // A page for the file's own blocks and the directory's.
+  return statvfs(dir_.c_str(), &fs) == 0 && fs.f_bavail * fs.f_frsize < bytes + 2 * 4096;
+}
+
+std::map<uint64_t, Spool::Entry>::iterator Spool::oldest_to_free() {
+  // Sent and refused periods cost nothing to lose: they go first.
+  auto it = std::find_if(entries_.begin(), entries_.end(), [](const auto& kv) { return kv.second.state != State::Pending; });
+  return it != entries_.end() ? it : entries_.begin();
 }
 
 std::optional<Spool::Entry> Spool::oldest_pending() {

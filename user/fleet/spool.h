@@ -40,14 +40,16 @@ class Spool {
     uint64_t pending_files = 0;
     uint64_t dropped_profiles = 0;   // removed by a cap before they were sent (lost)
     uint64_t expired_profiles = 0;   // removed by a cap after they were sent or rejected
-    uint64_t write_failures = 0;     // periods that could not be written (disk full...)
+    uint64_t write_failures = 0;     // periods that could not be written
+    uint64_t full_disk_removals = 0;  // periods removed to make room on a full disk
   };
 
   // Opens (creates) `dir` and reads what an earlier run left.
   static std::expected<std::unique_ptr<Spool>, std::string> open(const std::string& dir, uint64_t max_bytes,
                                                                   double max_age_s);
-  // Keeps a period's request, then applies the caps. Fails (and counts) when
-  // the file cannot be written. `state`: Sent when there is no server to send to.
+  // Keeps a period's request, then applies the caps. On a full disk the
+  // oldest periods make room (sent ones first). Fails (and counts) when the
+  // file cannot be written. `state`: Sent when there is no server to send to.
   std::expected<void, std::string> add(uint64_t start_ns, uint64_t duration_ms, uint32_t profiles,
                                        std::string_view body, State state = State::Pending);
   // The oldest unsent period, if any.
@@ -72,6 +74,8 @@ class Spool {
   Spool(std::string dir, uint64_t max_bytes, double max_age_s) : dir_(std::move(dir)), max_bytes_(max_bytes), max_age_s_(max_age_s) {}
   void apply_caps();  // under mutex_
   void remove(std::map<uint64_t, Entry>::iterator it);
+  bool lacks_room(uint64_t bytes) const;  // the disk's free space is less than `bytes`
+  std::map<uint64_t, Entry>::iterator oldest_to_free();  // under mutex_, entries_ not empty
 
   std::string dir_;
   std::mutex mutex_;
