@@ -412,7 +412,7 @@ bench: deps-bench
 	$(Q)bench/unwind.sh
 	$(Q)bench/cgroup.sh
 	$(Q)bench/symbolize.sh
-	$(Q)bench/agent.sh
+	$(Q)bench/soak.sh agent
 	$(Q)bench/agent_capabilities.sh
 
 clean:

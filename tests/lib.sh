@@ -83,3 +83,46 @@ total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
 
 assert_contains() { grep -qE -- "$2" "$1" || fail "${3:-$1 has no line matching /$2/}"; }
 assert_absent() { ! grep -qE -- "$2" "$1" || fail "${3:-$1 has a line matching /$2/}"; }
+
+# ember's BPF objects, for tests that kill it: bpf_mark_before (before any
+# ember runs), bpf_learn_ember_maps (while one runs with all its maps),
+# then assert_no_bpf_left. Lines "prog ID NAME", "link ID prog ID",
+# "map ID NAME" (this bpftool has no pid iterator to name owners).
+bpf_objects() {
+	bpftool -j prog show | jq -r '.[] | "prog \(.id) \(.name // "")"'
+	bpftool -j link show | jq -r '.[] | "link \(.id) prog \(.prog_id)"'
+	bpftool -j map show | jq -r '.[] | "map \(.id) \(.name // "")"'
+}
+bpf_mark_before() {
+	command -v bpftool >/dev/null || skip "no bpftool (scripts/deps.sh build installs it)"
+	command -v jq >/dev/null || skip "no jq (scripts/deps.sh test installs it)"
+	bpf_objects >"$TMP/bpf.before"
+	: >"$TMP/bpf.names"
+}
+bpf_learn_ember_maps() {
+	bpf_objects | awk '$1 == "map" && $3 != ""' | grep -vxFf "$TMP/bpf.before" | awk '{ print $3 }' | sort -u >"$TMP/bpf.names"
+	[ -s "$TMP/bpf.names" ] || fail "no new BPF map while ember runs"
+	[ -n "$(ember_bpf_objects)" ] || fail "ember's BPF objects are not seen while it runs: $(bpf_objects | tail -5)"
+}
+# ember's, made since bpf_mark_before (an ember running before the test is
+# not the test's): programs named ember_*, links running them, and maps
+# bearing a name ember's maps bear.
+ember_bpf_objects() {
+	bpf_objects | awk -v before="$TMP/bpf.before" -v names="$TMP/bpf.names" '
+		FILENAME == before { old[$1 " " $2] = 1; next }
+		FILENAME == names { ours[$1] = 1; next }
+		old[$1 " " $2] { next }
+		$1 == "prog" && $3 ~ /^ember_/ { prog[$2] = 1; print; next }
+		$1 == "link" && prog[$4] { print; next }
+		$1 == "map" && ours[$3] { print }
+	' "$TMP/bpf.before" "$TMP/bpf.names" -
+}
+# assert_no_bpf_left WHEN: none within 10 s (the kernel frees a program once
+# its last file is closed, a map after an RCU grace period).
+assert_no_bpf_left() {
+	for _ in $(seq 100); do
+		[ -z "$(ember_bpf_objects)" ] && return
+		sleep 0.1
+	done
+	fail "$1: BPF objects of ember's left after 10 s: $(ember_bpf_objects | head -5)"
+}

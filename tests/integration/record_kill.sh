@@ -8,7 +8,6 @@
 # file made, the agent not loaded yet).
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v bpftool >/dev/null || skip "no bpftool (scripts/deps.sh build installs it)"
 command -v strace >/dev/null || skip "no strace (scripts/deps.sh test installs it)"
 command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
 # Real-time, so that it sees a phase of milliseconds while the JVM's
@@ -17,32 +16,10 @@ kill_when() { chrt -f 10 python3 "$ROOT/tests/tools/kill_when.py" "$@"; }
 OUT=$TMP/out
 mkdir "$OUT"
 
-# BPF objects: "prog ID NAME", "link ID prog ID", "map ID NAME" lines.
-bpf_objects() {
-	bpftool -j prog show | jq -r '.[] | "prog \(.id) \(.name // "")"'
-	bpftool -j link show | jq -r '.[] | "link \(.id) prog \(.prog_id)"'
-	bpftool -j map show | jq -r '.[] | "map \(.id) \(.name // "")"'
-}
-bpf_objects >"$TMP/before"
-# ember's, once it is gone: programs named ember_*, links running them, and
-# maps made since the test began bearing a name ember's maps bear.
-ember_objects() {
-	bpf_objects | awk -v before="$TMP/before" -v names="$TMP/map_names" '
-		FILENAME == before { old[$1 " " $2] = 1; next }
-		FILENAME == names { ours[$1] = 1; next }
-		$1 == "prog" && $3 ~ /^ember_/ { prog[$2] = 1; print; next }
-		$1 == "link" && prog[$4] { print; next }
-		$1 == "map" && !old[$1 " " $2] && ours[$3] { print }
-	' "$TMP/before" "$TMP/map_names" -
-}
-# assert_nothing_left PHASE: within 10 s (the kernel frees a program once
-# its last file is closed, a map after an RCU grace period).
+bpf_mark_before
+# assert_nothing_left PHASE: no BPF object, the earlier output as it was.
 assert_nothing_left() {
-	for _ in $(seq 100); do
-		[ -z "$(ember_objects)" ] && break
-		sleep 0.1
-	done
-	[ -z "$(ember_objects)" ] || fail "$1: BPF objects left 10 s after kill -9: $(ember_objects | head -5)"
+	assert_no_bpf_left "$1: after kill -9"
 	cmp -s "$OUT/a.html" "$TMP/a.html.first" || fail "$1: the earlier output changed"
 	[ "$(ls -A "$OUT")" = a.html ] || fail "$1: files left beside the output: $(ls -A "$OUT")"
 }
@@ -51,14 +28,11 @@ assert_nothing_left() {
 "$EMBER" record -d 0.5 -o "$OUT/a.html" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 cp "$OUT/a.html" "$TMP/a.html.first"
 
-# Recording: every program attached. Its maps' names, as bpftool shows
-# them, are what the other phases look for.
+# Recording: every program attached; its maps' names are learnt.
 "$EMBER" record -a -e cpu offcpu -o "$OUT/a.html" 2>"$TMP/err" &
 ember=$!
 wait_sampling $ember
-bpf_objects | awk '$1 == "map" && $3 != ""' | grep -vxFf "$TMP/before" | awk '{ print $3 }' | sort -u >"$TMP/map_names"
-[ -s "$TMP/map_names" ] || fail "no new BPF map while ember records"
-[ -n "$(ember_objects)" ] || fail "ember's objects are not seen while it records: $(bpf_objects | tail -5)"
+bpf_learn_ember_maps
 sleep 0.3
 kill -9 $ember
 wait $ember 2>/dev/null

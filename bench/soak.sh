@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# ember over time, beside a churning host: its own cost and whether it stays
+# flat.
+#   bench/soak.sh agent [MINUTES]   ember agent at its defaults (19 Hz on all
+#                                   CPUs, 15 s periods), pushing to the
+#                                   Pyroscope stand-in (default 10 minutes)
+#   bench/soak.sh record [MINUTES]  ember record -a at 99 Hz, a window of
+#                                   60 s written to disk each minute
+# The load: a native CPU workload on about half a CPU, 300 idle processes,
+# 2,000 short-lived processes a minute, a JVM that lives 50 s and is
+# replaced, and a JVM of 3 s every 20 s (JVMs attaching and exiting).
+# Prints a line a minute: ember's CPU % over that minute, RSS, open files,
+# BPF map memory (the maps' memlock, from its fds), JVMs whose agent it
+# reads, profiles (periods or windows) made and delivered. Then the means,
+# the start-up peak, the RSS and open-files slopes after the first two
+# minutes (least squares), and the checks: ember never exited, every
+# period pushed (agent) or every window written and readable (record).
+set -u
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODE=${1:-agent}
+MINUTES=${2:-10}
+[[ $MODE == agent || $MODE == record ]] || { echo "usage: bench/soak.sh agent|record [MINUTES]" >&2; exit 2; }
+TMP=$(mktemp -d /tmp/ember-bench-soak.XXXXXX)
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; pkill -P $$ 2>/dev/null; pkill -f "$TMP/classes"; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+SECONDS_IN=$((MINUTES * 60 + 60))
+
+# The load.
+for _ in $(seq 300); do sleep 100000 & PIDS+=($!); done
+"$ROOT/build/workloads/cpu_split" $SECONDS_IN >/dev/null &
+PIDS+=($!)
+"$ROOT/build/workloads/process_churn" $((MINUTES * 2000 + 2000)) $SECONDS_IN >/dev/null &
+PIDS+=($!)
+javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java"
+(while :; do java -cp "$TMP/classes" Workload 50 >/dev/null 2>&1; done) &
+PIDS+=($!)
+(while :; do java -cp "$TMP/classes" Workload 3 >/dev/null 2>&1; sleep 17; done) &
+PIDS+=($!)
+sleep 2
+
+if [[ $MODE == agent ]]; then
+	RECV_PORT=$(free_port)
+	METRICS_PORT=$(free_port)
+	python3 "$ROOT/tests/tools/pyroscope_receiver.py" --port "$RECV_PORT" --out "$TMP/received" >"$TMP/receiver.log" 2>&1 &
+	PIDS+=($!)
+	sleep 0.5
+	"$ROOT/build/ember" agent --server.url "http://127.0.0.1:$RECV_PORT" --spool.dir "$TMP/spool" \
+		--metrics.listen "127.0.0.1:$METRICS_PORT" 2>"$TMP/ember.log" &
+	EMBER_PID=$!
+	metric() { curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+	jvms() { metric ember_agent_jvms; }
+	made() { metric ember_agent_profiles_total; }
+	delivered() { metric ember_agent_profiles_pushed_total; }
+	echo "ember agent for $MINUTES min on $(nproc) CPUs: defaults (19 Hz, 15 s periods)"
+else
+	"$ROOT/build/ember" record -a -F 99 --window 60 -o "$TMP/soak.pb.gz" 2>"$TMP/ember.log" &
+	EMBER_PID=$!
+	# JVMs whose agent stream ember holds open (/tmp/ember-PID-*/N.jitmap).
+	jvms() { ls /tmp/ember-$EMBER_PID-*/ 2>/dev/null | grep -c 'jitmap$'; }
+	made() { grep -c '^ember: window ' "$TMP/ember.log"; }
+	delivered() { ls "$TMP" | grep -c '^soak\.[0-9]*\.pb\.gz$'; }
+	echo "ember record -a at 99 Hz for $MINUTES min on $(nproc) CPUs, a window a minute"
+fi
+PIDS+=($EMBER_PID)
+echo "load: cpu_split, 300 idle processes, 2,000 short-lived processes a minute, a JVM of 50 s after another, a JVM of 3 s every 20 s"
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$EMBER_PID/stat"; }
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$EMBER_PID/status"; }
+open_files() { ls "/proc/$EMBER_PID/fd" | wc -l; }
+# The memlock of ember's BPF maps, each once.
+bpf_map_kib() {
+	cat /proc/$EMBER_PID/fdinfo/* 2>/dev/null |
+		awk '/^pos:/ { type = "" } /^map_type:/ { type = $2 } /^map_id:/ { id = $2 }
+		     /^memlock:/ && type != "" && !(id in seen) { seen[id]; sum += $2 } END { print int(sum / 1024) }'
+}
+HZ=$(getconf CLK_TCK)
+printf '%6s %8s %8s %8s %6s %8s %5s %6s %9s\n' min "cpu %" "rss MB" "peak MB" files "bpf MB" jvms made delivered
+start_ticks=0
+: >"$TMP/series"
+peak=0
+for ((s = 1; s <= MINUTES * 60; s++)); do
+	sleep 1
+	kill -0 $EMBER_PID 2>/dev/null || { echo "bench: ember exited: $(tail -3 "$TMP/ember.log")"; exit 1; }
+	rss=$(rss_kib)
+	((rss > peak)) && peak=$rss
+	if ((s % 10 == 0)); then echo "$s $rss $(open_files)" >>"$TMP/series"; fi
+	if ((s % 60 == 0)); then
+		ticks=$(cpu_ticks)
+		printf '%6d %8.2f %8.1f %8.1f %6d %8.1f %5s %6s %9s\n' $((s / 60)) \
+			"$(bc -l <<<"100 * ($ticks - $start_ticks) / $HZ / 60")" "$(bc -l <<<"$rss / 1024")" \
+			"$(bc -l <<<"$peak / 1024")" "$(open_files)" "$(bc -l <<<"$(bpf_map_kib) / 1024")" "$(jvms)" \
+			"$(made)" "$(delivered)"
+		start_ticks=$ticks
+	fi
+done
+total_ticks=$(cpu_ticks)
+made_before_stop=$(made)
+kill -TERM $EMBER_PID
+wait $EMBER_PID
+status=$?
+echo
+awk -v hz="$HZ" -v ticks="$total_ticks" -v secs="$((MINUTES * 60))" -v peak="$peak" '
+	function slope(col,   i, n, sx, sy, sxx, sxy) {
+		for (i = 1; i <= NR; i++) if (t[i] > 120) { n++; sx += t[i]; sy += v[col, i]; sxx += t[i] * t[i]; sxy += t[i] * v[col, i] }
+		return n > 1 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0
+	}
+	{ t[NR] = $1; v[1, NR] = $2 / 1024; v[2, NR] = $3 }
+	END {
+		n = 0
+		for (i = 1; i <= NR; i++) if (t[i] > 120) { n++; steady += v[1, i] }
+		steady = n ? steady / n : v[1, NR]
+		printf "CPU: %.2f%% of one core on average (start-up included)\n", 100 * ticks / hz / secs
+		printf "RSS: %.1f MB at 10 s, %.1f MB at the end, peak %.1f MB (%.2fx the steady mean %.1f MB)\n", \
+			v[1, 1], v[1, NR], peak / 1024, peak / 1024 / steady, steady
+		printf "slopes after the first 2 minutes: RSS %+.2f MB/hour, open files %+.1f/hour\n", slope(1) * 3600, slope(2) * 3600
+	}' "$TMP/series"
+echo "ember exited $status after SIGTERM"
+if [[ $MODE == agent ]]; then
+	grep -E "stopped after" "$TMP/ember.log" | sed 's/^/last line: /'
+	echo "profiles received: $(grep -c '"api"' "$TMP/received/log.jsonl") of $made_before_stop made before the stop"
+else
+	windows=$(delivered)
+	unreadable=0
+	for f in "$TMP"/soak.[0-9]*.pb.gz; do
+		"$ROOT/build/ember" report -n 1 "$f" >/dev/null 2>&1 || unreadable=$((unreadable + 1))
+	done
+	echo "windows written: $windows ($made_before_stop before the stop, then the last one), $unreadable unreadable"
+fi
