@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "flamegraph/protobuf.h"
+#include "user/fleet/http.h"
 #include "user/fleet/pyroscope.h"
 
 using namespace ember;
@@ -70,4 +71,24 @@ TEST_CASE("pyroscope: a push request reads back as it was written; corrupt ones 
   CHECK((*back)[0].id == "id-1");
   CHECK((*back)[1].profile == "pprof-2");
   CHECK_FALSE(fleet::decode_push_request(body.substr(0, body.size() - 3)));
+}
+
+TEST_CASE("pyroscope: the server's answers: what to do, its message, its Retry-After") {
+  CHECK(fleet::next_for_status(200) == fleet::SendResult::Next::Done);
+  CHECK(fleet::next_for_status(429) == fleet::SendResult::Next::Retry);
+  CHECK(fleet::next_for_status(503) == fleet::SendResult::Next::Retry);
+  CHECK(fleet::next_for_status(400) == fleet::SendResult::Next::GiveUp);
+  CHECK(fleet::error_message(R"({"code":"invalid_argument","message":"too many samples"})") == "too many samples");
+  CHECK(fleet::error_message("plain text\r\n") == "plain text");
+  CHECK(fleet::error_message("") == "(no message)");
+  CHECK(fleet::error_message(std::string(1000, 'x')).size() == 300);
+
+  std::time_t now = 784111777;  // Sun, 06 Nov 1994 08:49:37 GMT
+  CHECK(fleet::parse_retry_after("120", now) == 120);
+  CHECK(fleet::parse_retry_after(" 7 ", now) == 7);
+  CHECK(fleet::parse_retry_after("Sun, 06 Nov 1994 08:51:37 GMT", now) == 120);
+  CHECK(fleet::parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now) == 0);  // already past
+  for (const char* bad : {"", "-5", "1e300", "inf", "nan", "12s", "99999999999", "Sun, 06 Nov 1994 08:51:37",
+                          "Sunday, 06-Nov-94 08:49:37 GMT"})
+    CHECK_FALSE(fleet::parse_retry_after(bad, now));
 }

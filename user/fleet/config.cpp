@@ -434,13 +434,12 @@ const std::vector<KeyInfo>& agent_keys() {
   return infos;
 }
 
-std::expected<AgentConfig, std::string> load_agent_config(const std::string& file, const KeyValues& flags) {
+std::expected<AgentConfig, std::string> parse_agent_config(std::istream* in, const std::string& file,
+                                                          const KeyValues& flags) {
   AgentConfig c;
-  if (!file.empty()) {
-    std::ifstream in(file);
-    if (!in) return std::unexpected("--config: cannot read '" + file + "': " + std::strerror(errno));
+  if (in) {
     try {
-      toml::table table = toml::parse(in, file);
+      toml::table table = toml::parse(*in, file);
       if (auto e = read_table(file, table, "", c)) return std::unexpected(*e);
     } catch (const toml::parse_error& e) {
       return std::unexpected(file + ":" + std::to_string(e.source().begin.line) + ": not TOML: " +
@@ -452,7 +451,18 @@ std::expected<AgentConfig, std::string> load_agent_config(const std::string& fil
     if (!key) return std::unexpected("--" + name + ": not a key of ember agent");
     if (auto e = key->set(c, values)) return std::unexpected("--" + name + ": " + *e);
   }
-  if (auto e = check_whole(c)) return std::unexpected(*e);
+  return c;
+}
+
+std::expected<AgentConfig, std::string> load_agent_config(const std::string& file, const KeyValues& flags) {
+  std::ifstream in;
+  if (!file.empty()) {
+    in.open(file);
+    if (!in) return std::unexpected("--config: cannot read '" + file + "': " + std::strerror(errno));
+  }
+  auto c = parse_agent_config(file.empty() ? nullptr : &in, file, flags);
+  if (!c) return c;
+  if (auto e = check_whole(*c)) return std::unexpected(*e);
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <istream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,6 +92,11 @@ const std::vector<KeyInfo>& agent_keys();
 // The configuration of `file` (none: "") with `flags` over it, checked:
 // the error names the key (and the file's line) and the fix.
 std::expected<AgentConfig, std::string> load_agent_config(const std::string& file, const KeyValues& flags);
+// Its first half, which touches no file: the TOML text of `in` (none:
+// null), named `file` in errors, and `flags` over it, each key checked
+// alone. load_agent_config then checks the whole (files, the spool).
+std::expected<AgentConfig, std::string> parse_agent_config(std::istream* in, const std::string& file,
+                                                          const KeyValues& flags);
 
 // Parses "15s", "500ms", "2m", "24h" (seconds without a unit).
 std::optional<double> parse_seconds(const std::string& text);

@@ -1,5 +1,10 @@
 #include "user/fleet/http.h"
 
+#include <time.h>
+
+#include <charconv>
+#include <ctime>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -48,6 +53,12 @@ std::string sample_type_config(std::string_view pprof) {
   return config.dump();
 }
 
+// The Retry-After of an answer, 0 if none or unreadable.
+double retry_after(const httplib::Response& res) {
+  if (!res.has_header("Retry-After")) return 0;
+  return parse_retry_after(res.get_header_value("Retry-After"), std::time(nullptr)).value_or(0);
+}
+
 }  // namespace
 
 SendResult::Next next_for_status(int status) {
@@ -62,6 +73,22 @@ std::string error_message(std::string_view body) {
   std::string text(body.substr(0, 300));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   return text.empty() ? "(no message)" : text;
+}
+
+std::optional<double> parse_retry_after(std::string_view value, std::time_t now) {
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  uint32_t seconds = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  if (!value.empty() && ec == std::errc() && end == value.data() + value.size()) return seconds;
+  // IMF-fixdate, the form servers send: "Sun, 06 Nov 1994 08:49:37 GMT".
+  std::tm tm{};
+  std::string text(value);
+  const char* rest = strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (!rest || *rest) return std::nullopt;
+  std::time_t at = timegm(&tm);
+  if (at == -1) return std::nullopt;
+  return at > now ? static_cast<double>(at - now) : 0.0;
 }
 
 PyroscopeClient::PyroscopeClient(const AgentConfig& config) : server_(config.server) {
@@ -98,7 +125,7 @@ SendResult PyroscopeClient::post(const std::string& path, std::string_view body,
   r.next = next_for_status(res->status);
   r.bytes_sent = body.size();
   if (r.next != SendResult::Next::Done) r.message = error_message(res->body);
-  if (res->has_header("Retry-After")) r.retry_after_s = std::atof(res->get_header_value("Retry-After").c_str());
+  r.retry_after_s = retry_after(*res);
   return r;
 }
 
@@ -131,6 +158,7 @@ SendResult PyroscopeClient::ingest(const Spool::Entry& period, std::string_view 
       r.status = res->status;
       r.next = next_for_status(res->status);
       if (r.next != SendResult::Next::Done) r.message = error_message(res->body);
+      r.retry_after_s = retry_after(*res);
       r.bytes_sent = s.profile.size();
     }
     total.bytes_sent += r.bytes_sent;

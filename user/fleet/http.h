@@ -12,6 +12,8 @@
 #include <chrono>
 #include <expected>
 #include <memory>
+#include <ctime>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -75,5 +77,8 @@ SendResult::Next next_for_status(int status);
 // The message of an error answer: Connect's and Pyroscope's JSON
 // {"code":..., "message": ...}, else the body's start.
 std::string error_message(std::string_view body);
+// A Retry-After header's wait in seconds from `now`: delay-seconds, or an
+// HTTP date (RFC 9110); nothing if it is neither.
+std::optional<double> parse_retry_after(std::string_view value, std::time_t now);
 
 }  // namespace ember::fleet

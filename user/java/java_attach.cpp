@@ -327,9 +327,9 @@ std::string hung_up(pid_t pid, std::string_view command) {
          "': it may be exiting, or it refused ember's uid/gid (it answers only its own user, or root)";
 }
 
-// Keeps a garbled reply printable in a message.
-std::string printable(std::string_view s) {
-  std::string out(s.substr(0, 60));
+// Keeps a garbled reply printable in a message, at most `max` bytes of it.
+std::string printable(std::string_view s, size_t max = 60) {
+  std::string out(s.substr(0, max));
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '.';
   return out;
@@ -383,16 +383,7 @@ std::expected<AttachResult, std::string> exchange(int fd, pid_t pid, std::string
                              std::to_string(kMaxReply >> 20) + " MiB");
   }
   if (reply.empty()) return std::unexpected(hung_up(pid, command));
-
-  size_t nl = reply.find('\n');
-  std::string_view first = std::string_view(reply).substr(0, nl);
-  AttachResult result;
-  auto [end, ec] = std::from_chars(first.data(), first.data() + first.size(), result.code);
-  if (ec != std::errc() || end != first.data() + first.size())
-    return std::unexpected(jvm_name + " answered the attach request with something unexpected: '" +
-                           printable(reply) + "'");
-  result.output = nl == reply.npos ? std::string() : reply.substr(nl + 1);
-  return result;
+  return parse_attach_reply(reply, jvm_name);
 }
 
 std::expected<void, std::string> check_request(std::string_view command, std::span<const std::string> args) {
@@ -509,6 +500,48 @@ std::vector<pid_t> JvmScanner::scan() {
   return found;
 }
 
+std::expected<AttachResult, std::string> parse_attach_reply(std::string_view reply, std::string_view jvm_name) {
+  size_t nl = reply.find('\n');
+  std::string_view first = reply.substr(0, nl);
+  AttachResult result;
+  auto [end, ec] = std::from_chars(first.data(), first.data() + first.size(), result.code);
+  if (reply.empty() || ec != std::errc() || end != first.data() + first.size())
+    return std::unexpected(std::string(jvm_name) + " answered the attach request with something unexpected: '" +
+                           printable(reply) + "'");
+  result.output = nl == reply.npos ? std::string() : std::string(reply.substr(nl + 1));
+  return result;
+}
+
+std::expected<void, std::string> check_load_reply(const AttachResult& reply, std::string_view agent_path,
+                                                  std::string_view jvm_name) {
+  // JDK 17 answers "-1\nPATH was not loaded.\nDLERROR\n" when the library
+  // does not load, and "0\nreturn code: N\n" once Agent_OnAttach returned N.
+  // JDK 8 answers N as the code itself, with no output.
+  std::string_view out = reply.output;
+  std::string not_loaded = std::string(agent_path) + " was not loaded.";
+  if (reply.code != 0) {
+    std::string why;
+    while (!out.empty()) {
+      std::string_view line = out.substr(0, out.find('\n'));
+      out.remove_prefix(std::min(out.size(), line.size() + 1));
+      if (line.empty() || line == not_loaded) continue;
+      why += (why.empty() ? "" : "; ") + printable(line, 300);
+    }
+    if (why.empty()) why = "the load command failed with code " + std::to_string(reply.code);
+    return std::unexpected(std::string(jvm_name) + " could not load the agent " + std::string(agent_path) + ": " + why);
+  }
+  constexpr std::string_view kPrefix = "return code: ";
+  if (out.starts_with(kPrefix)) out.remove_prefix(kPrefix.size());
+  out = out.substr(0, out.find('\n'));
+  int agent_code = 0;
+  auto [end, ec] = std::from_chars(out.data(), out.data() + out.size(), agent_code);
+  if (ec == std::errc() && end == out.data() + out.size() && agent_code != 0)
+    return std::unexpected("the agent " + std::string(agent_path) + " failed to start in " + std::string(jvm_name) +
+                           ": its Agent_OnAttach returned " + std::to_string(agent_code) +
+                           " (its own messages are in the JVM's output)");
+  return {};
+}
+
 std::expected<AttachResult, std::string> attach_command(pid_t pid, std::string_view command,
                                                         std::span<const std::string> args, int timeout_ms) {
   if (auto ok = check_request(command, args); !ok) return std::unexpected(ok.error());
@@ -558,36 +591,15 @@ std::expected<void, std::string> load_agent(pid_t pid, const std::string& agent_
   std::string args[] = {agent_path, "true", options};
   auto reply = attach_command(pid, "load", args, timeout_ms);
   if (!reply) return std::unexpected(reply.error());
-  std::string jvm_name = "JVM " + std::to_string(pid);
-  // JDK 17 answers "-1\nPATH was not loaded.\nDLERROR\n" when the library
-  // does not load, and "0\nreturn code: N\n" once Agent_OnAttach returned N.
-  // JDK 8 answers N as the code itself, with no output.
-  std::string_view out = reply->output;
-  if (reply->code != 0) {
-    std::string why;
-    while (!out.empty()) {
-      std::string_view line = out.substr(0, out.find('\n'));
-      out.remove_prefix(std::min(out.size(), line.size() + 1));
-      if (line.empty() || line == agent_path + " was not loaded.") continue;
-      why += (why.empty() ? "" : "; ") + std::string(line);
-    }
-    if (why.empty()) why = "the load command failed with code " + std::to_string(reply->code);
+  auto loaded = check_load_reply(*reply, agent_path, "JVM " + std::to_string(pid));
+  if (!loaded && reply->code != 0) {
     auto jvm = inspect_jvm(pid);
     if (jvm && jvm->own_mount_ns)
-      why += " (the JVM has its own mount namespace, where the path must exist: copy the agent under " +
-             jvm->root + "/ and give the path inside)";
-    return std::unexpected(jvm_name + " could not load the agent " + agent_path + ": " + why);
+      return std::unexpected(loaded.error() +
+                             " (the JVM has its own mount namespace, where the path must exist: copy the agent under " +
+                             jvm->root + "/ and give the path inside)");
   }
-  constexpr std::string_view kPrefix = "return code: ";
-  if (out.starts_with(kPrefix)) out.remove_prefix(kPrefix.size());
-  out = out.substr(0, out.find('\n'));
-  int agent_code = 0;
-  auto [end, ec] = std::from_chars(out.data(), out.data() + out.size(), agent_code);
-  if (ec == std::errc() && end == out.data() + out.size() && agent_code != 0)
-    return std::unexpected("the agent " + agent_path + " failed to start in " + jvm_name +
-                           ": its Agent_OnAttach returned " + std::to_string(agent_code) +
-                           " (its own messages are in the JVM's output)");
-  return {};
+  return loaded;
 }
 
 }  // namespace ember::java

@@ -82,4 +82,13 @@ std::expected<AttachResult, std::string> attach_command_at(const std::string& so
                                                            std::span<const std::string> args,
                                                            int timeout_ms = 5000);
 
+// The reply to an attach command: its first line, the code, then the
+// command's output. `jvm_name` names the JVM in the error.
+std::expected<AttachResult, std::string> parse_attach_reply(std::string_view reply, std::string_view jvm_name);
+
+// What a "load" reply says: fine if the library loaded and Agent_OnAttach
+// returned 0; otherwise why, for the user.
+std::expected<void, std::string> check_load_reply(const AttachResult& reply, std::string_view agent_path,
+                                                  std::string_view jvm_name);
+
 }  // namespace ember::java

@@ -239,13 +239,26 @@ void Session::poll(int timeout_ms) {
 }
 
 void Session::watch_jvms() {
-  for (uint32_t pid : collector_.jvm_pids())
+  std::vector<uint32_t> jvms = collector_.jvm_pids();
+  for (uint32_t pid : jvms)
     if (!jvm_watches_.count(pid)) {
       auto w = JvmWatch::start(static_cast<pid_t>(pid));
       jvm_watches_[pid].watch = w ? std::optional<JvmWatch>(std::move(*w)) : std::nullopt;
     }
   for (auto& [pid, w] : jvm_watches_)
-    if (w.watch && !w.ended && !w.watch->poll()) w.ended = true;
+    if (w.watch && !w.watch->poll()) {
+      w.ended_summary = w.watch->summary();
+      w.ended_order = ++jvms_ended_;
+      w.watch.reset();
+    }
+  // JVMs gone: those without a summary at once, the others once
+  // kEndedJvmsKept more have ended.
+  std::erase_if(jvm_watches_, [&](const auto& entry) {
+    const Watched& w = entry.second;
+    if (w.watch) return false;
+    if (w.ended_order) return w.ended_order + kEndedJvmsKept <= jvms_ended_;
+    return std::find(jvms.begin(), jvms.end(), entry.first) == jvms.end();
+  });
 }
 
 Window Session::cut(bool final, const StackSink& each_stack) {
@@ -353,7 +366,7 @@ std::vector<std::string> Session::warnings() const {
 std::vector<std::pair<uint32_t, std::string>> Session::jvm_summaries() const {
   std::vector<std::pair<uint32_t, std::string>> out;
   for (const auto& [pid, w] : jvm_watches_)
-    if (w.watch) out.emplace_back(pid, w.watch->summary());
+    if (w.watch || !w.ended_summary.empty()) out.emplace_back(pid, w.watch ? w.watch->summary() : w.ended_summary);
   return out;
 }
 

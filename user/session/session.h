@@ -165,12 +165,18 @@ class Session {
   double window_start_s_ = 0;
   uint64_t window_start_unix_ns_ = 0;
   SamplerCounters window_counters_;
-  // Each JVM's telemetry, from its hsperfdata, read at every poll so each GC is seen.
+  // Each JVM's telemetry, from its hsperfdata, read at every poll so each
+  // GC is seen. A JVM that exited lets its file go and keeps its summary;
+  // the summaries of the kEndedJvmsKept last to exit stay, so a session
+  // through endless short-lived JVMs holds no more.
   struct Watched {
-    std::optional<JvmWatch> watch;  // none: no hsperfdata (-XX:-UsePerfData)
-    bool ended = false;             // the JVM exited: its summary stands
+    std::optional<JvmWatch> watch;  // none: no hsperfdata (-XX:-UsePerfData), or ended
+    std::string ended_summary;      // the JVM exited: its summary stands
+    uint64_t ended_order = 0;       // 1, 2, ... in the order they ended
   };
   std::map<uint32_t, Watched> jvm_watches_;
+  uint64_t jvms_ended_ = 0;
+  static constexpr size_t kEndedJvmsKept = 64;
   java::JvmScanner jvm_scanner_;
   bool whole_host_ = false;  // no pids, tids or command: JVMs are found on the host
   double next_jvm_scan_s_ = 0;
