@@ -245,8 +245,11 @@ void Session::watch_jvms() {
       auto w = JvmWatch::start(static_cast<pid_t>(pid));
       jvm_watches_[pid].watch = w ? std::optional<JvmWatch>(std::move(*w)) : std::nullopt;
     }
+  // A JVM's file reads on after it exits (mapped, deleted): it ends when
+  // the collector forgets the JVM too.
+  auto known = [&](uint32_t pid) { return std::find(jvms.begin(), jvms.end(), pid) != jvms.end(); };
   for (auto& [pid, w] : jvm_watches_)
-    if (w.watch && !w.watch->poll()) {
+    if (w.watch && (!known(pid) || !w.watch->poll())) {
       w.ended_summary = w.watch->summary();
       w.ended_order = ++jvms_ended_;
       w.watch.reset();
@@ -257,7 +260,7 @@ void Session::watch_jvms() {
     const Watched& w = entry.second;
     if (w.watch) return false;
     if (w.ended_order) return w.ended_order + kEndedJvmsKept <= jvms_ended_;
-    return std::find(jvms.begin(), jvms.end(), entry.first) == jvms.end();
+    return !known(entry.first);
   });
 }
 

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# JVMs that come and go beside ember agent: each is attached while it runs
+# (its stream and its hsperfdata open in the agent), and once it has exited
+# and a period has passed the agent holds nothing of it: no file (the
+# hsperfdata file reads on after the JVM deletes it, so only forgetting the
+# JVM closes it), no stream directory. The soak found 7 such files a minute
+# kept open beside a JVM every 20 s.
+. "$(dirname "$0")/../lib.sh"
+need_bpf
+command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
+javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+"$EMBER" agent --period 1s --frequency 49 --events cpu --spool.dir "$TMP/spool" --metrics.listen "" 2>"$TMP/agent.log" &
+agent=$!
+BACKGROUND+=($agent)
+# held PATTERN: the agent's open files whose path matches.
+held() { ls -l "/proc/$agent/fd" 2>/dev/null | grep -cE -- "$1"; }
+sleep 1
+ours=""
+for i in 1 2 3; do
+	java -cp "$TMP/classes" Workload 30 >/dev/null 2>&1 &
+	jvm=$!
+	for _ in $(seq 150); do
+		(($(held "hsperfdata_[^/]*/$jvm\$") > 0)) && ls -d /tmp/ember-$agent-*/ >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	(($(held "hsperfdata_[^/]*/$jvm\$") > 0)) || fail "JVM $i ($jvm) not watched within 15 s: $(tail -3 "$TMP/agent.log")"
+	kill $jvm
+	wait $jvm 2>/dev/null
+	ours+="${ours:+|}$jvm"
+done
+ours="hsperfdata_[^/]*/($ours)( |\$)"
+# Two periods: the last JVM's exit is seen, then it is forgotten.
+for _ in $(seq 50); do
+	(($(held "$ours") == 0)) && break
+	sleep 0.1
+done
+(($(held "$ours") == 0)) || fail "files of exited JVMs still open 5 s later: $(ls -l /proc/$agent/fd | grep -E "$ours")"
+kill -0 $agent || fail "the agent died: $(tail -3 "$TMP/agent.log")"
+echo "3 JVMs watched, then let go once they exited: no file of theirs held"
