@@ -68,7 +68,7 @@ $(BUILD)/$(1)/lib$(2).a: $$(SRC_$(2):%.cpp=$(BUILD)/$(1)/%.o) $$(ASM_$(2))
 	$$(call msg,AR,$$@)
 	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
 endef
-$(foreach tree,obj san,$(foreach lib,$(LIBS),$(eval $(call archive_rule,$(tree),$(lib)))))
+$(foreach tree,obj san afl,$(foreach lib,$(LIBS),$(eval $(call archive_rule,$(tree),$(lib)))))
 # One BPF object: the event programs and the unwinder they call, linked.
 BPF_SKELS := $(BUILD)/profile.skel.h
 # The parts that define the maps others declare extern (record.bpf.h,
@@ -318,47 +318,42 @@ $(BUILD)/oracle/bcc_symbolize: tests/oracle/bcc_symbolize.cpp
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) -O1 -g -std=c++2b $(WARN) $< -lbcc -o $@
 
-# Fuzzing the readers: replays of the kept corpus run in `make test`;
-# `make fuzz` grows the corpus with AFL++ (FUZZ_SECONDS per target). Its
-# gcc plugin (afl-g++-fast) refuses Debian 12's gcc build and clang 14 lacks
-# C++23 <expected>, so the classic afl-g++ instrumentation it is.
-FUZZ_TARGETS := folded pprof elf perfmap jitmap
-# What each harness links: the flamegraph readers, or the symbolizer's
-# parsers of ELF/DWARF (libelf, libdw), of maps and perf maps and of JVM
-# agents' streams (the Java events' reader is java's), and the unwind
-# table builder.
-FLAMEGRAPH_FUZZ := folded pprof
-SYMBOLIZER_FUZZ := elf perfmap jitmap
-SYMBOLIZER_FUZZ_SRC := symbolizer/elf_symbols.cpp symbolizer/dwarf_index.cpp symbolizer/debug_info.cpp symbolizer/proc_maps.cpp \
-	symbolizer/jit_map.cpp user/java/java_events.cpp unwind/cfi_table.cpp
-SYMBOLIZER_FUZZ_LIBS := -ldw -ldebuginfod -lelf -llzma -lz
-$(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/replay-%): $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
-		$(BUILD)/san/libflamegraph.a
+# Fuzzing every reader of outside data: replays of the kept corpus run in
+# `make test`; `make fuzz` grows the corpus with AFL++ (FUZZ_SECONDS per
+# target). Its gcc plugin (afl-g++-fast) refuses Debian 12's gcc build and
+# clang 14 lacks C++23 <expected>, so the classic afl-g++ instrumentation
+# it is. Targets: the flamegraph readers (folded, pprof), the symbolizer's
+# ELF/DWARF, maps and perf-map parsers (elf, perfmap), the JVM agents'
+# streams (jitmap), a JVM's attach replies and hsperfdata (attach,
+# hsperf), the agent's configuration and its backend's answers
+# (agent_config, backend), and what clients send ember serve (serve).
+FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve
+# The replay of every corpus (make test): one binary, each harness under the
+# sanitizers with its entry renamed fuzz_TARGET (a link of the san tree
+# takes ~30 s: one, not one a target).
+FUZZ_OBJ := $(FUZZ_TARGETS:%=$(BUILD)/san/tests/fuzz/fuzz_%.o)
+$(BUILD)/san/tests/fuzz/fuzz_%.o: CXXFLAGS += -DLLVMFuzzerTestOneInput=$(basename $(notdir $@))
+$(BUILD)/san/tests/fuzz/replay.o: CXXFLAGS += -DFUZZ_ALL="$(foreach t,$(FUZZ_TARGETS),TARGET($(t)))"
+$(BUILD)/fuzz/replay: $(FUZZ_OBJ) $(BUILD)/san/tests/fuzz/replay.o $(LIBS:%=$(BUILD)/san/lib%.a)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(SAN_OPT) $(filter %.cpp %.a,$^) -lz -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.o,$^) $(call archives,san) $(LDLIBS) $(HTTP_LIBS) -o $@
 
-$(SYMBOLIZER_FUZZ:%=$(BUILD)/fuzz/replay-%): $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
-		$(BUILD)/san/libsymbolizer.a $(BUILD)/san/libunwind.a
-	$(call msg,LINK,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(SAN_OPT) $(filter %.cpp %.a,$^) $(SYMBOLIZER_FUZZ_LIBS) -o $@
-$(BUILD)/fuzz/replay-jitmap: $(BUILD)/san/libjava.a
-
-$(FLAMEGRAPH_FUZZ:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
-		$(SRC_flamegraph) flamegraph/html_template.S flamegraph/flamegraph.html
+# The AFL++ tree: the libraries built again by afl-g++ (only ember's code
+# is instrumented: libelf and libdw steer the search through what they
+# hand back, and crash it if they crash).
+AFL_CXX = AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++
+$(BUILD)/afl/%.o: %.cpp | $(BPF_SKELS)
 	$(call msg,AFL,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++ -std=c++2b -O1 -g -I. -fsanitize=address,undefined $< tests/fuzz/replay.cpp \
-		$(SRC_flamegraph) flamegraph/html_template.S -lz -o $@
+	$(Q)$(AFL_CXX) $(CXXFLAGS) -O1 -fsanitize=address,undefined -Wno-maybe-uninitialized -c $< -o $@
 
-# Only ember's code is instrumented: libelf and libdw steer the search
-# through what they hand back, and crash it if they crash.
-$(SYMBOLIZER_FUZZ:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp $(SYMBOLIZER_FUZZ_SRC)
+$(FUZZ_TARGETS:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cpp tests/fuzz/replay.cpp \
+		$(LIBS:%=$(BUILD)/afl/lib%.a)
 	$(call msg,AFL,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)AFL_QUIET=1 AFL_CC_COMPILER=GCC afl-g++ -std=c++2b -O1 -g -I. -Ibpf -fsanitize=address,undefined $< tests/fuzz/replay.cpp \
-		$(SYMBOLIZER_FUZZ_SRC) $(SYMBOLIZER_FUZZ_LIBS) -o $@
+	$(Q)$(AFL_CXX) $(CXXFLAGS) -O1 -fsanitize=address,undefined $(filter %.cpp,$^) $(call archives,afl) \
+		$(LDLIBS) $(HTTP_LIBS) -o $@
 
 FUZZ_SECONDS ?= 60
 # ELF inputs are ~10 KB each and AFL queues hundreds: their finds stay in
@@ -399,7 +394,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
-		$(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%) $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn
+		$(BUILD)/fuzz/replay $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn
 	$(Q)tests/run.sh
 
 bench: deps-bench

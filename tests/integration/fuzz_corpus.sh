@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The fuzz corpus (tests/fuzz/corpus/TARGET, grown by `make fuzz` with
-# AFL++) as a regression test: every input through its target (the folded
-# and pprof readers; the symbolizer's ELF/DWARF readers, its maps and
-# perf-map parsers, and the readers of JVM agents' streams) under AddressSanitizer and UBSan, without a crash.
+# AFL++) as a regression test: every input through its harness under
+# AddressSanitizer and UBSan, without a crash. The targets are every reader
+# of outside data: profiles (folded, pprof), binaries (elf), maps and perf
+# maps (perfmap), JVM agents' streams (jitmap), a JVM's attach replies and
+# hsperfdata (attach, hsperf), the agent's configuration and its backend's
+# answers (agent_config, backend), what clients send ember serve (serve).
 . "$(dirname "$0")/../lib.sh"
-for target in folded pprof elf perfmap jitmap; do
-	"$ROOT/build/fuzz/replay-$target" "$ROOT/tests/fuzz/corpus/$target" >"$TMP/out" 2>&1 ||
-		fail "$target: $(tail -20 "$TMP/out")"
+for dir in "$ROOT"/tests/fuzz/corpus/*/; do
+	target=$(basename "$dir")
+	"$ROOT/build/fuzz/replay" "$target" "$dir" >"$TMP/out" 2>&1 || fail "$target: $(tail -20 "$TMP/out")"
 	echo "$target: $(cat "$TMP/out")"
 done

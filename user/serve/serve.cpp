@@ -139,7 +139,7 @@ class Settings {
     std::ifstream in(path_);
     if (!in) return;
     json j = json::parse(in, nullptr, false);
-    if (auto clean = validate(j)) value_ = *clean;
+    if (auto clean = serve::check_settings(j)) value_ = *clean;
   }
   json get() const {
     std::lock_guard g(mutex_);
@@ -150,7 +150,7 @@ class Settings {
     return value_.contains("view") ? value_["view"].dump() : "";
   }
   std::expected<json, std::string> set(const json& j) {
-    auto clean = validate(j);
+    auto clean = serve::check_settings(j);
     if (!clean) return std::unexpected(clean.error());
     std::lock_guard g(mutex_);
     if (auto w = flamegraph::write_atomically(path_, clean->dump(2) + "\n", flamegraph::FileFor::Ember); !w)
@@ -159,67 +159,7 @@ class Settings {
     return value_;
   }
 
-  // Only known fields of the right types; the page's viewer checks the
-  // view's regexes again when it opens a graph.
-  static std::expected<json, std::string> validate(const json& j) {
-    if (!j.is_object()) return std::unexpected("settings must be a JSON object");
-    json out = json::object();
-    for (const auto& [key, v] : j.items()) {
-      if (key == "event") {
-        const auto& events = serve_events();
-        if (!v.is_string() || std::find(events.begin(), events.end(), v.get<std::string>()) == events.end())
-          return std::unexpected("settings: unknown event");
-        out[key] = v;
-      } else if (key == "frequency" || key == "interval") {
-        if (!v.is_number_unsigned()) return std::unexpected("settings: " + key + " must be a positive integer");
-        out[key] = v;
-      } else if (key == "duration") {
-        if (!v.is_number() || v.get<double>() < 0) return std::unexpected("settings: duration must be a number >= 0");
-        out[key] = v;
-      } else if (key == "min_block") {
-        if (!v.is_string() || v.get<std::string>().size() > 32) return std::unexpected("settings: min_block must be text");
-        out[key] = v;
-      } else if (key == "view") {
-        auto view = validate_view(v);
-        if (!view) return std::unexpected(view.error());
-        out[key] = *view;
-      } else {
-        return std::unexpected("settings: unknown field '" + key + "'");
-      }
-    }
-    return out;
-  }
-
  private:
-  static std::expected<json, std::string> validate_view(const json& v) {
-    if (!v.is_object()) return std::unexpected("settings: view must be an object");
-    json out = json::object();
-    for (const auto& [key, x] : v.items()) {
-      if (key == "reverse" || key == "icicle" || key == "normalise") {
-        if (!x.is_boolean()) return std::unexpected("settings: view." + key + " must be true or false");
-        out[key] = x;
-      } else if (key == "sort") {
-        if (x != "name" && x != "weight") return std::unexpected("settings: view.sort is \"name\" or \"weight\"");
-        out[key] = x;
-      } else if (key == "transforms") {
-        if (!x.is_array() || x.size() > 64) return std::unexpected("settings: view.transforms must be a list (64 at most)");
-        json list = json::array();
-        for (const json& t : x) {
-          if (!t.is_object() || !t.contains("kind") || !t["kind"].is_string() || !t.contains("re") ||
-              !t["re"].is_string() || (t.contains("to") && !t["to"].is_string()))
-            return std::unexpected("settings: a transform is {\"kind\": ..., \"re\": ..., \"to\": ...}");
-          json clean = {{"kind", t["kind"]}, {"re", t["re"]}};
-          if (t.contains("to")) clean["to"] = t["to"];
-          list.push_back(clean);
-        }
-        out[key] = list;
-      } else {
-        return std::unexpected("settings: unknown view field '" + key + "'");
-      }
-    }
-    return out;
-  }
-
   std::string path_;
   mutable std::mutex mutex_;
   json value_ = json::object();
@@ -297,42 +237,6 @@ json status_json(const RecorderStatus& s) {
           {"duration", s.request.duration}};
 }
 
-// A start request: each field given must have the right type; the ones
-// left out come from the settings.
-std::expected<RecordRequest, std::string> parse_start(const json& body, const json& settings) {
-  if (!body.is_object()) return std::unexpected("the body must be a JSON object");
-  for (const auto& [key, v] : body.items())
-    if (key != "event" && key != "pid" && key != "frequency" && key != "interval" && key != "min_block" &&
-        key != "duration")
-      return std::unexpected("unknown field '" + key + "'");
-  json merged = settings;
-  merged.erase("view");
-  for (const auto& [key, v] : body.items()) merged[key] = v;
-  RecordRequest r;
-  try {
-    r.event = merged.value("event", std::string("cpu"));
-    if (merged.contains("pid")) {
-      if (!merged["pid"].is_number_unsigned() || merged["pid"].get<uint64_t>() > 0x3fffffff)
-        return std::unexpected("pid must be a process id");
-      r.pid = merged["pid"].get<uint32_t>();
-    }
-    for (const char* key : {"frequency", "interval"})
-      if (merged.contains(key) && !merged[key].is_number_unsigned())
-        return std::unexpected(std::string(key) + " must be a positive integer");
-    // Read whole, judged by check_request (check_frequency), not cut to 32 bits.
-    r.frequency = merged.value("frequency", uint64_t{0});
-    r.interval = merged.value("interval", uint64_t{0});
-    r.min_block = merged.value("min_block", std::string());
-    if (merged.contains("duration") && !merged["duration"].is_number())
-      return std::unexpected("duration must be a number of seconds");
-    r.duration = merged.value("duration", 0.0);
-  } catch (const json::exception&) {
-    return std::unexpected("event and min_block must be text");
-  }
-  if (auto ok = check_request(r); !ok) return std::unexpected(ok.error());
-  return r;
-}
-
 std::string content_type_of(std::string_view name) {
   if (name.ends_with(".html")) return "text/html; charset=utf-8";
   if (name.ends_with(".pb.gz")) return "application/gzip";
@@ -378,9 +282,7 @@ void add_result_routes(httplib::Server& svr, const PostRoute& post_route, const 
     send_json(res, 200, status_json(recorder.status()));
   });
   post_route("/api/start", [&](const httplib::Request& req, const std::string& text, httplib::Response& res) {
-    json body = body_json(text);
-    if (body.is_discarded()) return send_error(res, 400, "the body is not JSON");
-    auto request = parse_start(body, settings.get());
+    auto request = serve::parse_start_request(text, settings.get());
     if (!request) return send_error(res, 400, request.error());
     auto started = recorder.start(*request);
     if (!started) {
@@ -538,6 +440,110 @@ void add_spool_routes(httplib::Server& svr, const std::string& dir, Settings& se
 volatile sig_atomic_t g_signal = 0;
 
 }  // namespace
+
+namespace serve {
+namespace {
+
+// The view's fields, each of its type.
+std::expected<json, std::string> check_view(const json& v) {
+  if (!v.is_object()) return std::unexpected("settings: view must be an object");
+  json out = json::object();
+  for (const auto& [key, x] : v.items()) {
+    if (key == "reverse" || key == "icicle" || key == "normalise") {
+      if (!x.is_boolean()) return std::unexpected("settings: view." + key + " must be true or false");
+      out[key] = x;
+    } else if (key == "sort") {
+      if (x != "name" && x != "weight") return std::unexpected("settings: view.sort is \"name\" or \"weight\"");
+      out[key] = x;
+    } else if (key == "transforms") {
+      if (!x.is_array() || x.size() > 64) return std::unexpected("settings: view.transforms must be a list (64 at most)");
+      json list = json::array();
+      for (const json& t : x) {
+        if (!t.is_object() || !t.contains("kind") || !t["kind"].is_string() || !t.contains("re") ||
+            !t["re"].is_string() || (t.contains("to") && !t["to"].is_string()))
+          return std::unexpected("settings: a transform is {\"kind\": ..., \"re\": ..., \"to\": ...}");
+        json clean = {{"kind", t["kind"]}, {"re", t["re"]}};
+        if (t.contains("to")) clean["to"] = t["to"];
+        list.push_back(clean);
+      }
+      out[key] = list;
+    } else {
+      return std::unexpected("settings: unknown view field '" + key + "'");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Only known fields of the right types; the page's viewer checks the
+// view's regexes again when it opens a graph.
+std::expected<json, std::string> check_settings(const json& j) {
+  if (!j.is_object()) return std::unexpected("settings must be a JSON object");
+  json out = json::object();
+  for (const auto& [key, v] : j.items()) {
+    if (key == "event") {
+      const auto& events = serve_events();
+      if (!v.is_string() || std::find(events.begin(), events.end(), v.get<std::string>()) == events.end())
+        return std::unexpected("settings: unknown event");
+      out[key] = v;
+    } else if (key == "frequency" || key == "interval") {
+      if (!v.is_number_unsigned()) return std::unexpected("settings: " + key + " must be a positive integer");
+      out[key] = v;
+    } else if (key == "duration") {
+      if (!v.is_number() || v.get<double>() < 0) return std::unexpected("settings: duration must be a number >= 0");
+      out[key] = v;
+    } else if (key == "min_block") {
+      if (!v.is_string() || v.get<std::string>().size() > 32) return std::unexpected("settings: min_block must be text");
+      out[key] = v;
+    } else if (key == "view") {
+      auto view = check_view(v);
+      if (!view) return std::unexpected(view.error());
+      out[key] = *view;
+    } else {
+      return std::unexpected("settings: unknown field '" + key + "'");
+    }
+  }
+  return out;
+}
+
+std::expected<RecordRequest, std::string> parse_start_request(std::string_view text, const json& settings) {
+  json body = text.empty() ? json::object() : json::parse(text, nullptr, false);
+  if (body.is_discarded()) return std::unexpected("the body is not JSON");
+  if (!body.is_object()) return std::unexpected("the body must be a JSON object");
+  for (const auto& [key, v] : body.items())
+    if (key != "event" && key != "pid" && key != "frequency" && key != "interval" && key != "min_block" &&
+        key != "duration")
+      return std::unexpected("unknown field '" + key + "'");
+  json merged = settings;
+  merged.erase("view");
+  for (const auto& [key, v] : body.items()) merged[key] = v;
+  RecordRequest r;
+  try {
+    r.event = merged.value("event", std::string("cpu"));
+    if (merged.contains("pid")) {
+      if (!merged["pid"].is_number_unsigned() || merged["pid"].get<uint64_t>() > 0x3fffffff)
+        return std::unexpected("pid must be a process id");
+      r.pid = merged["pid"].get<uint32_t>();
+    }
+    for (const char* key : {"frequency", "interval"})
+      if (merged.contains(key) && !merged[key].is_number_unsigned())
+        return std::unexpected(std::string(key) + " must be a positive integer");
+    // Read whole, judged by check_request (check_frequency), not cut to 32 bits.
+    r.frequency = merged.value("frequency", uint64_t{0});
+    r.interval = merged.value("interval", uint64_t{0});
+    r.min_block = merged.value("min_block", std::string());
+    if (merged.contains("duration") && !merged["duration"].is_number())
+      return std::unexpected("duration must be a number of seconds");
+    r.duration = merged.value("duration", 0.0);
+  } catch (const json::exception&) {
+    return std::unexpected("event and min_block must be text");
+  }
+  if (auto ok = check_request(r); !ok) return std::unexpected(ok.error());
+  return r;
+}
+
+}  // namespace serve
 
 int run_serve(const ServeOptions& o) {
   auto fail = [](const std::string& message) {

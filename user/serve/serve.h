@@ -9,6 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "user/serve/recorder.h"
+
 namespace ember {
 
 struct ServeOptions {
@@ -23,7 +27,8 @@ int run_serve(const ServeOptions& options);
 // /var/lib/ember/results as root, else $XDG_STATE_HOME/ember/results.
 std::string default_results_dir();
 
-// The pieces of the server's guard, on their own for the unit tests.
+// The pieces of the server that read what clients send, on their own for
+// the unit tests and the fuzzer.
 namespace serve {
 
 // The token a request carries: "Authorization: Bearer T", else the
@@ -40,6 +45,14 @@ std::optional<std::string> cross_site_refusal(std::string_view marker, std::stri
 // The token in `path` (created, mode 0600, with a fresh random token when
 // missing); `created` says whether it was.
 std::expected<std::string, std::string> load_or_create_token(const std::string& path, bool& created);
+
+// Settings the page saves (settings.json): the fields known, of the right
+// types, or why not (a 400).
+std::expected<nlohmann::json, std::string> check_settings(const nlohmann::json& settings);
+
+// A POST /api/start body (JSON text), `settings` filling the fields it
+// leaves out: the profile to record, or why not (a 400).
+std::expected<RecordRequest, std::string> parse_start_request(std::string_view body, const nlohmann::json& settings);
 
 }  // namespace serve
 }  // namespace ember
