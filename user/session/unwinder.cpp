@@ -106,26 +106,49 @@ bool Unwinder::write_rows(uint32_t first, std::span<const ember_unwind_row> rows
     std::iota(keys.begin(), keys.begin() + count, first + static_cast<uint32_t>(done));
     if (bpf_map_update_batch(maps_.rows_fd, keys.data(), rows.data() + done, &count, nullptr) != 0) return false;
   }
+  for (uint32_t key = (first + kIndexStride - 1) / kIndexStride * kIndexStride; key < first + rows.size();
+       key += kIndexStride)
+    index_pc_[key / kIndexStride] = rows[key - first].pc;
+  for (Window& w : windows_)
+    if (w.from < first + rows.size() && first < w.to) w = Window{};
   return true;
 }
 
 std::optional<ember_unwind_row> Unwinder::find_row(uint32_t first, uint32_t count, uint64_t pc) const {
-  auto read = [&](uint32_t i) {
-    ember_unwind_row r{};
-    uint32_t key = first + i;
-    return bpf_map_lookup_elem(maps_.rows_fd, &key, &r) == 0 ? std::optional(r) : std::nullopt;
-  };
-  uint32_t lo = 0, hi = count;  // the first row past pc is in [lo, hi]
-  while (lo < hi) {
+  // The window of rows holding the answer: from the last indexed row of the
+  // range at or before pc to the next indexed one, or the range's rows
+  // before its first indexed row.
+  const uint32_t end = first + count;
+  uint32_t lo = (first + kIndexStride - 1) / kIndexStride, hi = (end + kIndexStride - 1) / kIndexStride;
+  uint32_t first_indexed = lo;
+  while (lo < hi) {  // the first indexed row past pc, as an index entry
     uint32_t mid = lo + (hi - lo) / 2;
-    auto r = read(mid);
-    if (!r) return std::nullopt;
-    if (pc < r->pc)
+    if (pc < index_pc_[mid])
       hi = mid;
     else
       lo = mid + 1;
   }
-  return lo ? read(lo - 1) : std::nullopt;
+  uint32_t from = lo > first_indexed ? (lo - 1) * kIndexStride : first;
+  uint32_t to = std::min(end, lo * kIndexStride);
+  if (from >= to) return std::nullopt;
+  Window& w = windows_[(from / kIndexStride) % kWindowsCached];
+  if (w.from != from || w.to != to) {
+    uint32_t keys[kIndexStride];
+    uint32_t n = to - from, before = from - 1, next = 0;
+    // An array's batch starts after the key given (none: at key 0).
+    w = Window{};
+    if (bpf_map_lookup_batch(maps_.rows_fd, from ? &before : nullptr, &next, keys, w.rows, &n, nullptr) != 0 &&
+        errno != ENOENT)
+      return std::nullopt;
+    if (n != to - from) return std::nullopt;
+    w.from = from;
+    w.to = to;
+  }
+  const ember_unwind_row* begin = w.rows;
+  const ember_unwind_row* past =
+      std::upper_bound(begin, begin + (to - from), pc, [](uint64_t p, const ember_unwind_row& r) { return p < r.pc; });
+  if (past == begin) return std::nullopt;
+  return *(past - 1);
 }
 
 std::optional<uint32_t> Unwinder::allocate_rows(uint64_t rows) {
