@@ -16,12 +16,11 @@
 #      as in a clean run, the bad one marked, exit status 2; and an --elf
 #      that is missing, a directory or not ELF at all: exit 1 with the cause.
 . "$(dirname "$0")/../lib.sh"
-REPLAY_ELF=$ROOT/build/fuzz/replay-elf
-REPLAY_PERFMAP=$ROOT/build/fuzz/replay-perfmap
+REPLAY=$ROOT/build/fuzz/replay
 for tool in g++ gcc strip readelf nm node; do
 	command -v $tool >/dev/null || fail "$tool missing: scripts/deps.sh test installs it"
 done
-[ -x "$REPLAY_ELF" ] && [ -x "$REPLAY_PERFMAP" ] || fail "no $REPLAY_ELF or $REPLAY_PERFMAP: \`make test\` builds them"
+[ -x "$REPLAY" ] || fail "no $REPLAY: \`make test\` builds it"
 
 # The fuzz seeds' source: functions with and without C++ names, a static one,
 # an inlined one. DWARF 5, whose unit header the edits below assume;
@@ -163,7 +162,7 @@ check_corrupt info-offset-past-eof 1
 
 # Every copy through everything the symbolizer does with an ELF file, under
 # AddressSanitizer and UBSan (tests/fuzz/fuzz_elf.cpp).
-"$REPLAY_ELF" "$TMP"/trunc-* "$TMP"/dwarf-* >"$TMP/replay" 2>&1 || fail "ASan replay: $(tail -30 "$TMP/replay")"
+"$REPLAY" elf "$TMP"/trunc-* "$TMP"/dwarf-* >"$TMP/replay" 2>&1 || fail "ASan replay: $(tail -30 "$TMP/replay")"
 echo "ASan + UBSan: $(cat "$TMP/replay")"
 
 # (b) A perf map with garbage lines, for a process with anonymous code.
@@ -216,7 +215,7 @@ assert_contains "$TMP/out" "^${probe[3]}"$'\t\\?\\? \\[anon\\]: ' "perf map: an 
 assert_contains "$TMP/err" "^ember: warning: $map: $bad_lines lines .* skipped" \
 	"perf map: no warning counting $bad_lines skipped lines: $(cat "$TMP/err")"
 head -1 "$TMP/err"
-"$REPLAY_PERFMAP" "$map" >"$TMP/replay" 2>&1 || fail "perf map ASan replay: $(tail -30 "$TMP/replay")"
+"$REPLAY" perfmap "$map" >"$TMP/replay" 2>&1 || fail "perf map ASan replay: $(tail -30 "$TMP/replay")"
 rm -f "$map"
 
 # (c) A debuginfod server that accepts connections and never answers.

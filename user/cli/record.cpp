@@ -28,17 +28,10 @@ volatile sig_atomic_t g_stop_signal = 0;
 volatile sig_atomic_t g_stop_sent = 0;  // by kill(), not by the terminal
 
 // SIGINT, SIGTERM and SIGHUP (the terminal gone) stop the recording, which
-// is then written. A second Ctrl-C quits at once, writing nothing (files
-// are written whole or not at all, the kernel frees the BPF programs, the
-// JVM agents' leases end); SIGTERM and SIGHUP again change nothing, as
-// supervisors send them again (ember serve does, see Recorder::start).
+// is then written; the same again changes nothing (ember serve's recorder
+// sends SIGTERM again, and its parent-death SIGINT may follow).
 void on_stop_signal(int sig, siginfo_t* info, void*) {
-  if (g_stop_signal && sig != SIGINT) return;
-  if (g_stop_signal) {
-    static constexpr char kQuit[] = "\nember: stopped again: quitting without writing\n";
-    (void)!write(STDERR_FILENO, kQuit, sizeof kQuit - 1);
-    _exit(128 + sig);
-  }
+  if (g_stop_signal) return;
   g_stop_signal = sig;
   g_stop_sent = info->si_code == SI_USER || info->si_code == SI_QUEUE;
 }
@@ -503,8 +496,7 @@ int run_record(const RecordOptions& o) {
   status.clear();
   if (targets_gone) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
   if (g_stop_signal)
-    std::fprintf(stderr, "ember: SIG%s: stopping, writing what was recorded%s\n", sigabbrev_np(g_stop_signal),
-                 g_stop_signal == SIGINT ? " (Ctrl-C again quits without writing)" : "");
+    std::fprintf(stderr, "ember: SIG%s: stopping, writing what was recorded\n", sigabbrev_np(g_stop_signal));
   // The terminal signals the whole process group: forward only what was
   // sent to ember alone, or the command would see it twice.
   if (child && !child_status && g_stop_signal && g_stop_sent) kill(child->pid, g_stop_signal);
