@@ -8,10 +8,13 @@
 #                                   60 s written to disk each minute
 # The load: a native CPU workload on about half a CPU, 300 idle processes,
 # 2,000 short-lived processes a minute, a JVM that lives 50 s and is
-# replaced, and a JVM of 3 s every 20 s (JVMs attaching and exiting).
+# replaced, and a JVM of 2 s started every ~3.6 s (1,000 JVMs an hour
+# attaching and exiting). agent: from minute 3 to 13 the backend flaps,
+# every 20 s answering 503 for 5 s and then refusing connections for 5 s.
 # Prints a line a minute: ember's CPU % over that minute, RSS, open files,
 # BPF map memory (the maps' memlock, from its fds), JVMs whose agent it
-# reads, profiles (periods or windows) made and delivered. Then the means,
+# reads, JVMs started so far, profiles (periods or windows) made and
+# delivered, and (agent) profiles in the spool. Then the means,
 # the start-up peak, the RSS and open-files slopes after the first two
 # minutes (least squares), and the checks: ember never exited, every
 # period pushed (agent) or every window written and readable (record).
@@ -36,16 +39,32 @@ PIDS+=($!)
 javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java"
 (while :; do java -cp "$TMP/classes" Workload 50 >/dev/null 2>&1; done) &
 PIDS+=($!)
-(while :; do java -cp "$TMP/classes" Workload 3 >/dev/null 2>&1; sleep 17; done) &
+(while :; do java -cp "$TMP/classes" Workload 2 >/dev/null 2>&1; echo >>"$TMP/short_jvms"; sleep 1; done) &
 PIDS+=($!)
+short_jvms() { wc -l <"$TMP/short_jvms" 2>/dev/null || echo 0; }
 sleep 2
 
 if [[ $MODE == agent ]]; then
 	RECV_PORT=$(free_port)
 	METRICS_PORT=$(free_port)
-	python3 "$ROOT/tests/tools/pyroscope_receiver.py" --port "$RECV_PORT" --out "$TMP/received" >"$TMP/receiver.log" 2>&1 &
-	PIDS+=($!)
+	mkdir -p "$TMP/received"
+	receive() {
+		python3 "$ROOT/tests/tools/pyroscope_receiver.py" --port "$RECV_PORT" --out "$TMP/received" \
+			--status-file "$TMP/status" >>"$TMP/receiver.log" 2>&1 &
+		RECV_PID=$!
+	}
+	receive
 	sleep 0.5
+	# The flapping backend, second S of the soak: 503, then down, then up.
+	# Ends 2 minutes before the soak at the latest, for the spool to drain.
+	FLAP_END=$(((MINUTES - 2) * 60 < 780 ? (MINUTES - 2) * 60 : 780))
+	flap() {
+		local s=$1 phase=$(($1 % 20))
+		((s >= 180 && s < FLAP_END)) || { ((s == FLAP_END)) && { rm -f "$TMP/status"; kill -0 $RECV_PID 2>/dev/null || receive; }; return; }
+		if ((phase == 0)); then echo 503 >"$TMP/status"; fi
+		if ((phase == 5)); then rm -f "$TMP/status"; kill $RECV_PID; wait $RECV_PID 2>/dev/null; fi
+		if ((phase == 10)); then receive; fi
+	}
 	"$ROOT/build/ember" agent --server.url "http://127.0.0.1:$RECV_PORT" --spool.dir "$TMP/spool" \
 		--metrics.listen "127.0.0.1:$METRICS_PORT" 2>"$TMP/ember.log" &
 	EMBER_PID=$!
@@ -53,6 +72,7 @@ if [[ $MODE == agent ]]; then
 	jvms() { metric ember_agent_jvms; }
 	made() { metric ember_agent_profiles_total; }
 	delivered() { metric ember_agent_profiles_pushed_total; }
+	spooled() { metric ember_agent_profiles_spooled; }
 	echo "ember agent for $MINUTES min on $(nproc) CPUs: defaults (19 Hz, 15 s periods)"
 else
 	"$ROOT/build/ember" record -a -F 99 --window 60 -o "$TMP/soak.pb.gz" 2>"$TMP/ember.log" &
@@ -61,10 +81,14 @@ else
 	jvms() { ls /tmp/ember-$EMBER_PID-*/ 2>/dev/null | grep -c 'jitmap$'; }
 	made() { grep -c '^ember: window ' "$TMP/ember.log"; }
 	delivered() { ls "$TMP" | grep -c '^soak\.[0-9]*\.pb\.gz$'; }
+	spooled() { echo -; }
+	flap() { :; }
 	echo "ember record -a at 99 Hz for $MINUTES min on $(nproc) CPUs, a window a minute"
 fi
 PIDS+=($EMBER_PID)
-echo "load: cpu_split, 300 idle processes, 2,000 short-lived processes a minute, a JVM of 50 s after another, a JVM of 3 s every 20 s"
+echo "load: cpu_split, 300 idle processes, 2,000 short-lived processes a minute, a JVM of 50 s after another, a JVM of 2 s every ~3.6 s"
+[[ $MODE == agent ]] && ((FLAP_END > 180)) &&
+	echo "the backend flaps from minute 3 to $((FLAP_END / 60)): each 20 s, 5 s of 503 and 5 s refusing connections"
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$EMBER_PID/stat"; }
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$EMBER_PID/status"; }
@@ -76,22 +100,23 @@ bpf_map_kib() {
 		     /^memlock:/ && type != "" && !(id in seen) { seen[id]; sum += $2 } END { print int(sum / 1024) }'
 }
 HZ=$(getconf CLK_TCK)
-printf '%6s %8s %8s %8s %6s %8s %5s %6s %9s\n' min "cpu %" "rss MB" "peak MB" files "bpf MB" jvms made delivered
+printf '%6s %8s %8s %8s %6s %8s %5s %7s %6s %9s %7s\n' min "cpu %" "rss MB" "peak MB" files "bpf MB" jvms started made delivered spooled
 start_ticks=0
 : >"$TMP/series"
 peak=0
 for ((s = 1; s <= MINUTES * 60; s++)); do
 	sleep 1
+	flap $s
 	kill -0 $EMBER_PID 2>/dev/null || { echo "bench: ember exited: $(tail -3 "$TMP/ember.log")"; exit 1; }
 	rss=$(rss_kib)
 	((rss > peak)) && peak=$rss
 	if ((s % 10 == 0)); then echo "$s $rss $(open_files)" >>"$TMP/series"; fi
 	if ((s % 60 == 0)); then
 		ticks=$(cpu_ticks)
-		printf '%6d %8.2f %8.1f %8.1f %6d %8.1f %5s %6s %9s\n' $((s / 60)) \
+		printf '%6d %8.2f %8.1f %8.1f %6d %8.1f %5s %7s %6s %9s %7s\n' $((s / 60)) \
 			"$(bc -l <<<"100 * ($ticks - $start_ticks) / $HZ / 60")" "$(bc -l <<<"$rss / 1024")" \
 			"$(bc -l <<<"$peak / 1024")" "$(open_files)" "$(bc -l <<<"$(bpf_map_kib) / 1024")" "$(jvms)" \
-			"$(made)" "$(delivered)"
+			"$(short_jvms)" "$(made)" "$(delivered)" "$(spooled)"
 		start_ticks=$ticks
 	fi
 done

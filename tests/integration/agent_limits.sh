@@ -7,6 +7,7 @@
 # service is taken, none has more than 16 samples as the real pprof reads
 # it, the cut ones end in "[lighter stacks cut]", and the totals equal what
 # the agent made. With thread_label: each sample has its thread's labels.
+# Then, its server gone, a SIGTERM ends the agent at once.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 PPROF=$ROOT/build/pprof
@@ -77,8 +78,14 @@ if totals["process_cpu"] != made_cpu or totals["off_cpu"] != made_off:
     sys.exit("the agent made %d CPU samples and %d ns off-CPU; pprof reads %d and %d"
              % (made_cpu, made_off, totals["process_cpu"], totals["off_cpu"]))
 EOF
+# Its server gone, a stop does not wait on it: the period it cut short
+# stays in the spool.
+start=$EPOCHREALTIME
 kill -TERM $AGENT
 wait $AGENT
 rc=$?
+secs=$(bc <<<"$EPOCHREALTIME - $start")
 [ $rc = 0 ] || fail "the agent exited $rc after SIGTERM: $(tail -5 "$TMP/agent.log")"
-true
+echo "stopped in $secs s with its server gone"
+(($(bc <<<"$secs < 5") == 1)) || fail "the agent took $secs s to stop with its server gone: $(tail -3 "$TMP/agent.log")"
+assert_contains "$TMP/agent.log" 'while stopping; the spool keeps the rest' "no word of the failed push at the stop"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A stop at any moment writes complete output: SIGINT, SIGTERM and SIGHUP
 # mid-run (SIGTERM twice too, as supervisors send it), and -d; a closed
-# pipe on stderr does not stop the recording. The status line shows on a terminal
-# and not otherwise.
+# pipe on stderr does not stop the recording. The status line shows on a
+# terminal and not otherwise. Ctrl-C twice on a terminal, the second while
+# the writing waits on a debuginfod server that never answers: ember quits
+# at once, writing nothing.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 background "$WORKLOADS/spinner" 30
@@ -32,4 +34,32 @@ grep -q $'\r' "$TMP/d.err" && fail "status line written to a non-terminal"
 command -v script >/dev/null || skip "no script(1) to test the terminal status line"
 timeout 30 script -qec "$EMBER record -d 2.5 -o $TMP/tty.folded" /dev/null </dev/null >"$TMP/tty.out" 2>&1
 grep -q 'samples/s' "$TMP/tty.out" || fail "no status line on a terminal: $(head -c 300 "$TMP/tty.out")"
-echo "stops ok; -d 1 took $ms ms"
+
+# Ctrl-C twice. The stripped program's debug info is asked of debuginfod
+# when the profile is named, after the first Ctrl-C; the server takes the
+# connection and never answers (ember would give up after its 10 s budget).
+strip -o "$TMP/spinner-stripped" "$WORKLOADS/spinner"
+background "$TMP/spinner-stripped" 30
+spinner=${BACKGROUND[-1]}
+background python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+held = []
+while True: held.append(s.accept()[0])
+' >"$TMP/silent_server"
+for _ in $(seq 50); do [ -s "$TMP/silent_server" ] && break; sleep 0.1; done
+port=$(head -1 "$TMP/silent_server")
+[[ $port =~ ^[0-9]+$ ]] || fail "the silent debuginfod did not start"
+start=$EPOCHREALTIME
+DEBUGINFOD_URLS=http://127.0.0.1:$port DEBUGINFOD_CACHE_PATH=$TMP/debuginfod-cache \
+	python3 "$ROOT/tests/tools/ctrl_c.py" --after 'samples/s' --after 'stopping, writing' -- \
+	"$EMBER" record -p $spinner -o "$TMP/twice.folded" >"$TMP/twice.out" 2>&1
+rc=$?
+secs=$(bc <<<"$EPOCHREALTIME - $start")
+((rc == 130)) || fail "Ctrl-C twice: exit $rc, not 130: $(tr '\r' '\n' <"$TMP/twice.out" | tail -5)"
+grep -q 'Ctrl-C again: quitting without writing' "$TMP/twice.out" || fail "Ctrl-C twice: not said: $(tail -c 300 "$TMP/twice.out")"
+[ -e "$TMP/twice.folded" ] && fail "Ctrl-C twice: the output was written"
+ls "$TMP" | grep -q '\.tmp\.' && fail "Ctrl-C twice: temporary file left behind"
+(($(bc <<<"$secs < 8") == 1)) || fail "Ctrl-C twice took $secs s: the second did not cut the writing short"
+echo "stops ok; -d 1 took $ms ms; Ctrl-C twice ended ember in $secs s"

@@ -28,10 +28,24 @@ volatile sig_atomic_t g_stop_signal = 0;
 volatile sig_atomic_t g_stop_sent = 0;  // by kill(), not by the terminal
 
 // SIGINT, SIGTERM and SIGHUP (the terminal gone) stop the recording, which
-// is then written; the same again changes nothing (ember serve's recorder
-// sends SIGTERM again, and its parent-death SIGINT may follow).
+// is then written. A second Ctrl-C on the terminal quits without writing
+// (the user will not wait for a slow debuginfod, say); the same signals
+// sent by a program change nothing (supervisors send SIGTERM twice, and
+// ember serve's recorder gets a parent-death SIGINT after its stop). The
+// terminal's SIGINT is the one the kernel sends (SI_KERNEL); kill() and a
+// parent-death signal are SI_USER.
 void on_stop_signal(int sig, siginfo_t* info, void*) {
-  if (g_stop_signal) return;
+  if (g_stop_signal) {
+    if (sig == SIGINT && info->si_code == SI_KERNEL) {
+      // Outputs are written whole or not at all (write_atomically): nothing
+      // half-written is left, and the kernel drops ember's programs with
+      // its file descriptors.
+      static const char msg[] = "\nember: Ctrl-C again: quitting without writing\n";
+      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+      _exit(130);
+    }
+    return;
+  }
   g_stop_signal = sig;
   g_stop_sent = info->si_code == SI_USER || info->si_code == SI_QUEUE;
 }
@@ -496,7 +510,8 @@ int run_record(const RecordOptions& o) {
   status.clear();
   if (targets_gone) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
   if (g_stop_signal)
-    std::fprintf(stderr, "ember: SIG%s: stopping, writing what was recorded\n", sigabbrev_np(g_stop_signal));
+    std::fprintf(stderr, "ember: SIG%s: stopping, writing what was recorded%s\n", sigabbrev_np(g_stop_signal),
+                 g_stop_signal == SIGINT && !g_stop_sent ? " (Ctrl-C again quits without writing)" : "");
   // The terminal signals the whole process group: forward only what was
   // sent to ember alone, or the command would see it twice.
   if (child && !child_status && g_stop_signal && g_stop_sent) kill(child->pid, g_stop_signal);

@@ -89,7 +89,8 @@ class Sender {
     woken_ = true;
     wake_.notify_all();
   }
-  // Sends what is pending until all is sent or `deadline`, then stops.
+  // Sends what is pending until all is sent, a push fails or `deadline`,
+  // then stops.
   void finish(Clock::time_point deadline) {
     {
       std::lock_guard lock(mutex_);
@@ -164,6 +165,13 @@ class Sender {
         continue;
       }
       metrics_.push_failures++;
+      // A stop does not wait on a failing server: the rest stays in the
+      // spool for the next start.
+      if (stopping) {
+        log("push failed (%s%s) while stopping; the spool keeps the rest for the next start",
+            r.status ? ("HTTP " + std::to_string(r.status) + ": ").c_str() : "", r.message.c_str());
+        return;
+      }
       double backoff;
       {
         std::lock_guard lock(mutex_);
@@ -246,7 +254,6 @@ SessionConfig session_config(const AgentConfig& c) {
   s.unwind_memory_mib = c.unwind_memory_mib;
   s.symbol_memory_mib = c.symbol_memory_mib;
   s.java = c.java.attach;
-  s.java_late = true;
   s.java_allowed = java_filter(c.java);
   return s;
 }

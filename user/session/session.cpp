@@ -229,7 +229,7 @@ void Session::attach_late_jvms() {
 void Session::poll(int timeout_ms) {
   sampler_->poll(timeout_ms);
   if (java_) java_->find_started(collector_);
-  if (java_ && whole_host_ && config_.java_late) {
+  if (java_ && whole_host_) {
     attach_late_jvms();
     java_->take_attached(collector_);
   }

@@ -51,9 +51,9 @@ struct SessionConfig {
   std::string unwind = "auto";       // user stacks: auto, fp or cfi
   uint32_t unwind_memory_mib = 16;   // the kernel's unwind tables at most
   // Java.
-  bool java = true;                   // attach the agent to JVMs in scope
+  bool java = true;                   // attach the agent to JVMs in scope (whole host: also
+                                      // those that start later, found every 2 s)
   std::vector<uint32_t> java_attach;  // attach only to these JVMs
-  bool java_late = false;             // whole host: also JVMs that start later (found every 2 s)
   std::function<bool(pid_t)> java_allowed;  // which JVMs found on the host get the agent (none: all)
   bool verbose = false;               // libbpf's own messages on stderr
 };
