@@ -309,7 +309,7 @@ export async function calibrate(page, canvas, icicle, x) {
 // skipped. `xs` adds columns (in CSS px) to the evenly spaced ones. With
 // `versus` (another model), at least one point must show a different frame or
 // weight there, so the check does see what changed.
-export async function gridCheck(page, { canvas = '#flame', model, geometry, pctBase = model.total, columns = 17, xs = [], checkMeta = true, versus = null }) {
+export async function gridCheck(page, { canvas = '#flame', model, geometry, pctBase = model.total, columns = 11, xs = [], checkMeta = true, versus = null }) {
   const { width, height } = await canvasBox(page, canvas);
   const k = model.total / width;      // weight per CSS px
   // Whole pixels: mouse events carry integer coordinates.

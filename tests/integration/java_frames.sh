@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Java: combined kernel + native + Java stacks, at start-up (-- java) and by
 # attaching to a running JVM; the same top methods both ways; the
-# -XX:+PreserveFramePointer diagnosis (--unwind fp); 20 attach/detach cycles under load;
+# -XX:+PreserveFramePointer diagnosis (--unwind fp); 10 attach/detach cycles under load;
 # JVMs that refuse or are not JVMs.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
@@ -56,9 +56,9 @@ diff=$(( attach_share - start_share ))
 (( diff < 0 )) && diff=$(( -diff ))
 (( diff <= 150 )) || fail "top methods differ: hotA share $start_share at start-up, $attach_share attached"
 
-# --- 20 attach/detach cycles under load leave the JVM healthy
+# --- 10 attach/detach cycles under load leave the JVM healthy
 embers=()
-for i in $(seq 20); do
+for i in $(seq 10); do
 	"$EMBER" record -p "$jvm" -d 0.2 -o "$TMP/cycle.folded" 2>"$TMP/cycle.err" &
 	embers+=($!)
 	wait $! || fail "cycle $i: ember exited $?: $(cat "$TMP/cycle.err")"
@@ -67,7 +67,7 @@ kill -0 "$jvm" || fail "JVM died during attach/detach cycles"
 "$EMBER" record -p "$jvm" -d 1 -o "$TMP/after.folded" 2>/dev/null &
 embers+=($!)
 wait $! || fail "attach after the cycles failed"
-assert_contains "$TMP/after.folded" 'Workload\.hotA_\[(j|i)\]' "no Java frames after 20 cycles"
+assert_contains "$TMP/after.folded" 'Workload\.hotA_\[(j|i)\]' "no Java frames after 10 cycles"
 # The agent directories of these recordings only (/tmp/ember-EMBER-*): a
 # system-wide ember elsewhere on the machine attaches to this JVM too.
 for e in "${embers[@]}"; do
