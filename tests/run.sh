@@ -32,11 +32,13 @@ SANITIZED=(record_offcpu record_java_alloc_lock serve_api agent_ingest)
 
 run_unit_tests() {
 	echo "== unit tests (ASan + UBSan)"
-	local unit_log unit_rc line n p f
+	local unit_log unit_rc line n p f start
 	unit_log=$(mktemp)
+	start=$(date +%s)
 	build/unit-tests >"$unit_log" 2>&1
 	unit_rc=$?
 	tail -n 3 "$unit_log"
+	echo "(unit tests: $(( $(date +%s) - start ))s)"
 	# Catch2 ends with "All tests passed (A assertions in N test cases)" or
 	# "test cases: N | P passed | F failed".
 	if line=$(grep -E '^All tests passed' "$unit_log"); then
@@ -108,5 +110,6 @@ for name in "${SANITIZED[@]}"; do
 done
 
 (( failed )) && echo "failed: ${failures[*]}"
+echo "(tests: ${SECONDS}s)"
 echo "$passed passed, $failed failed, $skipped skipped"
 (( failed == 0 ))
