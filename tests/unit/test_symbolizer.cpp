@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -373,18 +374,21 @@ long open_fds() {
   return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{});
 }
 
-// A child that has exec'ed /bin/sleep (its maps name it), or -1.
+// A child that has exec'ed /bin/sleep and is asleep, or -1. Asleep, not
+// just "libc in its maps": ld.so maps libc's first segment before its code,
+// and a snapshot taken between the two lacked libc's code (on a busy
+// machine, one run in a few).
 pid_t start_sleep() {
   pid_t child = fork();
   if (child == 0) {
     execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
     _exit(127);
   }
-  for (int i = 0; i < 500; ++i, usleep(2000)) {
-    std::ifstream in("/proc/" + std::to_string(child) + "/maps");
-    std::stringstream s;
-    s << in.rdbuf();
-    if (s.str().find("/sleep") != std::string::npos && s.str().find("libc") != std::string::npos) return child;
+  for (int i = 0; i < 2500; ++i, usleep(2000)) {
+    std::ifstream in("/proc/" + std::to_string(child) + "/syscall");
+    long nr = -1;
+    in >> nr;  // the system call it is blocked in: "running" reads as none
+    if (nr == SYS_clock_nanosleep || nr == SYS_nanosleep) return child;
   }
   return -1;
 }
