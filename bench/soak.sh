@@ -17,7 +17,8 @@
 # delivered, and (agent) profiles in the spool. Then the means,
 # the start-up peak, the RSS and open-files slopes after the first two
 # minutes (least squares), and the checks: ember never exited, every
-# period pushed (agent) or every window written and readable (record).
+# period pushed (agent) or every window written and readable (record),
+# and no JVM writing to ember once it has exited.
 set -u
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -104,8 +105,10 @@ printf '%6s %8s %8s %8s %6s %8s %5s %7s %6s %9s %7s\n' min "cpu %" "rss MB" "pea
 start_ticks=0
 : >"$TMP/series"
 peak=0
+began=$EPOCHREALTIME
+# Second s of the soak by the clock: the readings take time of their own.
 for ((s = 1; s <= MINUTES * 60; s++)); do
-	sleep 1
+	sleep "$(bc -l <<<"d = $began + $s - $EPOCHREALTIME; if (d > 0) d else 0")"
 	flap $s
 	kill -0 $EMBER_PID 2>/dev/null || { echo "bench: ember exited: $(tail -3 "$TMP/ember.log")"; exit 1; }
 	rss=$(rss_kib)
@@ -142,6 +145,13 @@ awk -v hz="$HZ" -v ticks="$total_ticks" -v secs="$((MINUTES * 60))" -v peak="$pe
 		printf "slopes after the first 2 minutes: RSS %+.2f MB/hour, open files %+.1f/hour\n", slope(1) * 3600, slope(2) * 3600
 	}' "$TMP/series"
 echo "ember exited $status after SIGTERM"
+# No JVM it attached goes on writing an agent stream once it is gone.
+sleep 3
+writing=0
+for jvm in $(pgrep -f "$TMP/classes"); do
+	ls -l "/proc/$jvm/fd" 2>/dev/null | grep -q '/tmp/ember-' && writing=$((writing + 1))
+done
+echo "JVMs still writing to ember 3 s after it exited: $writing of $(pgrep -fc "$TMP/classes") running"
 if [[ $MODE == agent ]]; then
 	grep -E "stopped after" "$TMP/ember.log" | sed 's/^/last line: /'
 	echo "profiles received: $(grep -c '"api"' "$TMP/received/log.jsonl") of $made_before_stop made before the stop"
