@@ -356,9 +356,11 @@ $(FUZZ_TARGETS:%=$(BUILD)/fuzz/afl-%): $(BUILD)/fuzz/afl-%: tests/fuzz/fuzz_%.cp
 		$(LDLIBS) $(HTTP_LIBS) -o $@
 
 FUZZ_SECONDS ?= 60
-# ELF inputs are ~10 KB each and AFL queues hundreds: their finds stay in
-# build/fuzz/out-elf, to pick a few by hand (afl-cmin, then those that add
-# the most edges), so the kept corpus stays small.
+# Kept: the finds that reached new edges (AFL's "+cov"), named by their
+# content (afl-SHA1), not the seeds it queued again. ELF inputs are ~10 KB
+# each and AFL queues hundreds: their finds stay in build/fuzz/out-elf, to
+# pick a few by hand (afl-cmin, then those that add the most edges), so the
+# kept corpus stays small.
 FUZZ_PICK_BY_HAND := elf
 fuzz: deps-fuzz
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=$(BUILD)/fuzz/afl-%)
@@ -367,7 +369,9 @@ fuzz: deps-fuzz
 		timeout -s INT $(FUZZ_SECONDS) afl-fuzz -m none -i tests/fuzz/corpus/$$t -o $(BUILD)/fuzz/out-$$t -- $(BUILD)/fuzz/afl-$$t @@; \
 		case " $(FUZZ_PICK_BY_HAND) " in \
 		*" $$t "*) echo "fuzz: $$t finds are in $(BUILD)/fuzz/out-$$t/default/queue";; \
-		*) cp -n $(BUILD)/fuzz/out-$$t/default/queue/id:* tests/fuzz/corpus/$$t/ 2>/dev/null;; \
+		*) for f in $(BUILD)/fuzz/out-$$t/default/queue/id:*+cov; do \
+			[ -e "$$f" ] && cp -n "$$f" tests/fuzz/corpus/$$t/afl-$$(sha1sum <"$$f" | cut -c1-12); \
+		done;; \
 		esac; \
 		ls $(BUILD)/fuzz/out-$$t/default/crashes/id:* 2>/dev/null && { echo "fuzz: crashes in $$t"; exit 1; }; \
 	done; true

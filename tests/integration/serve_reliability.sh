@@ -3,11 +3,12 @@
 # a client that goes away mid-request, SIGTERM to the server (the running
 # profile is written), 50 clients listing results while a 99 Hz CPU profile
 # runs (every request answered, the profile undisturbed), and SIGKILL (the
-# `ember record` child stops, and a restarted server lists the profile as
-# failed, with the reason).
+# `ember record` child stops, leaving no BPF object of ember's, and a
+# restarted server lists the profile as failed, with the reason).
 . "$(dirname "$0")/../lib.sh"
 . "$ROOT/tests/serve_lib.sh"
 need_bpf
+bpf_mark_before
 command -v curl >/dev/null || skip "no curl (scripts/deps.sh test installs it)"
 command -v jq >/dev/null || skip "no jq (scripts/deps.sh test installs it)"
 
@@ -214,6 +215,7 @@ expect 202 POST /api/start "{\"event\": \"cpu\", \"pid\": $W}"
 KILL_ID=$(jq -r .id "$TMP/body")
 wait_samples 20
 CHILD=$(pgrep -P "$SERVE_PID") || fail "no ember record child of the server"
+bpf_learn_ember_maps
 {
 	kill -KILL "$SERVE_PID"
 	wait "$SERVE_PID"
@@ -223,6 +225,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 gone "$CHILD" || fail "ember record ($CHILD) still runs 10 s after its server was killed"
+assert_no_bpf_left "kill -9 of ember serve while it records"
 base=$(ls "$DIR" | sed -n "s/^\(.*-$KILL_ID-.*\)\.json$/\1/p")
 [ -s "$DIR/$base.pb.gz" ] || fail "ember record did not write its pprof when its server died (no SIGINT?): $(cat "$DIR/$base.log")"
 jq -e '.status == "running"' "$DIR/$base.json" >/dev/null || fail "$base.json before the restart: $(cat "$DIR/$base.json")"

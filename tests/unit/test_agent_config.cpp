@@ -113,6 +113,8 @@ TEST_CASE("agent config: each mistake names the key, the line and the fix") {
   CHECK_THAT(in_file("[server]\nurl = 3\nbad = 1\n"), Catch::Contains(":2: server.url: '3' is not a URL"));
   CHECK_THAT(in_file("[server]\nbad = 1\n"), Catch::Contains("unknown key 'server.bad'"));
   CHECK_THAT(in_file("period = \n"), Catch::Contains(":1: not TOML"));
+  // toml++ asserted on this one (AFL): an error, not an abort.
+  CHECK_THAT(in_file(" [,1"), Catch::Contains("agent.toml: not TOML"));
   CHECK_THAT(in_file("frequency = 0\n"), Catch::Contains("frequency: '0' is out of range: give 1 to 10000"));
   CHECK_THAT(in_file("events = \"cpu\"\nframes = [1]\n"), Catch::Contains("unknown key 'frames'"));
   CHECK_THAT(in_file("pid_label = \"yes\"\n"), Catch::Contains("pid_label: 'yes' is not true or false"));

@@ -10,7 +10,19 @@
 #include <functional>
 #include <sstream>
 
+// toml++ 3.3 (Debian 12) checks some of its parser's assumptions with
+// assert(), which malformed input breaks (" [,1" reaches parse_key at the
+// ','): ember agent aborted, at its start or on a SIGHUP reload (found by
+// AFL). The check throws instead, and the file is said not to be TOML; in
+// the library's noexcept functions it still ends the program, as assert did.
+namespace ember::fleet {
+struct TomlCheckFailed {};
+}  // namespace ember::fleet
+#define TOML_ASSERT(expr) ((expr) ? static_cast<void>(0) : throw ::ember::fleet::TomlCheckFailed{})
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wterminate"
 #include <toml++/toml.h>
+#pragma GCC diagnostic pop
 
 #include "user/events/event.h"
 #include "user/net/address.h"
@@ -444,6 +456,8 @@ std::expected<AgentConfig, std::string> parse_agent_config(std::istream* in, con
     } catch (const toml::parse_error& e) {
       return std::unexpected(file + ":" + std::to_string(e.source().begin.line) + ": not TOML: " +
                              std::string(e.description()));
+    } catch (const TomlCheckFailed&) {
+      return std::unexpected(file + ": not TOML: the parser met something it cannot read");
     }
   }
   for (const auto& [name, values] : flags) {

@@ -80,7 +80,10 @@ std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named) {
   }
   std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
   if (auto r = java::load_agent(pid, *agent, agent_options(map)); !r) {
-    std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
+    // One found on the host that has exited since is not worth a line: a
+    // host where short JVMs come and go would get one for each.
+    if (named || !java::has_exited(pid))
+      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
     return std::nullopt;
   }
   // The agent is loaded from now on: stop it at the end, whatever follows.

@@ -114,11 +114,6 @@ std::optional<Status> read_status(pid_t pid) {
   return st;
 }
 
-bool exited(pid_t pid) {
-  auto st = read_status(pid);
-  return !st || st->state == 'Z' || st->state == 'X';
-}
-
 enum class Vm { none, hotspot, openj9 };
 
 // OpenJ9 maps a libjvm.so too, but answers SIGQUIT with a javacore dump.
@@ -322,7 +317,7 @@ std::expected<int, std::string> connect_socket(const std::string& path, pid_t pi
 // Why the JVM stopped talking: it exited, or it hung up on us.
 std::string hung_up(pid_t pid, std::string_view command) {
   std::string jvm_name = "JVM " + std::to_string(pid);
-  if (exited(pid)) return jvm_name + " exited during the attach";
+  if (has_exited(pid)) return jvm_name + " exited during the attach";
   return jvm_name + " closed the attach connection without answering '" + std::string(command) +
          "': it may be exiting, or it refused ember's uid/gid (it answers only its own user, or root)";
 }
@@ -401,6 +396,11 @@ std::expected<void, std::string> check_request(std::string_view command, std::sp
 
 }  // namespace
 
+bool has_exited(pid_t pid) {
+  auto st = read_status(pid);
+  return !st || st->state == 'Z' || st->state == 'X';
+}
+
 std::optional<bool> jvm_flag(pid_t pid, std::string_view name) {
   std::string env = read_file(proc_path(pid, "environ")).value_or("");
   auto env_var = [&](std::string_view var) {
@@ -445,7 +445,7 @@ std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid) {
                            ") may not inspect or attach to; attach as that user or as root");
   if (!maps) return std::unexpected("no process with pid " + std::to_string(pid));
   // An exiting process drops its mappings before it turns zombie.
-  if (maps->empty() && exited(pid)) return std::unexpected(who + " has exited");
+  if (maps->empty() && has_exited(pid)) return std::unexpected(who + " has exited");
   switch (vm_in_maps(*maps)) {
     case Vm::none:
       return std::unexpected(who + " is not a HotSpot JVM: it does not map libjvm.so");

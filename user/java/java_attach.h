@@ -68,6 +68,9 @@ std::expected<AttachResult, std::string> attach_command(pid_t pid, std::string_v
                                                         std::span<const std::string> args,
                                                         int timeout_ms = 5000);
 
+// The process is gone, or a zombie.
+bool has_exited(pid_t pid);
+
 // Loads a JVMTI agent into the JVM and runs its Agent_OnAttach; fails unless
 // that returns 0. `agent_path` must be absolute and is opened by the JVM, so
 // inside its mount namespace (a container's filesystem, not ember's).
