@@ -457,7 +457,7 @@ std::expected<AgentConfig, std::string> parse_agent_config(std::istream* in, con
       return std::unexpected(file + ":" + std::to_string(e.source().begin.line) + ": not TOML: " +
                              std::string(e.description()));
     } catch (const TomlCheckFailed&) {
-      return std::unexpected(file + ": not TOML: the parser met something it cannot read");
+      return std::unexpected(file + ": not TOML: the parser met something it cannot read (a stray bracket, comma or control character): fix the file");
     }
   }
   for (const auto& [name, values] : flags) {
