@@ -28,11 +28,12 @@ echo "alloc: from C through JNI $((native >> 20)) MiB, from Java $((java >> 20))
 (( native * 100 / java >= 90 && native * 100 / java <= 110 )) || fail "native:Java = $native:$java, not 1:1 ±10%"
 # All of each site's arrays are in the stacks above: no byte[] of
 # nativeAlloc's without its C frames, no frame of any kind between allocJava
-# and byte[]. (The JVM allocates under nativeAlloc itself once, linking the
-# native method: a java.lang.String, before any C frame exists, sampled
-# when the sampling threshold falls on it.)
+# and byte[]. (The JVM itself allocates now and then on these threads: a
+# java.lang.String under nativeAlloc once, linking the native method, before
+# any C frame exists; one under allocJava, seen once in a CI run, which
+# the sampling threshold falls on rarely. Only byte[] is this test's.)
 all_native=$(weight "$TMP/alloc.folded" ';AllocNative\.nativeAlloc_\[[ji0]\];.*;byte\[\] [0-9]+$')
-all_java=$(weight "$TMP/alloc.folded" ';AllocNative\.allocJava_\[[ji0]\];')
+all_java=$(weight "$TMP/alloc.folded" ';AllocNative\.allocJava_\[[ji0]\];.*byte\[\] [0-9]+$')
 (( all_native == native )) || fail "nativeAlloc stacks without its C frames: $(grep nativeAlloc "$TMP/alloc.folded")"
 (( all_java == java )) || fail "allocJava stacks with other frames: $(grep allocJava "$TMP/alloc.folded")"
 assert_contains "$TMP/err" 'alloc: alloc samples from native code [1-9]' "no count of native samples: $(cat "$TMP/err")"
