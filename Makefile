@@ -30,7 +30,10 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 WARN := -Wall -Wextra
-CXXFLAGS ?= -O2 -g
+# -g1: line tables and functions, no locals: ember's stacks and sanitizer
+# reports keep their file:line, and the four heaviest files (CLI11, toml++,
+# httplib, json) compile in 9 s instead of 13 each (-g: gdb's locals).
+CXXFLAGS ?= -O2 -g1
 CXXFLAGS += -std=c++2b $(WARN) -I. -Ibpf -I$(BUILD) -MMD -MP
 # The features Debian's libcpp-httplib was built with (its cpp-httplib.pc):
 # the header's classes must match the library's.

@@ -58,11 +58,23 @@ run_unit_tests() {
 	rm -f "$unit_log"
 }
 
+# cpu_ticks: "BUSY TOTAL", the machine's CPU time so far (/proc/stat, all
+# CPUs; idle and iowait are not busy).
+cpu_ticks() {
+	# guest time, the last fields, is counted in user already
+	local _ user nice system idle iowait irq softirq steal
+	read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+	local busy=$((user + nice + system + irq + softirq + steal))
+	echo "$busy $((busy + idle + iowait))"
+}
+
 # run_script SCRIPT LABEL [sanitized]: runs one integration script and
-# counts its result.
+# counts its result. Beside its seconds, how busy it kept the machine: a
+# test that waits more than it works is where the suite's time can go.
 run_script() {
-	local t=$1 label=$2 sanitized=${3:-} start out rc secs reports=""
+	local t=$1 label=$2 sanitized=${3:-} start out rc secs reports="" ticks0 ticks1 busy
 	start=$(date +%s)
+	ticks0=$(cpu_ticks)
 	if [[ $sanitized ]]; then
 		reports=$(mktemp -d /tmp/ember-sanitizer.XXXXXX)
 		out=$(EMBER=$PWD/build/san/ember ASAN_OPTIONS=log_path=$reports/asan \
@@ -78,8 +90,10 @@ run_script() {
 		rc=$?
 	fi
 	secs=$(( $(date +%s) - start ))
+	ticks1=$(cpu_ticks)
+	busy=$(( (${ticks1% *} - ${ticks0% *}) * 100 / (${ticks1#* } - ${ticks0#* } + 1) ))
 	case $rc in
-	0) passed=$((passed + 1)); echo "ok      $label (${secs}s)" ;;
+	0) passed=$((passed + 1)); echo "ok      $label (${secs}s, ${busy}% busy)" ;;
 	77) skipped=$((skipped + 1)); echo "skipped $label: $(tail -n 1 <<<"$out")" ;;
 	*) failed=$((failed + 1)); failures+=("$label"); echo "FAILED  $label (exit $rc, ${secs}s)"; sed 's/^/    /' <<<"$out" ;;
 	esac
