@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -50,6 +51,15 @@ DebugFile::~DebugFile() {
 DebugFinder::DebugFinder(DebugSearch search) : search_(std::move(search)) {
   const char* urls = std::getenv("DEBUGINFOD_URLS");
   debuginfod_off_ = !urls || !*urls;
+  // debuginfod's own timeout, in whole seconds, bounds the whole run's
+  // queries too: a user who wants a stalled server given up on sooner says so.
+  if (const char* timeout = std::getenv("DEBUGINFOD_TIMEOUT")) {
+    unsigned seconds = 0;
+    std::string_view text(timeout);
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec == std::errc() && end == text.data() + text.size() && seconds > 0)
+      search_.debuginfod_budget = std::chrono::seconds(seconds);
+  }
 }
 
 DebugFinder::~DebugFinder() {

@@ -27,7 +27,8 @@ struct DebugSearch {
   std::string process_root;
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Total time debuginfod may take over a whole run, so an unreachable or
-  // stalled server cannot hold up a report.
+  // stalled server cannot hold up a report; DEBUGINFOD_TIMEOUT (seconds)
+  // sets it instead when given.
   std::chrono::milliseconds debuginfod_budget{10'000};
 };
 

@@ -127,7 +127,9 @@ wait $ember
 # one still held (flock, as a live ember holds it) is not.
 mkdir -m 700 /tmp/ember-999999-stale000 /tmp/ember-999998-heldheld
 touch /tmp/ember-999999-stale000/4242.jitmap
-flock -s /tmp/ember-999998-heldheld sh -c "touch $TMP/held; exec sleep 30" &
+# -F: the holder is flock's own pid, so killing it ends the hold (a forked
+# sleep outlived the kill, holding the test's output open for its 30 s).
+flock -F -s /tmp/ember-999998-heldheld sh -c "touch $TMP/held; exec sleep 30" &
 holder=$!
 BACKGROUND+=($holder)
 for _ in $(seq 50); do [ -e "$TMP/held" ] && break; sleep 0.1; done

@@ -281,6 +281,8 @@ done
 # and the kernel shared the connections, half meeting the other's token.
 start_server "$TMP/first"
 refuse "cannot listen on 127.0.0.1:$PORT: Address already in use" --listen "127.0.0.1:$PORT" --dir "$TMP/second"
+# ... and made no token: the start after it still shows the new token's link.
+[ -e "$TMP/second/.token" ] && fail "a start that could not listen left a token file"
 codes=$(for _ in $(seq 12); do code -H "Authorization: Bearer $TOKEN" "$URL/api/info"; echo; done | sort | uniq -c | xargs)
 [ "$codes" = "12 200" ] || fail "12 requests to the first server after a second tried its port: $codes"
 

@@ -39,20 +39,21 @@ TEST_CASE("serve: state changes need the marker header and the server's own orig
 TEST_CASE("serve: the token file is created private once, then read back") {
   TempDir dir;
   std::string path = (dir.path / "token").string();
-  bool created = false;
-  auto first = serve::load_or_create_token(path, created);
-  REQUIRE(first);
-  CHECK(created);
-  CHECK(first->size() == 48);
+  auto none = serve::read_token(path);
+  REQUIRE(none);
+  CHECK_FALSE(none->has_value());
+  auto made = serve::create_token(path);
+  REQUIRE(made);
+  CHECK(made->size() == 48);
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  auto again = serve::load_or_create_token(path, created);
+  auto again = serve::read_token(path);
   REQUIRE(again);
-  CHECK_FALSE(created);
-  CHECK(*again == *first);
+  CHECK(**again == *made);
+  CHECK_FALSE(serve::create_token(path));  // never over an existing file
   ::chmod(path.c_str(), 0644);
-  CHECK_FALSE(serve::load_or_create_token(path, created));  // readable by others: refused
+  CHECK_FALSE(serve::read_token(path));  // readable by others: refused
 }
 
 TEST_CASE("results: names follow the scheme and nothing else is reachable") {

@@ -89,28 +89,9 @@ std::optional<std::string> cross_site_refusal(std::string_view marker, std::stri
   return std::nullopt;
 }
 
-std::expected<std::string, std::string> load_or_create_token(const std::string& path, bool& created) {
-  created = false;
+std::expected<std::optional<std::string>, std::string> read_token(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) {
-    unsigned char raw[24];
-    if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw))
-      return std::unexpected(std::string("getrandom: ") + std::strerror(errno));
-    std::string token;
-    for (unsigned char c : raw) {
-      char hex[3];
-      std::snprintf(hex, sizeof hex, "%02x", c);
-      token += hex;
-    }
-    int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (out < 0) return std::unexpected("cannot create the token file " + path + ": " + std::strerror(errno));
-    std::string line = token + "\n";
-    bool ok = ::write(out, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-    ::close(out);
-    if (!ok) return std::unexpected("cannot write the token file " + path);
-    created = true;
-    return token;
-  }
+  if (fd < 0 && errno == ENOENT) return std::nullopt;
   if (fd < 0) return std::unexpected("cannot read the token file " + path + ": " + std::strerror(errno));
   struct stat st {};
   ::fstat(fd, &st);
@@ -122,6 +103,25 @@ std::expected<std::string, std::string> load_or_create_token(const std::string& 
   std::string token(buf, n > 0 ? n : 0);
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
   if (token.size() < 16) return std::unexpected("the token in " + path + " is shorter than 16 characters");
+  return token;
+}
+
+std::expected<std::string, std::string> create_token(const std::string& path) {
+  unsigned char raw[24];
+  if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw))
+    return std::unexpected(std::string("getrandom: ") + std::strerror(errno));
+  std::string token;
+  for (unsigned char c : raw) {
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", c);
+    token += hex;
+  }
+  int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0) return std::unexpected("cannot create the token file " + path + ": " + std::strerror(errno));
+  std::string line = token + "\n";
+  bool ok = ::write(out, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(out);
+  if (!ok) return std::unexpected("cannot write the token file " + path);
   return token;
 }
 
@@ -569,8 +569,9 @@ int run_serve(const ServeOptions& o) {
   auto store = ResultStore::open(dir);
   if (!store) return fail(store.error());
   std::string token_path = o.token_file.empty() ? store->dir() + "/.token" : o.token_file;
-  bool token_created = false;
-  auto token = serve::load_or_create_token(token_path, token_created);
+  // Made only once the port is ours (below): a start that cannot listen
+  // leaves none, so the next start still shows the new token's link.
+  auto token = serve::read_token(token_path);
   if (!token) return fail(token.error());
 
   char exe[4096];
@@ -607,7 +608,7 @@ int run_serve(const ServeOptions& o) {
   svr.set_keep_alive_timeout(3);
   svr.new_task_queue = [] { return new httplib::ThreadPool(64); };
 
-  const std::string secret = *token;
+  std::string secret = token->value_or("");
   const std::string cookie_flags = std::string("; Path=/; HttpOnly; SameSite=Strict") + (tls ? "; Secure" : "");
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     res.set_header("X-Content-Type-Options", "nosniff");
@@ -727,6 +728,12 @@ int run_serve(const ServeOptions& o) {
   if (!svr.bind_to_port(endpoint->host, endpoint->port))
     return fail("cannot listen on " + o.listen + ": " + std::strerror(errno) +
                 " (another server on that port? ports below 1024 need root)");
+  bool token_created = !token->has_value();
+  if (token_created) {
+    auto made = serve::create_token(token_path);
+    if (!made) return fail(made.error());
+    secret = *made;
+  }
 
   // Ctrl-C and SIGTERM stop the server from a thread of their own, where
   // stop() may be called; the running profile is then written.

@@ -42,9 +42,11 @@ bool token_matches(std::string_view given, std::string_view expected);
 std::optional<std::string> cross_site_refusal(std::string_view marker, std::string_view origin,
                                               std::string_view sec_fetch_site, std::string_view host, bool tls);
 
-// The token in `path` (created, mode 0600, with a fresh random token when
-// missing); `created` says whether it was.
-std::expected<std::string, std::string> load_or_create_token(const std::string& path, bool& created);
+// The token in `path`, nothing when there is no such file, or why it is
+// refused (readable by others, too short).
+std::expected<std::optional<std::string>, std::string> read_token(const std::string& path);
+// A fresh random token in a new file `path`, mode 0600.
+std::expected<std::string, std::string> create_token(const std::string& path);
 
 // Settings the page saves (settings.json): the fields known, of the right
 // types, or why not (a 400).
