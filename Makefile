@@ -329,8 +329,9 @@ $(BUILD)/oracle/bcc_symbolize: tests/oracle/bcc_symbolize.cpp
 # ELF/DWARF, maps and perf-map parsers (elf, perfmap), the JVM agents'
 # streams (jitmap), a JVM's attach replies and hsperfdata (attach,
 # hsperf), the agent's configuration and its backend's answers
-# (agent_config, backend), and what clients send ember serve (serve).
-FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve
+# (agent_config, backend), what clients send ember serve (serve), and the
+# tables of an HTML flamegraph that `ember convert` reads back (page).
+FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve page
 # The replay of every corpus (make test): one binary, each harness under the
 # sanitizers with its entry renamed fuzz_TARGET (a link of the san tree
 # takes ~30 s: one, not one a target).

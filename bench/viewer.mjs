@@ -1,6 +1,6 @@
 // Speed of the flamegraph viewer (flamegraph/flamegraph.html) in headless Chromium.
 //
-//   node bench/viewer.mjs FILE.html [--runs N] [--search REGEX]
+//   node bench/viewer.mjs FILE.html [--runs N] [--search REGEX] [--paint-only]
 //
 // Per run the page is loaded afresh, then:
 //   first paint  navigation start -> the page's `ember:ready` mark (data parsed,
@@ -9,9 +9,10 @@
 //                which the redraw precedes (so the redraw is included)
 //   zoom         click on a frame -> the next animation frame after the redraw
 //   reverse, sort by weight, transform: the same for those controls (no target; for information)
-// Prints the median of N runs (default 5) and the file size.
-// Targets on `tests/browser/make_fixture.mjs --big` (100k stacks): first paint
-// < 1.5 s, search < 100 ms, zoom < 100 ms.
+// Prints the median of N runs (default 5), the parts of the first paint
+// (the page's own measures) and the file size. --paint-only: another
+// tool's page (async-profiler's): navigation start -> the first animation
+// frame after its load event, and nothing else.
 import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
@@ -21,9 +22,10 @@ const require = createRequire(new URL('../tests/browser/package.json', import.me
 const { chromium } = require('playwright-core');
 
 function parseArgs(argv) {
-  const args = { file: null, runs: 5, search: '_read|Record' };
+  const args = { file: null, runs: 5, search: '_read|Record', paintOnly: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--runs') args.runs = Math.max(1, parseInt(argv[++i], 10) || 1);
+    else if (argv[i] === '--paint-only') args.paintOnly = true;
     else if (argv[i] === '--search') args.search = argv[++i];
     else if (!args.file) args.file = argv[i];
     else throw new Error('unexpected argument: ' + argv[i]);
@@ -70,11 +72,19 @@ async function run(args) {
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
   const results = { ready: [], search: [], searchCompute: [], zoom: [], reverse: [], sort: [], transform: [] };
+  const PARTS = ['parse', 'unpack', 'decode', 'build', 'layout', 'first-draw', 'table'];
+  const parts = Object.fromEntries(PARTS.map((p) => [p, []]));
   const errors = [];
   for (let i = 0; i < args.runs; i++) {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(pathToFileURL(file).href);
+    if (args.paintOnly) {
+      await page.goto(pathToFileURL(file).href, { waitUntil: 'load', timeout: 120000 });
+      results.ready.push(await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => done(performance.now())))));
+      await page.close();
+      continue;
+    }
+    await page.goto(pathToFileURL(file).href, { timeout: 120000 });
     await page.waitForSelector('body[data-state]', { timeout: 60000 });
     const st = await page.evaluate(() => document.body.dataset.state);
     if (st !== 'ready') throw new Error('page state: ' + st);
@@ -83,6 +93,7 @@ async function run(args) {
       return e ? e.duration : NaN;
     }, n);
     results.ready.push(await measure('ready'));
+    for (const p of PARTS) parts[p].push(await measure(p));
     await afterFrame(page, 'none');   // let the first frames settle
     results.search.push(await afterFrame(page, 'search', args.search));
     results.searchCompute.push((await measure('search')) + (await measure('draw')));
@@ -104,7 +115,11 @@ async function run(args) {
   const size = statSync(file).size;
   console.log(`file         ${args.file}: ${(size / 1e6).toFixed(2)} MB`);
   console.log(`runs         ${args.runs} (medians)`);
-  console.log(`first paint  ${ms(results.ready)}   (navigation start -> ember:ready)`);
+  if (args.paintOnly) {
+    console.log(`first paint  ${ms(results.ready)}   (navigation start -> the frame after load)`);
+    return;
+  }
+  console.log(`first paint  ${ms(results.ready)}   (navigation start -> ember:ready: ${PARTS.map((p) => `${p} ${median(parts[p]).toFixed(0)}`).join(', ')})`);
   console.log(`search       ${ms(results.search)}   (input -> next frame; search + redraw compute ${median(results.searchCompute).toFixed(1)} ms)`);
   console.log(`zoom         ${ms(results.zoom)}   (click -> next frame)`);
   console.log(`reverse      ${ms(results.reverse)}   (r -> next frame; rebuilds the tree)`);

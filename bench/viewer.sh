@@ -1,39 +1,51 @@
 #!/usr/bin/env bash
-# The flamegraph on a big profile: a generated folded file of 100,000
-# unique stacks (depth 8-60, ~1M samples; bench/big_profile.awk). Prints
-# the time to generate the page from it and the page's size, for ember
-# (`ember convert`) and, when given their paths, FlameGraph's flamegraph.pl
-# (SVG) and async-profiler's converter (HTML); then the page's speed in
-# headless Chromium (bench/viewer.mjs): first paint, search, zoom.
-# Environment: FLAMEGRAPH_DIR, ASYNC_PROFILER_DIR (both optional), RUNS (5).
+# The flamegraph at fleet scale: folded profiles made by
+# bench/fleet_profile.mjs (one service merged over an hour: unique stacks
+# sharing only their first frames, long Java and C++ names, depth 8-150,
+# mean 37), at 100,000 stacks and, with SIZES, more. For each size:
+# the time and peak memory of `ember convert` to HTML, and of
+# async-profiler's converter when ASYNC_PROFILER_DIR is given (and
+# FlameGraph's flamegraph.pl, FLAMEGRAPH_DIR, at 100,000 stacks only);
+# the page's size; then its speed in headless Chromium (bench/viewer.mjs):
+# first paint and its parts, search, zoom.
+# Environment: SIZES (100000), RUNS (5), ASYNC_PROFILER_DIR, FLAMEGRAPH_DIR.
+# Issue 17's targets: at 100,000 stacks a page of at most 12 MB, first paint
+# 700 ms, search 60 ms, zoom 30 ms; at 1,000,000: 100 MB, 5 s, 500 ms, and
+# convert under 10 s and 2 GB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=$(mktemp -d /tmp/ember-vbench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-awk -f bench/big_profile.awk >"$T/big.folded"
-echo "profile: $(wc -l <"$T/big.folded") stacks, $(awk '{ s += $NF } END { print s }' "$T/big.folded") samples, $(($(stat -c %s "$T/big.folded") / 1048576)) MB folded"
+command -v /usr/bin/time >/dev/null || { echo "bench: no /usr/bin/time (scripts/deps.sh bench installs it)" >&2; exit 1; }
 
-# timed NAME OUTPUT CMD...: prints the wall time of CMD and OUTPUT's size
+# timed NAME OUTPUT CMD...: the wall time and peak RSS of CMD, OUTPUT's size
 timed() {
-	local name=$1 out=$2 start
+	local name=$1 out=$2
 	shift 2
-	start=$(date +%s%N)
-	"$@" >/dev/null 2>&1
-	printf '%-32s %8d ms %8.1f MB\n' "$name" $((($(date +%s%N) - start) / 1000000)) \
-		"$(awk -v b="$(stat -c %s "$out")" 'BEGIN { print b / 1048576 }')"
+	/usr/bin/time -f '%e %M' -o "$T/time" "$@" >/dev/null 2>"$T/err" || { echo "$name failed: $(tail -3 "$T/err")"; return; }
+	read -r secs kib <"$T/time"
+	printf '%-34s %8.2f s %8d MB %9.1f MB\n' "$name" "$secs" $((kib / 1024)) \
+		"$(awk -v b="$(stat -c %s "$out")" 'BEGIN { print b / 1e6 }')"
 }
-printf '\n%-32s %11s %11s\n' generator time size
-timed "ember convert -> html" "$T/ember.html" build/ember convert "$T/big.folded" -o "$T/ember.html"
-if [ -n "${FLAMEGRAPH_DIR:-}" ] && [ -x "$FLAMEGRAPH_DIR/flamegraph.pl" ]; then
-	timed "flamegraph.pl -> svg" "$T/fg.svg" sh -c "'$FLAMEGRAPH_DIR/flamegraph.pl' '$T/big.folded' >'$T/fg.svg'"
-else
-	echo "flamegraph.pl: FLAMEGRAPH_DIR not set"
-fi
-if [ -n "${ASYNC_PROFILER_DIR:-}" ] && [ -x "$ASYNC_PROFILER_DIR/bin/jfrconv" ]; then
-	cp "$T/big.folded" "$T/big.collapsed"
-	timed "async-profiler jfrconv -> html" "$T/ap.html" "$ASYNC_PROFILER_DIR/bin/jfrconv" -o html "$T/big.collapsed" "$T/ap.html"
-else
-	echo "async-profiler: ASYNC_PROFILER_DIR not set"
-fi
-echo
-node bench/viewer.mjs "$T/ember.html" --runs "${RUNS:-5}" --search 'lookup_1[0-9]'
+
+for stacks in ${SIZES:-100000}; do
+	node bench/fleet_profile.mjs --stacks "$stacks" >"$T/p.folded"
+	echo "profile: $stacks stacks, $(awk '{ s += $NF } END { print s }' "$T/p.folded") samples, $(($(stat -c %s "$T/p.folded") / 1000000)) MB folded"
+	printf '%-34s %10s %11s %12s\n' converter time "peak RSS" "page size"
+	timed "ember convert -> html" "$T/ember.html" build/ember convert "$T/p.folded" -o "$T/ember.html"
+	if [ -n "${ASYNC_PROFILER_DIR:-}" ] && [ -x "$ASYNC_PROFILER_DIR/bin/jfrconv" ]; then
+		cp "$T/p.folded" "$T/p.collapsed"
+		timed "async-profiler jfrconv -> html" "$T/ap.html" "$ASYNC_PROFILER_DIR/bin/jfrconv" -o html "$T/p.collapsed" "$T/ap.html"
+		rm "$T/p.collapsed"
+	fi
+	if ((stacks <= 100000)) && [ -n "${FLAMEGRAPH_DIR:-}" ] && [ -x "$FLAMEGRAPH_DIR/flamegraph.pl" ]; then
+		timed "flamegraph.pl -> svg" "$T/fg.svg" sh -c "'$FLAMEGRAPH_DIR/flamegraph.pl' '$T/p.folded' >'$T/fg.svg'"
+	fi
+	rm "$T/p.folded"
+	node bench/viewer.mjs "$T/ember.html" --runs "${RUNS:-5}" --search 'Repository\.find|::merge'
+	if [ -f "$T/ap.html" ]; then
+		echo "async-profiler's page:"
+		node bench/viewer.mjs "$T/ap.html" --runs "${RUNS:-5}" --paint-only
+	fi
+	echo
+done

@@ -3,9 +3,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <ostream>
 #include <string_view>
+#include <tuple>
+
+#include "flamegraph/gzip.h"
+#include "flamegraph/protobuf.h"
 
 extern "C" const char ember_flamegraph_html[];
 extern "C" const char ember_flamegraph_html_end[];
@@ -46,7 +51,7 @@ void append_uint(std::string& out, uint64_t v) {
   out.append(buf, end);
 }
 
-// Interns strings into a JSON array, returning indices.
+// Interns strings, returning indices; packs them for the page.
 class StringPool {
  public:
   uint32_t add(const std::string& s) {
@@ -54,13 +59,20 @@ class StringPool {
     if (inserted) order_.push_back(&it->first);
     return it->second;
   }
-  void append_json(std::string& out) const {
-    out += '[';
-    for (size_t i = 0; i < order_.size(); ++i) {
-      if (i) out += ',';
-      append_json_string(out, *order_[i]);
+  // count, byte length, then each string ended by a NUL (a NUL inside one,
+  // which no symbol has, becomes U+FFFD).
+  void pack(protobuf::Writer& out) const {
+    std::string bytes;
+    for (const std::string* s : order_) {
+      for (char c : *s) {
+        if (c) bytes += c;
+        else bytes += "\xef\xbf\xbd";
+      }
+      bytes += '\0';
     }
-    out += ']';
+    out.varint(order_.size());
+    out.varint(bytes.size());
+    out.raw(bytes);
   }
 
  private:
@@ -68,72 +80,130 @@ class StringPool {
   std::vector<const std::string*> order_;
 };
 
-// Stacks delta-coded against the previous one: prefix, n, n ids, weight.
-// `ids` maps the profile's frame ids to the page's.
-void append_stacks(std::string& out, const Profile& profile, const std::vector<uint32_t>& ids) {
-  out += '[';
+// Stacks delta-coded against the previous one: count, then each stack's
+// prefix (frames shared with the one before), n, n ids, weight. `ids` maps
+// the profile's frame ids to the page's. In the order of their page ids,
+// which is the page's sibling order: it builds its tree without sorting.
+void pack_stacks(protobuf::Writer& out, const Profile& profile, const std::vector<uint32_t>& ids) {
+  std::vector<const Stack*> stacks;
+  stacks.reserve(profile.stacks().size());
+  for (const Stack& s : profile.stacks()) stacks.push_back(&s);
+  std::sort(stacks.begin(), stacks.end(), [&](const Stack* a, const Stack* b) {
+    return std::lexicographical_compare(a->frames.begin(), a->frames.end(), b->frames.begin(), b->frames.end(),
+                                        [&](FrameId x, FrameId y) { return ids[x] < ids[y]; });
+  });
+  out.varint(stacks.size());
   std::vector<uint32_t> prev, cur;
-  bool first = true;
-  for (const Stack* s : profile.sorted_stacks()) {
+  for (const Stack* s : stacks) {
     cur.clear();
     for (FrameId f : s->frames) cur.push_back(ids[f]);
     size_t prefix = 0;
     while (prefix < prev.size() && prefix < cur.size() && prev[prefix] == cur[prefix]) ++prefix;
-    if (!first) out += ',';
-    first = false;
-    append_uint(out, prefix);
-    out += ',';
-    append_uint(out, cur.size() - prefix);
-    for (size_t i = prefix; i < cur.size(); ++i) {
-      out += ',';
-      append_uint(out, cur[i]);
-    }
-    out += ',';
-    append_uint(out, s->weight);
+    out.varint(prefix);
+    out.varint(cur.size() - prefix);
+    for (size_t i = prefix; i < cur.size(); ++i) out.varint(cur[i]);
+    out.varint(s->weight);
     prev.swap(cur);
   }
-  out += ']';
+}
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void append_base64(std::string& out, std::string_view in) {
+  out.reserve(out.size() + (in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(in[k])); };
+  for (; i + 3 <= in.size(); i += 3) {
+    uint32_t v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+    for (int shift : {18, 12, 6, 0}) out += kBase64[(v >> shift) & 63];
+  }
+  if (size_t left = in.size() - i) {
+    uint32_t v = byte(i) << 16 | (left == 2 ? byte(i + 1) << 8 : 0);
+    out += kBase64[v >> 18];
+    out += kBase64[(v >> 12) & 63];
+    out += left == 2 ? kBase64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+}
+
+std::expected<std::string, std::string> decode_base64(std::string_view in) {
+  static const auto table = [] {
+    std::array<int8_t, 256> t;
+    t.fill(-1);
+    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kBase64[i])] = static_cast<int8_t>(i);
+    return t;
+  }();
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  std::string out;
+  out.reserve(in.size() * 3 / 4);
+  uint32_t v = 0;
+  int bits = 0;
+  for (unsigned char c : in) {
+    int8_t d = table[c];
+    if (d < 0) return std::unexpected("not base64");
+    v = v << 6 | static_cast<uint32_t>(d);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((v >> bits) & 0xff);
+    }
+  }
+  return out;
 }
 
 }  // namespace
 
 std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
   std::string title = options.title.empty() ? "ember — " + profile.event : options.title;
-  StringPool names, modules;
-  modules.add("");
-  std::string frames;
-  auto add_frame = [&](const Frame& f) {
-    if (!frames.empty()) frames += ',';
-    append_uint(frames, names.add(f.name));
-    frames += ',';
-    append_uint(frames, static_cast<uint64_t>(f.kind));
-    frames += ',';
-    append_uint(frames, modules.add(f.module));
-  };
-  // The page's frame ids: the profile's, then the base's frames it lacks.
-  std::vector<uint32_t> ids, base_ids;
+  // The page's frames: the profile's, then the base's it lacks (the same
+  // name, kind and module is the same frame), numbered in the page's order
+  // of siblings: by name, kind name, module.
+  std::vector<const Frame*> page_frames;
+  std::vector<uint32_t> ids, base_ids;  // profile (base) frame id -> index in page_frames, then page id
   for (const Frame& f : profile.frames()) {
-    ids.push_back(static_cast<uint32_t>(ids.size()));
-    add_frame(f);
+    ids.push_back(static_cast<uint32_t>(page_frames.size()));
+    page_frames.push_back(&f);
   }
   if (options.base) {
-    std::unordered_map<std::string, uint32_t> known;  // folded spelling + module -> page id
+    std::unordered_map<std::string, uint32_t> known;  // name, kind and module -> index
     auto key = [](const Frame& f) { return f.name + '\0' + std::to_string(static_cast<int>(f.kind)) + '\0' + f.module; };
     for (size_t i = 0; i < profile.frames().size(); ++i) known.emplace(key(profile.frames()[i]), i);
-    uint32_t next = static_cast<uint32_t>(ids.size());
     for (const Frame& f : options.base->frames()) {
-      auto [it, inserted] = known.try_emplace(key(f), next);
-      if (inserted) {
-        ++next;
-        add_frame(f);
-      }
+      auto [it, inserted] = known.try_emplace(key(f), static_cast<uint32_t>(page_frames.size()));
+      if (inserted) page_frames.push_back(&f);
       base_ids.push_back(it->second);
     }
   }
+  std::vector<uint32_t> order(page_frames.size()), page_id(page_frames.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const Frame &x = *page_frames[a], &y = *page_frames[b];
+    return std::tuple(std::string_view(x.name), kind_name(x.kind), std::string_view(x.module)) <
+           std::tuple(std::string_view(y.name), kind_name(y.kind), std::string_view(y.module));
+  });
+  for (uint32_t i = 0; i < order.size(); ++i) page_id[order[i]] = i;
+  for (uint32_t& id : ids) id = page_id[id];
+  for (uint32_t& id : base_ids) id = page_id[id];
+  StringPool names, modules;
+  modules.add("");
+  protobuf::Writer frames;
+  for (uint32_t i : order) {
+    const Frame& f = *page_frames[i];
+    frames.varint(names.add(f.name));
+    frames.varint(static_cast<uint64_t>(f.kind));
+    frames.varint(modules.add(f.module));
+  }
+  uint32_t frame_count = static_cast<uint32_t>(order.size());
+  protobuf::Writer tables;
+  names.pack(tables);
+  modules.pack(tables);
+  tables.varint(frame_count);
+  tables.raw(frames.str());
+  pack_stacks(tables, profile, ids);
+  if (options.base) pack_stacks(tables, *options.base, base_ids);
+  else tables.varint(0);
 
-  std::string out;
-  out.reserve(frames.size() * 2 + profile.stacks().size() * 32);
-  out += "{\"version\":1,\"title\":";
+  std::string out = "{\"version\":2,\"title\":";
   append_json_string(out, title);
   out += ",\"event\":";
   append_json_string(out, profile.event);
@@ -144,22 +214,12 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
     if (i) out += ',';
     append_json_string(out, kFrameKindNames[i]);
   }
-  out += "],\"names\":";
-  names.append_json(out);
-  out += ",\"modules\":";
-  modules.append_json(out);
-  out += ",\"frames\":[";
-  out += frames;
-  out += "],\"stacks\":";
-  append_stacks(out, profile, ids);
-  out += ",\"total\":";
+  out += "],\"total\":";
   append_uint(out, profile.total());
   if (options.base) {
     out += ",\"label\":";
     append_json_string(out, options.label);
-    out += ",\"base\":{\"stacks\":";
-    append_stacks(out, *options.base, base_ids);
-    out += ",\"total\":";
+    out += ",\"base\":{\"total\":";
     append_uint(out, options.base->total());
     out += ",\"label\":";
     append_json_string(out, options.base_label);
@@ -186,7 +246,9 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
     out += ':';
     append_json_string(out, profile.info[i].second);
   }
-  out += "}}";
+  out += "},\"tables\":\"";
+  append_base64(out, gzip(tables.str()));
+  out += "\"}";
   return out;
 }
 
@@ -194,35 +256,54 @@ namespace {
 
 constexpr std::string_view kDataOpen = R"(<script id="ember-data" type="application/json">)";
 
-// Stacks as append_stacks writes them, into `profile`. Frames are interned
-// as stacks use them: a differential page also holds BASE's frames.
-std::expected<void, std::string> read_stacks(const nlohmann::ordered_json& stacks, const std::vector<Frame>& frames,
-                                             Profile& profile) {
-  if (!stacks.is_array()) return std::unexpected("no stacks");
+// Strings as StringPool::pack writes them.
+std::expected<std::vector<std::string>, std::string> read_strings(protobuf::Reader& in) {
+  uint64_t count = in.varint();
+  std::string_view bytes = in.bytes();
+  if (!in.ok() || count > bytes.size()) return std::unexpected("a string table cut short");
+  std::vector<std::string> out;
+  out.reserve(count);
+  size_t at = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    size_t end = bytes.find('\0', at);
+    if (end == std::string_view::npos) return std::unexpected("a string table cut short");
+    out.emplace_back(bytes.substr(at, end - at));
+    at = end + 1;
+  }
+  if (at != bytes.size()) return std::unexpected("a string table longer than its count");
+  return out;
+}
+
+// Stacks as pack_stacks writes them, into `profile` (or only checked, when
+// null: a differential page's BASE). Frames are interned as stacks use them:
+// a differential page also holds BASE's frames.
+std::expected<void, std::string> read_stacks(protobuf::Reader& in, const std::vector<Frame>& frames, Profile* profile) {
+  uint64_t count = in.varint();
   std::vector<FrameId> cur;
-  auto number = [&](size_t i) { return stacks[i].get<uint64_t>(); };
-  for (size_t i = 0; i < stacks.size();) {
-    if (i + 2 > stacks.size()) return std::unexpected("a stack cut short");
-    uint64_t prefix = number(i), n = number(i + 1);
-    if (prefix > cur.size() || n > stacks.size() - i - 2 || i + 2 + n >= stacks.size())
-      return std::unexpected("a stack cut short or longer than its array");
+  std::vector<uint64_t> page_ids;
+  for (uint64_t s = 0; s < count && in.ok(); ++s) {
+    uint64_t prefix = in.varint(), n = in.varint();
+    if (!in.ok() || prefix > page_ids.size()) return std::unexpected("a stack cut short");
+    page_ids.resize(prefix);
     cur.resize(prefix);
     for (uint64_t k = 0; k < n; ++k) {
-      uint64_t id = number(i + 2 + k);
+      uint64_t id = in.varint();
+      if (!in.ok()) return std::unexpected("a stack cut short");
       if (id >= frames.size()) return std::unexpected("a stack names a missing frame");
-      cur.push_back(profile.intern(frames[id]));
+      page_ids.push_back(id);
+      if (profile) cur.push_back(profile->intern(frames[id]));
     }
-    uint64_t weight = number(i + 2 + n);
-    if (weight) profile.add(cur, weight);
-    i += 3 + n;
+    uint64_t weight = in.varint();
+    if (profile && weight) profile->add(cur, weight);
   }
+  if (!in.ok()) return std::unexpected("the stacks cut short");
   return {};
 }
 
 std::expected<HtmlReadResult, std::string> profile_of(const nlohmann::ordered_json& data) {
-  if (data.value("version", 0) != 1)
+  if (data.value("version", 0) != 2)
     return std::unexpected("ember page data version " + data.value("version", nlohmann::ordered_json()).dump() +
-                           ": this ember reads version 1; read it with the ember that wrote it");
+                           ": this ember reads version 2; read it with the ember that wrote it");
   HtmlReadResult r;
   Profile& p = r.profile;
   p.event = data.at("event").get<std::string>();
@@ -239,18 +320,29 @@ std::expected<HtmlReadResult, std::string> profile_of(const nlohmann::ordered_js
     kinds.push_back(known == kFrameKindNames.end() ? FrameKind::Unknown
                                                    : static_cast<FrameKind>(known - kFrameKindNames.begin()));
   }
-  const nlohmann::ordered_json& names = data.at("names");
-  const nlohmann::ordered_json& modules = data.at("modules");
-  const nlohmann::ordered_json& table = data.at("frames");
-  if (table.size() % 3) return std::unexpected("a frame table cut short");
+  auto packed = decode_base64(data.at("tables").get<std::string>());
+  if (!packed) return std::unexpected("its tables are not base64");
+  auto tables = gunzip(*packed);
+  if (!tables) return std::unexpected("its tables: " + tables.error());
+  protobuf::Reader in(*tables);
+  auto names = read_strings(in);
+  if (!names) return std::unexpected(names.error());
+  auto modules = read_strings(in);
+  if (!modules) return std::unexpected(modules.error());
+  uint64_t frame_count = in.varint();
+  if (!in.ok() || frame_count > tables->size()) return std::unexpected("a frame table cut short");
   std::vector<Frame> frames;
-  for (size_t i = 0; i < table.size(); i += 3) {
-    uint64_t name = table[i].get<uint64_t>(), kind = table[i + 1].get<uint64_t>(), module = table[i + 2].get<uint64_t>();
-    if (name >= names.size() || kind >= kinds.size() || module >= modules.size())
+  frames.reserve(frame_count);
+  for (uint64_t i = 0; i < frame_count; ++i) {
+    uint64_t name = in.varint(), kind = in.varint(), module = in.varint();
+    if (!in.ok()) return std::unexpected("a frame table cut short");
+    if (name >= names->size() || kind >= kinds.size() || module >= modules->size())
       return std::unexpected("a frame names a missing name, kind or module");
-    frames.push_back({names[name].get<std::string>(), kinds[kind], modules[module].get<std::string>()});
+    frames.push_back({(*names)[name], kinds[kind], (*modules)[module]});
   }
-  if (auto s = read_stacks(data.at("stacks"), frames, p); !s) return std::unexpected(s.error());
+  if (auto s = read_stacks(in, frames, &p); !s) return std::unexpected(s.error());
+  if (auto s = read_stacks(in, frames, nullptr); !s) return std::unexpected("BASE: " + s.error());
+  if (!in.done()) return std::unexpected("its tables go on past their end");
   if (data.contains("total") && data["total"].get<uint64_t>() != p.total())
     return std::unexpected("its stacks do not add up to its total");
   if (data.contains("base")) {

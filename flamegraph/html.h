@@ -1,5 +1,22 @@
 // The interactive HTML flamegraph: flamegraph.html (embedded at build time)
-// with the profile filled in as JSON. One self-contained file.
+// with the profile filled in. One self-contained file.
+//
+// The page's data, contract version 2 (flamegraph.html reads it, read_html
+// reads it back): a JSON object describing the profile (version, title,
+// event, unit, kinds, total, label and base {total, label} on a
+// differential page, view, period_ns, start_unix_ns, duration_ns, info)
+// whose "tables" is base64 of the gzip of these tables, each number an
+// unsigned LEB128 varint:
+//   names    count, byte length, then each name's UTF-8 ended by a NUL
+//   modules  likewise (index 0: no module)
+//   frames   count, then each frame's name, kind and module (indices)
+//   stacks   count, then each stack: prefix (frames it shares with the one
+//            before), n, n frame ids, weight
+//   base     a differential page's BASE stacks likewise (count 0 if none)
+// Frames are numbered in the page's sibling order (name, kind name,
+// module) and stacks written in that order, so the page builds its tree
+// without sorting. Packed so, bench/fleet_profile.mjs's 100,000 stacks make
+// a page of 11.7 MB, where JSON arrays made 26.3 MB.
 #pragma once
 
 #include <expected>
@@ -24,7 +41,7 @@ struct HtmlOptions {
 
 void write_html(const Profile& profile, const HtmlOptions& options, std::ostream& out);
 
-// The JSON document the page reads (contract version 1, see flamegraph.html).
+// The JSON document the page reads (contract version 2, above).
 std::string html_data_json(const Profile& profile, const HtmlOptions& options);
 
 // The profile a page written by write_html holds (of a differential page,

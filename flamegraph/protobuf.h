@@ -34,6 +34,7 @@ class Writer {
     out_ += s;
   }
   void message(int field, const Writer& m) { bytes(field, m.out_); }
+  void raw(std::string_view s) { out_ += s; }
   void packed(int field, const std::vector<uint64_t>& values) {
     if (values.empty()) return;
     Writer w;

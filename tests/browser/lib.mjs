@@ -4,6 +4,7 @@
 // helpers that look at the page the way a person does (hover, read tooltips).
 import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
+import { unpackTables } from './tables.mjs';
 
 // ------------------------------------------------------------ harness
 
@@ -57,11 +58,17 @@ export const settle = (page) => page.evaluate(() => new Promise((r) => requestAn
 
 // ------------------------------------------------------------ the embedded JSON
 
+// The page's data, with its tables unpacked into the fields they hold:
+// names, modules, frames, stacks, and base.stacks on a differential page.
 export function readEmbeddedData(file) {
   const html = readFileSync(file, 'utf8');
   const m = html.match(/<script id="ember-data" type="application\/json">([\s\S]*?)<\/script>/);
   if (!m) throw new Error('no ember-data script in ' + file);
-  return JSON.parse(m[1]);
+  const data = JSON.parse(m[1]);
+  const { names, modules, frames, stacks, baseStacks } = unpackTables(data.tables);
+  Object.assign(data, { names, modules, frames, stacks });
+  if (data.base) data.base.stacks = baseStacks;
+  return data;
 }
 
 // Independent decoder (deliberately not shared with the page).

@@ -1,5 +1,5 @@
 // Builds a self-contained flamegraph page from flamegraph/flamegraph.html and
-// a synthetic, deterministic profile (JSON contract version 1).
+// a synthetic, deterministic profile (data contract version 2).
 //
 //   node tests/browser/make_fixture.mjs OUT.html [--big] [--unit samples|ns|bytes] [--diff]
 //
@@ -17,6 +17,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { packTables } from './tables.mjs';
 
 const PLACEHOLDER = '@EMBER_DATA@';
 const TEMPLATE = resolve(dirname(fileURLToPath(import.meta.url)), '../../flamegraph/flamegraph.html');
@@ -264,22 +265,20 @@ function main() {
   const sum = (l) => l.reduce((acc, s) => acc + s.weight, 0);
   const total = sum(list);
   const data = {
-    version: 1,
+    version: 2,
     title: `ember — cpu-clock, 10.0 s, host <b>fixture</b>${args.big ? ' (big)' : ''}${args.diff ? ' (diff)' : ''}`,
     event: 'cpu-clock',
     unit: args.unit,
     kinds: KINDS,
-    names: pools.names,
-    modules: pools.modules,
-    frames: pools.frames,
-    stacks: encodeStacks(list),
     total,
     info: { samples: total, lost: 12, truncated: 1, unknown: 3, duration_s: 10.0, host: '<i>fixture</i>' },
   };
   if (base) {
     data.label = 'new.folded';
-    data.base = { stacks: encodeStacks(base), total: sum(base), label: 'base.folded' };
+    data.base = { total: sum(base), label: 'base.folded' };
   }
+  data.tables = packTables({ names: pools.names, modules: pools.modules, frames: pools.frames,
+    stacks: encodeStacks(list), baseStacks: base ? encodeStacks(base) : [] });
   const template = readFileSync(TEMPLATE, 'utf8');
   if (template.split(PLACEHOLDER).length !== 2) throw new Error(`${TEMPLATE} must contain ${PLACEHOLDER} exactly once`);
   // A function replacement, so '$' sequences in the data are not special.

@@ -5,7 +5,8 @@
 # of outside data: profiles (folded, pprof), binaries (elf), maps and perf
 # maps (perfmap), JVM agents' streams (jitmap), a JVM's attach replies and
 # hsperfdata (attach, hsperf), the agent's configuration and its backend's
-# answers (agent_config, backend), what clients send ember serve (serve).
+# answers (agent_config, backend), what clients send ember serve (serve),
+# an HTML flamegraph's tables (page).
 . "$(dirname "$0")/../lib.sh"
 for dir in "$ROOT"/tests/fuzz/corpus/*/; do
 	target=$(basename "$dir")

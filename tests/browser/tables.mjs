@@ -1,0 +1,70 @@
+// The flamegraph page's tables (flamegraph/html.h, data version 2), packed
+// and unpacked here independently of the page and of ember: make_fixture.mjs
+// writes pages with them, the tests read pages back with them. Stacks are
+// given and returned as the delta-coded array [prefix, n, f_1..f_n, weight, ...].
+import { gunzipSync, gzipSync } from 'node:zlib';
+
+export function packTables({ names, modules, frames, stacks, baseStacks = [] }) {
+  const bytes = [];
+  const varint = (v) => {
+    for (; v >= 128; v = Math.floor(v / 128)) bytes.push((v % 128) + 128);
+    bytes.push(v);
+  };
+  const strings = (list) => {
+    const utf8 = Buffer.from(list.map((s) => s + '\0').join(''), 'utf8');
+    varint(list.length);
+    varint(utf8.length);
+    for (const b of utf8) bytes.push(b);
+  };
+  const stackList = (enc) => {
+    let count = 0;
+    for (let i = 0; i < enc.length; i += enc[i + 1] + 3) count++;
+    varint(count);
+    for (const v of enc) varint(v);
+  };
+  strings(names);
+  strings(modules);
+  varint(frames.length / 3);
+  for (const v of frames) varint(v);
+  stackList(stacks);
+  stackList(baseStacks);
+  return gzipSync(Buffer.from(bytes)).toString('base64');
+}
+
+export function unpackTables(base64) {
+  const buf = gunzipSync(Buffer.from(base64, 'base64'));
+  let at = 0;
+  const varint = () => {
+    let v = 0, scale = 1, b;
+    do {
+      if (at >= buf.length) throw new Error('tables cut short');
+      b = buf[at++];
+      v += (b & 127) * scale;
+      scale *= 128;
+    } while (b & 128);
+    return v;
+  };
+  const strings = () => {
+    const count = varint(), length = varint();
+    const list = buf.subarray(at, at + length).toString('utf8').split('\0');
+    at += length;
+    list.pop();
+    if (list.length !== count) throw new Error(`a string table of ${list.length} strings, not ${count}`);
+    return list;
+  };
+  const stackList = () => {
+    const out = [];
+    for (let s = varint(); s > 0; s--) {
+      const prefix = varint(), n = varint();
+      out.push(prefix, n);
+      for (let k = 0; k <= n; k++) out.push(varint());   // n ids, then the weight
+    }
+    return out;
+  };
+  const names = strings(), modules = strings();
+  const frames = [];
+  for (let f = varint() * 3; f > 0; f--) frames.push(varint());
+  const stacks = stackList(), baseStacks = stackList();
+  if (at !== buf.length) throw new Error('tables go on past their end');
+  return { names, modules, frames, stacks, baseStacks };
+}
