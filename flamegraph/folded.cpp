@@ -4,6 +4,7 @@
 #include <istream>
 #include <ostream>
 #include <sstream>
+#include <unordered_map>
 
 namespace ember::flamegraph {
 namespace {
@@ -89,6 +90,14 @@ std::expected<FoldedReadResult, std::string> read_folded(std::istream& in) {
   FoldedReadResult result;
   std::string line;
   std::vector<FrameId> ids;
+  // The frame each spelling below the root names. A big profile repeats its
+  // frames millions of times; a hit here makes no Frame and no allocation
+  // (bench/fleet_profile.mjs's 100,000 stacks: 6% of `ember convert`).
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, FrameId, Hash, std::equal_to<>> spelled;
   size_t lineno = 0;
   auto warn = [&](const std::string& why) {
     result.warnings.push_back("line " + std::to_string(lineno) + ": " + why);
@@ -124,7 +133,14 @@ std::expected<FoldedReadResult, std::string> read_folded(std::istream& in) {
         empty_frame = true;
         break;
       }
-      ids.push_back(result.profile.intern(parse_folded_frame(name, ids.empty())));
+      if (ids.empty()) {  // a root: a process frame only there
+        ids.push_back(result.profile.intern(parse_folded_frame(name, true)));
+      } else if (auto known = spelled.find(name); known != spelled.end()) {
+        ids.push_back(known->second);
+      } else {
+        ids.push_back(result.profile.intern(parse_folded_frame(name, false)));
+        spelled.emplace(name, ids.back());
+      }
       pos = semi + 1;
     }
     if (empty_frame) {

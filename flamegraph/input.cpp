@@ -52,17 +52,31 @@ constexpr const char* kWhatWeRead = "ember reads folded stacks, pprof (.pb.gz) a
 std::expected<ReadResult, std::string> read_profile(const std::string& path, const ReadOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::unexpected("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  std::string bytes = std::move(buffer).str();
+  // What the file is, from its start (content_of reads at most 64 KiB).
+  std::string bytes(64 << 10, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<size_t>(in.gcount()));
   if (in.bad()) return std::unexpected("cannot read " + path + ": read error");
   if (bytes.empty()) return std::unexpected(path + " is empty: not a profile");
+  Content content = content_of(bytes, path);
+  // Folded text is read as a stream, from the start again where the file
+  // can seek: a fleet's merged profile is gigabytes of text, and holding it
+  // whole took as much memory again. Anything else is read whole.
+  in.clear();
+  bool stream = content == Content::Text && in.seekg(0);
+  if (!stream) {
+    in.clear();
+    std::ostringstream rest;  // after the start read above
+    rest << in.rdbuf();
+    if (in.bad()) return std::unexpected("cannot read " + path + ": read error");
+    bytes += std::move(rest).str();
+  }
 
   auto one_graph = [&](const char* what) -> std::expected<void, std::string> {
     if (options.event.empty()) return {};
     return std::unexpected(path + " is " + what + ": one graph, no sample types to choose with --event");
   };
-  switch (content_of(bytes, path)) {
+  switch (content) {
     case Content::Gzip:
     case Content::Protobuf: {
       ReadResult r;
@@ -87,8 +101,9 @@ std::expected<ReadResult, std::string> read_profile(const std::string& path, con
     case Content::Text: break;
   }
   if (auto e = one_graph("folded stacks"); !e) return std::unexpected(e.error());
-  std::istringstream text(std::move(bytes));
-  auto folded = read_folded(text);
+  std::istringstream text(stream ? std::string() : std::move(bytes));
+  auto folded = read_folded(stream ? static_cast<std::istream&>(in) : text);
+  if (stream && in.bad()) return std::unexpected("cannot read " + path + ": read error");
   if (!folded) return std::unexpected(path + ": " + folded.error());
   return ReadResult{std::move(folded->profile), std::move(folded->warnings), {}};
 }

@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "flamegraph/folded.h"
 #include "flamegraph/html.h"
@@ -107,4 +109,27 @@ TEST_CASE("read_profile: --event chooses a pprof's sample type and is refused on
     REQUIRE_FALSE(refused);
     CHECK(refused.error().find("one graph") != std::string::npos);
   }
+}
+
+TEST_CASE("read_profile: folded text past its first 64 KiB, from a file (streamed) and a FIFO (read whole)") {
+  Files f;
+  Profile p;
+  FrameId root = p.intern({"service", FrameKind::Process, {}});
+  for (int i = 0; i < 3000; ++i) {
+    FrameId leaf = p.intern({"com.example.some.rather.long.package.Name.method" + std::to_string(i), FrameKind::Jit, {}});
+    p.add(std::vector<FrameId>{root, leaf}, 1 + i % 7);
+  }
+  std::string text = folded_text(p);
+  REQUIRE(text.size() > (128u << 10));
+  auto file = read_profile(f.put("big.folded", text));
+  REQUIRE(file);
+  CHECK(folded_text(file->profile) == text);
+
+  std::string fifo = (f.dir.path / "pipe").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << text; });
+  auto piped = read_profile(fifo);
+  writer.join();
+  REQUIRE(piped);
+  CHECK(folded_text(piped->profile) == text);
 }
