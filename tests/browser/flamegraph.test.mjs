@@ -8,7 +8,9 @@
 // the sandwich view, URL state and saved defaults in features.mjs (run from
 // here too). Differential pages: diff.test.mjs.
 // Prints `ok - name` / `not ok - name: reason` per check; exits 1 on any failure.
-import { resolve } from 'node:path';
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { featureChecks } from './features.mjs';
 import { assert, assertPercent, check, decodeStacks, failed, hoverMany, launch, readEmbeddedData } from './lib.mjs';
@@ -395,6 +397,33 @@ async function run(args) {
   });
 
   await featureChecks({ page, file: args.file, data: model.data, pageErrors, dialogs });
+
+  await check('a page whose packed tables are damaged, or a template without data, says so instead of drawing', async () => {
+    const html = readFileSync(args.file, 'utf8');
+    const tables = html.match(/"tables":"([^"]*)"/)[1];
+    const mid = tables.length >> 1;
+    const damaged = html.replace(tables, tables.slice(0, mid) + (tables[mid] === 'A' ? 'B' : 'A') + tables.slice(mid + 1));
+    const template = html.replace(/(<script id="ember-data" type="application\/json">)[\s\S]*?(<\/script>)/, '$1@EMBER_DATA@$2');
+    const notes = [];
+    for (const [name, text, want] of [['damaged', damaged, /damaged/], ['template', template, /no profile data/]]) {
+      const file = join(tmpdir(), `ember-${name}-${process.pid}.html`);
+      writeFileSync(file, text);
+      const p = await context.newPage();
+      try {
+        await p.goto(pathToFileURL(file).href);
+        await p.waitForSelector('body[data-state]', { timeout: 10000 });
+        const st = await p.evaluate(() => document.body.dataset.state);
+        const message = (await p.evaluate(() => document.getElementById('chart').textContent)).trim();
+        assert(st === 'error', `${name}: state ${st}`);
+        assert(want.test(message), `${name}: message '${message}'`);
+        notes.push(`${name}: ${message}`);
+      } finally {
+        await p.close();
+        unlinkSync(file);
+      }
+    }
+    return notes.join('; ');
+  });
 
   await check('no dialog fired', async () => { assert(dialogs.length === 0, `dialogs: ${JSON.stringify(dialogs)}`); });
   await check('no page errors', async () => {
