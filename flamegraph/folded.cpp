@@ -4,7 +4,7 @@
 #include <istream>
 #include <ostream>
 #include <sstream>
-#include <unordered_map>
+#include <vector>
 
 namespace ember::flamegraph {
 namespace {
@@ -39,6 +39,61 @@ bool is_process_frame(std::string_view s) {
   size_t at = s.rfind(" (");
   return at != std::string_view::npos && at > 0 && s.back() == ')' && all_digits(s.substr(at + 2, s.size() - at - 3));
 }
+
+// Frame ids by their folded spelling: open addressing over one arena of
+// the spellings' bytes. A big profile repeats its frames millions of times
+// and its names do not fit in a cache: a lookup here touches its slot and,
+// on a hash match, the arena, where a node-based map touched three places.
+class Spellings {
+ public:
+  static constexpr FrameId kAbsent = ~FrameId{0};
+  // The id `spelling` was given, or kAbsent; `slot` is where to add it.
+  FrameId find(std::string_view spelling, size_t& slot) {
+    if (used_ * 2 >= slots_.size()) grow();
+    uint64_t hash = std::hash<std::string_view>{}(spelling);
+    size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.id == kAbsent) {
+        slot = i;
+        hash_ = hash;
+        return kAbsent;
+      }
+      if (s.hash == hash && s.length == spelling.size() &&
+          std::string_view(arena_.data() + s.offset, s.length) == spelling)
+        return s.id;
+    }
+  }
+  // After find() said kAbsent for `spelling`.
+  void add(size_t slot, std::string_view spelling, FrameId id) {
+    slots_[slot] = {hash_, arena_.size(), static_cast<uint32_t>(spelling.size()), id};
+    arena_ += spelling;
+    ++used_;
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    size_t offset = 0;
+    uint32_t length = 0;
+    FrameId id = kAbsent;
+  };
+  void grow() {
+    std::vector<Slot> old(std::max<size_t>(slots_.size() * 2, 1024));
+    old.swap(slots_);
+    size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.id == kAbsent) continue;
+      size_t i = s.hash & mask;
+      while (slots_[i].id != kAbsent) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  std::string arena_;
+  size_t used_ = 0;
+  uint64_t hash_ = 0;  // of the spelling find() last missed
+};
 
 }  // namespace
 
@@ -90,14 +145,8 @@ std::expected<FoldedReadResult, std::string> read_folded(std::istream& in) {
   FoldedReadResult result;
   std::string line;
   std::vector<FrameId> ids;
-  // The frame each spelling below the root names. A big profile repeats its
-  // frames millions of times; a hit here makes no Frame and no allocation
-  // (bench/fleet_profile.mjs's 100,000 stacks: 6% of `ember convert`).
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, FrameId, Hash, std::equal_to<>> spelled;
+  // The frame each spelling below the root names: a hit makes no Frame.
+  Spellings spelled;
   size_t lineno = 0;
   auto warn = [&](const std::string& why) {
     result.warnings.push_back("line " + std::to_string(lineno) + ": " + why);
@@ -135,11 +184,14 @@ std::expected<FoldedReadResult, std::string> read_folded(std::istream& in) {
       }
       if (ids.empty()) {  // a root: a process frame only there
         ids.push_back(result.profile.intern(parse_folded_frame(name, true)));
-      } else if (auto known = spelled.find(name); known != spelled.end()) {
-        ids.push_back(known->second);
       } else {
-        ids.push_back(result.profile.intern(parse_folded_frame(name, false)));
-        spelled.emplace(name, ids.back());
+        size_t slot = 0;
+        FrameId id = spelled.find(name, slot);
+        if (id == Spellings::kAbsent) {
+          id = result.profile.intern(parse_folded_frame(name, false));
+          spelled.add(slot, name, id);
+        }
+        ids.push_back(id);
       }
       pos = semi + 1;
     }
