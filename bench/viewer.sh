@@ -8,7 +8,8 @@
 # FlameGraph's flamegraph.pl, FLAMEGRAPH_DIR, at 100,000 stacks only);
 # the page's size; then its speed in headless Chromium (bench/viewer.mjs):
 # first paint and its parts, search, zoom.
-# Environment: SIZES (100000), RUNS (5), ASYNC_PROFILER_DIR, FLAMEGRAPH_DIR.
+# Environment: SIZES (100000), RUNS (5), ASYNC_PROFILER_DIR (a built tree:
+# its bin/jfrconv), FLAMEGRAPH_DIR (holding flamegraph.pl).
 # Issue 17's targets: at 100,000 stacks a page of at most 12 MB, first paint
 # 700 ms, search 60 ms, zoom 30 ms; at 1,000,000: 100 MB, 5 s, 500 ms, and
 # convert under 10 s and 2 GB.
