@@ -300,6 +300,32 @@ std::expected<void, std::string> read_stacks(protobuf::Reader& in, const std::ve
   return {};
 }
 
+// The unpacked tables (names, modules, frames, stacks, base), into `p`:
+// frames' kinds index `kinds`.
+std::expected<void, std::string> read_tables(std::string_view tables, const std::vector<FrameKind>& kinds,
+                                             Profile& p) {
+  protobuf::Reader in(tables);
+  auto names = read_strings(in);
+  if (!names) return std::unexpected(names.error());
+  auto modules = read_strings(in);
+  if (!modules) return std::unexpected(modules.error());
+  uint64_t frame_count = in.varint();
+  if (!in.ok() || frame_count > tables.size()) return std::unexpected("a frame table cut short");
+  std::vector<Frame> frames;
+  frames.reserve(frame_count);
+  for (uint64_t i = 0; i < frame_count; ++i) {
+    uint64_t name = in.varint(), kind = in.varint(), module = in.varint();
+    if (!in.ok()) return std::unexpected("a frame table cut short");
+    if (name >= names->size() || kind >= kinds.size() || module >= modules->size())
+      return std::unexpected("a frame names a missing name, kind or module");
+    frames.push_back({(*names)[name], kinds[kind], (*modules)[module]});
+  }
+  if (auto s = read_stacks(in, frames, &p); !s) return std::unexpected(s.error());
+  if (auto s = read_stacks(in, frames, nullptr); !s) return std::unexpected("BASE: " + s.error());
+  if (!in.done()) return std::unexpected("its tables go on past their end");
+  return {};
+}
+
 std::expected<HtmlReadResult, std::string> profile_of(const nlohmann::ordered_json& data) {
   if (data.value("version", 0) != 2)
     return std::unexpected("ember page data version " + data.value("version", nlohmann::ordered_json()).dump() +
@@ -324,25 +350,7 @@ std::expected<HtmlReadResult, std::string> profile_of(const nlohmann::ordered_js
   if (!packed) return std::unexpected("its tables are not base64");
   auto tables = gunzip(*packed);
   if (!tables) return std::unexpected("its tables: " + tables.error());
-  protobuf::Reader in(*tables);
-  auto names = read_strings(in);
-  if (!names) return std::unexpected(names.error());
-  auto modules = read_strings(in);
-  if (!modules) return std::unexpected(modules.error());
-  uint64_t frame_count = in.varint();
-  if (!in.ok() || frame_count > tables->size()) return std::unexpected("a frame table cut short");
-  std::vector<Frame> frames;
-  frames.reserve(frame_count);
-  for (uint64_t i = 0; i < frame_count; ++i) {
-    uint64_t name = in.varint(), kind = in.varint(), module = in.varint();
-    if (!in.ok()) return std::unexpected("a frame table cut short");
-    if (name >= names->size() || kind >= kinds.size() || module >= modules->size())
-      return std::unexpected("a frame names a missing name, kind or module");
-    frames.push_back({(*names)[name], kinds[kind], (*modules)[module]});
-  }
-  if (auto s = read_stacks(in, frames, &p); !s) return std::unexpected(s.error());
-  if (auto s = read_stacks(in, frames, nullptr); !s) return std::unexpected("BASE: " + s.error());
-  if (!in.done()) return std::unexpected("its tables go on past their end");
+  if (auto read = read_tables(*tables, kinds, p); !read) return std::unexpected(read.error());
   if (data.contains("total") && data["total"].get<uint64_t>() != p.total())
     return std::unexpected("its stacks do not add up to its total");
   if (data.contains("base")) {
@@ -375,6 +383,14 @@ std::expected<HtmlReadResult, std::string> read_html(std::string_view page) {
     return std::unexpected(std::string("an ember flamegraph with damaged data: a field is missing or of the wrong type (") +
                            e.what() + ")");
   }
+}
+
+std::expected<Profile, std::string> read_page_tables(std::string_view tables) {
+  std::vector<FrameKind> kinds;
+  for (size_t i = 0; i < kFrameKindNames.size(); ++i) kinds.push_back(static_cast<FrameKind>(i));
+  Profile p;
+  if (auto read = read_tables(tables, kinds, p); !read) return std::unexpected(read.error());
+  return p;
 }
 
 void write_html(const Profile& profile, const HtmlOptions& options, std::ostream& out) {

@@ -54,4 +54,9 @@ struct HtmlReadResult {
 };
 std::expected<HtmlReadResult, std::string> read_html(std::string_view page);
 
+// The profile in a page's tables once unpacked (past base64 and gzip), the
+// frame kinds in ember's order: read_html's core, which the fuzz target
+// feeds directly.
+std::expected<Profile, std::string> read_page_tables(std::string_view tables);
+
 }  // namespace ember::flamegraph
