@@ -2,6 +2,9 @@
 # `make test` and `make bench` install what is missing first.
 # V=1 shows the full commands.
 
+# `make` alone builds `all`: the rules made by $(eval) below would
+# otherwise come first and be the default (an archive, not build/ember).
+.DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SUFFIXES:
 .SECONDARY:

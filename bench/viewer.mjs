@@ -9,6 +9,10 @@
 //                which the redraw precedes (so the redraw is included)
 //   zoom         click on a frame -> the next animation frame after the redraw
 //   reverse, sort by weight, transform: the same for those controls (no target; for information)
+//   range        on a page with a heatmap (a timeline): a drag across a tenth
+//                of it (from 40% to 50% of its width) -> the next frame after
+//                the redraw of the graph of that range
+//   all time     "a", back to the whole recording -> the next frame
 // Prints the median of N runs (default 5), the parts of the first paint
 // (the page's own measures) and the file size. --paint-only: another
 // tool's page (async-profiler's): navigation start -> the first animation
@@ -61,6 +65,14 @@ function afterFrame(page, act, arg) {
       $('tf-to').value = '_N';
       $('tf-add').click();
     } else if (act === 'clearTransforms') $('tf-clear').click();
+    else if (act === 'range') {
+      const c = $('heat-canvas'), r = c.getBoundingClientRect(), y = r.top + r.height / 2;
+      const at = (type, f) => c.dispatchEvent(new PointerEvent(type, { bubbles: true, pointerId: 1, button: 0, buttons: type === 'pointerup' ? 0 : 1, clientX: r.left + r.width * f, clientY: y }));
+      at('pointerdown', 0.4);
+      at('pointermove', 0.45);
+      at('pointermove', 0.5);
+      at('pointerup', 0.5);
+    }
     requestAnimationFrame(() => done(performance.now() - t0));
   }), [act, arg]);
 }
@@ -71,8 +83,8 @@ async function run(args) {
     executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
-  const results = { ready: [], search: [], searchCompute: [], zoom: [], reverse: [], sort: [], transform: [] };
-  const PARTS = ['parse', 'unpack', 'decode', 'build', 'layout', 'first-draw', 'table'];
+  const results = { ready: [], search: [], searchCompute: [], zoom: [], reverse: [], sort: [], transform: [], range: [], all: [] };
+  const PARTS = ['parse', 'unpack', 'decode', 'heatmap', 'build', 'layout', 'first-draw', 'table'];
   const parts = Object.fromEntries(PARTS.map((p) => [p, []]));
   const errors = [];
   for (let i = 0; i < args.runs; i++) {
@@ -106,6 +118,10 @@ async function run(args) {
     await afterFrame(page, 'key', 'w');
     results.transform.push(await afterFrame(page, 'transform'));
     await afterFrame(page, 'clearTransforms');
+    if (await page.evaluate(() => !document.getElementById('heat').hidden)) {
+      results.range.push(await afterFrame(page, 'range'));
+      results.all.push(await afterFrame(page, 'key', 'a'));
+    }
     await page.close();
   }
   await browser.close();
@@ -125,6 +141,10 @@ async function run(args) {
   console.log(`reverse      ${ms(results.reverse)}   (r -> next frame; rebuilds the tree)`);
   console.log(`sort weight  ${ms(results.sort)}   (w -> next frame)`);
   console.log(`transform    ${ms(results.transform)}   (replace _\\d+ -> _N, -> next frame)`);
+  if (results.range.length) {
+    console.log(`range        ${ms(results.range)}   (drag over a tenth of the heatmap -> next frame)`);
+    console.log(`all time     ${ms(results.all)}   (a -> next frame)`);
+  }
 }
 
 run(parseArgs(process.argv.slice(2))).catch((e) => {

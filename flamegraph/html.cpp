@@ -84,7 +84,8 @@ class StringPool {
 // prefix (frames shared with the one before), n, n ids, weight. `ids` maps
 // the profile's frame ids to the page's. In the order of their page ids,
 // which is the page's sibling order: it builds its tree without sorting.
-void pack_stacks(protobuf::Writer& out, const Profile& profile, const std::vector<uint32_t>& ids) {
+// Returns each stack's index in that order, by its index in the profile.
+std::vector<uint32_t> pack_stacks(protobuf::Writer& out, const Profile& profile, const std::vector<uint32_t>& ids) {
   std::vector<const Stack*> stacks;
   stacks.reserve(profile.stacks().size());
   for (const Stack& s : profile.stacks()) stacks.push_back(&s);
@@ -104,6 +105,39 @@ void pack_stacks(protobuf::Writer& out, const Profile& profile, const std::vecto
     for (size_t i = prefix; i < cur.size(); ++i) out.varint(cur[i]);
     out.varint(s->weight);
     prev.swap(cur);
+  }
+  std::vector<uint32_t> written(stacks.size());
+  for (size_t i = 0; i < stacks.size(); ++i) written[stacks[i] - profile.stacks().data()] = static_cast<uint32_t>(i);
+  return written;
+}
+
+// The timeline in milliseconds: count, then each entry's time since the
+// one before, stack (its written index) and weight; the weights of one
+// stack in one millisecond summed.
+void pack_timeline(protobuf::Writer& out, const Profile& profile, const std::vector<uint32_t>& written) {
+  struct Entry {
+    uint64_t ms;
+    uint32_t stack;
+    uint64_t weight;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(profile.timeline.size());
+  for (const Timed& t : profile.timeline) entries.push_back({t.time_ns / 1'000'000, written[t.stack], t.weight});
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.ms != b.ms ? a.ms < b.ms : a.stack < b.stack; });
+  size_t n = 0;
+  for (const Entry& e : entries) {
+    if (n && entries[n - 1].ms == e.ms && entries[n - 1].stack == e.stack) entries[n - 1].weight += e.weight;
+    else entries[n++] = e;
+  }
+  entries.resize(n);
+  out.varint(entries.size());
+  uint64_t prev = 0;
+  for (const Entry& e : entries) {
+    out.varint(e.ms - prev);
+    out.varint(e.stack);
+    out.varint(e.weight);
+    prev = e.ms;
   }
 }
 
@@ -199,8 +233,12 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
   modules.pack(tables);
   tables.varint(frame_count);
   tables.raw(frames.str());
-  pack_stacks(tables, profile, ids);
+  std::vector<uint32_t> written = pack_stacks(tables, profile, ids);
   if (options.base) pack_stacks(tables, *options.base, base_ids);
+  else tables.varint(0);
+  // A differential page has no time to pick: its two profiles have each their own.
+  bool timeline = !options.base && !profile.timeline.empty();
+  if (timeline) pack_timeline(tables, profile, written);
   else tables.varint(0);
 
   std::string out = "{\"version\":2,\"title\":";
@@ -239,6 +277,10 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
     out += "\":";
     append_uint(out, value);
   }
+  if (timeline) {
+    out += ",\"time_step_ms\":";
+    append_uint(out, std::max<uint64_t>(1, profile.time_step_ns / 1'000'000));
+  }
   out += ",\"info\":{";
   for (size_t i = 0; i < profile.info.size(); ++i) {
     if (i) out += ',';
@@ -276,9 +318,12 @@ std::expected<std::vector<std::string>, std::string> read_strings(protobuf::Read
 
 // Stacks as pack_stacks writes them, into `profile` (or only checked, when
 // null: a differential page's BASE). Frames are interned as stacks use them:
-// a differential page also holds BASE's frames.
-std::expected<void, std::string> read_stacks(protobuf::Reader& in, const std::vector<Frame>& frames, Profile* profile) {
+// a differential page also holds BASE's frames. Returns each written
+// stack's index in the profile.
+std::expected<std::vector<uint32_t>, std::string> read_stacks(protobuf::Reader& in, const std::vector<Frame>& frames,
+                                                              Profile* profile) {
   uint64_t count = in.varint();
+  std::vector<uint32_t> index;
   std::vector<FrameId> cur;
   std::vector<uint64_t> page_ids;
   for (uint64_t s = 0; s < count && in.ok(); ++s) {
@@ -294,9 +339,27 @@ std::expected<void, std::string> read_stacks(protobuf::Reader& in, const std::ve
       if (profile) cur.push_back(profile->intern(frames[id]));
     }
     uint64_t weight = in.varint();
-    if (profile && weight) profile->add(cur, weight);
+    if (profile) index.push_back(profile->add(cur, weight));
   }
   if (!in.ok()) return std::unexpected("the stacks cut short");
+  return index;
+}
+
+// The timeline as pack_timeline writes it; `index`: read_stacks's.
+std::expected<void, std::string> read_timeline(protobuf::Reader& in, const std::vector<uint32_t>& index, Profile& p) {
+  if (in.done()) return {};  // a page written before timelines
+  uint64_t count = in.varint(), ms = 0, sum = 0;
+  for (uint64_t i = 0; i < count && in.ok(); ++i) {
+    uint64_t delta = in.varint(), stack = in.varint(), weight = in.varint();
+    if (!in.ok()) break;
+    if (stack >= index.size() || index[stack] == Profile::kNoStack || weight == 0)
+      return std::unexpected("a time names a missing stack");
+    ms += delta;
+    sum += weight;
+    p.timeline.push_back({ms * 1'000'000, weight, index[stack]});
+  }
+  if (!in.ok()) return std::unexpected("the timeline cut short");
+  if (count && sum != p.total()) return std::unexpected("its timeline does not add up to its stacks");
   return {};
 }
 
@@ -320,8 +383,10 @@ std::expected<void, std::string> read_tables(std::string_view tables, const std:
       return std::unexpected("a frame names a missing name, kind or module");
     frames.push_back({(*names)[name], kinds[kind], (*modules)[module]});
   }
-  if (auto s = read_stacks(in, frames, &p); !s) return std::unexpected(s.error());
+  auto index = read_stacks(in, frames, &p);
+  if (!index) return std::unexpected(index.error());
   if (auto s = read_stacks(in, frames, nullptr); !s) return std::unexpected("BASE: " + s.error());
+  if (auto t = read_timeline(in, *index, p); !t) return std::unexpected(t.error());
   if (!in.done()) return std::unexpected("its tables go on past their end");
   return {};
 }
@@ -337,6 +402,7 @@ std::expected<HtmlReadResult, std::string> profile_of(const nlohmann::ordered_js
   p.period_ns = data.value("period_ns", uint64_t{0});
   p.start_unix_ns = data.value("start_unix_ns", uint64_t{0});
   p.duration_ns = data.value("duration_ns", uint64_t{0});
+  if (uint64_t step = data.value("time_step_ms", uint64_t{0}); step > 1) p.time_step_ns = step * 1'000'000;
   const nlohmann::ordered_json info = data.value("info", nlohmann::ordered_json::object());
   for (const auto& [key, value] : info.items()) p.info.emplace_back(key, value.get<std::string>());
   // Kinds by name, so a page that orders them differently still reads.

@@ -4,7 +4,8 @@
 // The page's data, contract version 2 (flamegraph.html reads it, read_html
 // reads it back): a JSON object describing the profile (version, title,
 // event, unit, kinds, total, label and base {total, label} on a
-// differential page, view, period_ns, start_unix_ns, duration_ns, info)
+// differential page, view, period_ns, start_unix_ns, duration_ns,
+// time_step_ms when it has a timeline, info)
 // whose "tables" is base64 of the gzip of these tables, each number an
 // unsigned LEB128 varint:
 //   names    count, byte length, then each name's UTF-8 ended by a NUL
@@ -13,6 +14,11 @@
 //   stacks   count, then each stack: prefix (frames it shares with the one
 //            before), n, n frame ids, weight
 //   base     a differential page's BASE stacks likewise (count 0 if none)
+//   timeline count (0 if none), then each entry in time order: milliseconds
+//            since the one before (the first: since start_unix_ns), stack
+//            (index in the order written), weight; a stack's weight taken in
+//            one millisecond is one entry. Times are precise to
+//            time_step_ms. Pages written before timelines end before it.
 // Frames are numbered in the page's sibling order (name, kind name,
 // module) and stacks written in that order, so the page builds its tree
 // without sorting. Packed so, bench/fleet_profile.mjs's 100,000 stacks make

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -123,6 +124,14 @@ std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_b
     }
   }
 
+  // A sample's values: `weight` in profile p's columns.
+  auto values_of = [&](size_t p, const Profile& profile, uint64_t weight) {
+    std::vector<uint64_t> values(columns, 0);
+    values[first_column[p]] = weight;
+    if (cpu_time(profile)) values[first_column[p] + 1] = weight * profile.period_ns;
+    return values;
+  };
+
   // Frames of all profiles in one table: locations and functions by frame,
   // mappings by module.
   std::unordered_map<Frame, uint64_t, Profile::FrameHash> frame_ids;
@@ -171,8 +180,13 @@ std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_b
     out.message(4, loc);
   }
 
+  const Profile& first = *profiles.front();
   for (size_t p = 0; p < profiles.size(); ++p) {
     const Profile& profile = *profiles[p];
+    // A sample per stack; with a timeline, a sample per time, each with a
+    // label "time": nanoseconds since the file's time_nanos (so that
+    // `pprof -tagfocus=time=2s:4s` picks a range).
+    std::vector<std::string> bodies(profile.timeline.empty() ? 0 : profile.stacks().size());
     for (const Stack* s : profile.sorted_stacks()) {
       Writer sample;
       std::vector<uint64_t> locations;
@@ -182,10 +196,6 @@ std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_b
         locations.push_back(location_of[p][*it]);
       }
       sample.packed(1, locations);
-      std::vector<uint64_t> values(columns, 0);
-      values[first_column[p]] = s->weight;
-      if (cpu_time(profile)) values[first_column[p] + 1] = s->weight * profile.period_ns;
-      sample.packed(2, values);
       auto label = [&](const std::string& key, const std::string* text, uint64_t num) {
         Writer l;
         l.uint(1, str(key));
@@ -205,11 +215,27 @@ std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_b
           if (tid) label("tid", nullptr, tid);
         }
       }
+      if (!bodies.empty()) {
+        bodies[s - profile.stacks().data()] = sample.str();
+        continue;
+      }
+      sample.packed(2, values_of(p, profile, s->weight));
+      out.message(2, sample);
+    }
+    const uint64_t shift = profile.start_unix_ns > first.start_unix_ns ? profile.start_unix_ns - first.start_unix_ns : 0;
+    for (const Timed& t : profile.timeline) {
+      Writer sample;
+      sample.raw(bodies[t.stack]);
+      sample.packed(2, values_of(p, profile, t.weight));
+      Writer l;
+      l.uint(1, str("time"));
+      l.uint(3, t.time_ns + shift);
+      l.uint(4, str("nanoseconds"));
+      sample.message(3, l);
       out.message(2, sample);
     }
   }
 
-  const Profile& first = *profiles.front();
   out.uint(9, first.start_unix_ns);
   out.uint(10, first.duration_ns);
   if (cpu_time(first)) {
@@ -364,11 +390,13 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
   }
 
   std::vector<FrameId> frames;
+  bool timed = true;  // every sample so far had a time
   for (const RawSample& s : samples) {
     if (value_index >= s.values.size()) continue;
     frames.clear();
     std::string comm, thread;
     uint64_t pid = 0, tid = 0;
+    std::optional<uint64_t> time;
     for (std::string_view l : s.labels) {
       Reader lr(l);
       uint64_t key = 0, str = 0, num = 0;
@@ -384,6 +412,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
       else if (k == "pid") pid = num;
       else if (k == "thread") thread = text(str);
       else if (k == "tid") tid = num;
+      else if (k == "time") time = num;
     }
     if (!comm.empty())
       frames.push_back(profile.intern(
@@ -410,8 +439,15 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
       }
     }
     uint64_t v = s.values[value_index];
-    if (static_cast<int64_t>(v) > 0) profile.add(frames, v);
+    if (static_cast<int64_t>(v) <= 0) continue;
+    uint32_t stack = profile.add(frames, v);
+    timed = timed && time;
+    if (timed) profile.timeline.push_back({*time, v, stack});
   }
+  // Times on some samples only: not a timeline of the whole.
+  if (!timed) profile.timeline.clear();
+  std::stable_sort(profile.timeline.begin(), profile.timeline.end(),
+                   [](const Timed& a, const Timed& b) { return a.time_ns < b.time_ns; });
   return profile;
 }
 

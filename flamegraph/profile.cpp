@@ -24,20 +24,21 @@ FrameId Profile::intern(const Frame& frame) {
   return it->second;
 }
 
-void Profile::add_from(const Profile& other, std::span<const FrameId> frames, uint64_t weight) {
+uint32_t Profile::add_from(const Profile& other, std::span<const FrameId> frames, uint64_t weight) {
   std::vector<FrameId> here;
   here.reserve(frames.size());
   for (FrameId id : frames) here.push_back(intern(other.frames()[id]));
-  add(here, weight);
+  return add(here, weight);
 }
 
-void Profile::add(std::span<const FrameId> frames, uint64_t weight) {
-  if (weight == 0) return;
+uint32_t Profile::add(std::span<const FrameId> frames, uint64_t weight) {
+  if (weight == 0) return kNoStack;
   std::vector<FrameId> key(frames.begin(), frames.end());
   auto [it, inserted] = stack_index_.try_emplace(std::move(key), stacks_.size());
   if (inserted) stacks_.push_back(Stack{it->first, 0});
   stacks_[it->second].weight += weight;
   total_ += weight;
+  return static_cast<uint32_t>(it->second);
 }
 
 std::vector<const Stack*> Profile::sorted_stacks() const {

@@ -48,6 +48,14 @@ struct Stack {
   uint64_t weight = 0;
 };
 
+// Weight taken at one time: `stack` indexes Profile::stacks(), `time_ns`
+// counts from Profile::start_unix_ns.
+struct Timed {
+  uint64_t time_ns = 0;
+  uint64_t weight = 0;
+  uint32_t stack = 0;
+};
+
 class Profile {
  public:
   std::string event = "cpu-clock";  // what was sampled
@@ -57,13 +65,22 @@ class Profile {
   uint64_t duration_ns = 0;         // how long it lasted, if known
   // Facts shown with the graph and in reports (samples, lost, duration ...).
   std::vector<std::pair<std::string, std::string>> info;
+  // When the weight was taken, where the source knows it (a recording, a
+  // pprof with times, a merged spool): in time order and adding up to
+  // total(). Empty where times are unknown (folded stacks) or were lost.
+  std::vector<Timed> timeline;
+  // How precise the timeline's times are: 0 when exact, else each is the
+  // start of a span this long (a merged spool's periods).
+  uint64_t time_step_ns = 0;
 
+  static constexpr uint32_t kNoStack = UINT32_MAX;
   // Returns the id of an equal frame if there is one, else adds it.
   FrameId intern(const Frame& frame);
-  // Adds weight to the stack (root first); equal stacks are merged.
-  void add(std::span<const FrameId> frames, uint64_t weight);
+  // Adds weight to the stack (root first); equal stacks are merged. Returns
+  // the stack's index in stacks(), kNoStack for no weight (nothing added).
+  uint32_t add(std::span<const FrameId> frames, uint64_t weight);
   // Adds a stack of `other`'s frames (ids there), interned here.
-  void add_from(const Profile& other, std::span<const FrameId> frames, uint64_t weight);
+  uint32_t add_from(const Profile& other, std::span<const FrameId> frames, uint64_t weight);
 
   const std::vector<Frame>& frames() const { return frames_; }
   const std::vector<Stack>& stacks() const { return stacks_; }

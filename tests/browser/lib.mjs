@@ -59,14 +59,14 @@ export const settle = (page) => page.evaluate(() => new Promise((r) => requestAn
 // ------------------------------------------------------------ the embedded JSON
 
 // The page's data, with its tables unpacked into the fields they hold:
-// names, modules, frames, stacks, and base.stacks on a differential page.
+// names, modules, frames, stacks, timeline, and base.stacks on a differential page.
 export function readEmbeddedData(file) {
   const html = readFileSync(file, 'utf8');
   const m = html.match(/<script id="ember-data" type="application\/json">([\s\S]*?)<\/script>/);
   if (!m) throw new Error('no ember-data script in ' + file);
   const data = JSON.parse(m[1]);
-  const { names, modules, frames, stacks, baseStacks } = unpackTables(data.tables);
-  Object.assign(data, { names, modules, frames, stacks });
+  const { names, modules, frames, stacks, baseStacks, timeline } = unpackTables(data.tables);
+  Object.assign(data, { names, modules, frames, stacks, timeline });
   if (data.base) data.base.stacks = baseStacks;
   return data;
 }

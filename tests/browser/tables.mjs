@@ -1,10 +1,13 @@
 // The flamegraph page's tables (flamegraph/html.h, data version 2), packed
 // and unpacked here independently of the page and of ember: make_fixture.mjs
 // writes pages with them, the tests read pages back with them. Stacks are
-// given and returned as the delta-coded array [prefix, n, f_1..f_n, weight, ...].
+// given and returned as the delta-coded array [prefix, n, f_1..f_n, weight, ...];
+// a timeline as [ms since the entry before, stack, weight, ...]. A page
+// packed without a timeline ends after its base stacks, as pages written
+// before timelines do.
 import { gunzipSync, gzipSync } from 'node:zlib';
 
-export function packTables({ names, modules, frames, stacks, baseStacks = [] }) {
+export function packTables({ names, modules, frames, stacks, baseStacks = [], timeline }) {
   const bytes = [];
   const varint = (v) => {
     for (; v >= 128; v = Math.floor(v / 128)) bytes.push((v % 128) + 128);
@@ -28,6 +31,10 @@ export function packTables({ names, modules, frames, stacks, baseStacks = [] }) 
   for (const v of frames) varint(v);
   stackList(stacks);
   stackList(baseStacks);
+  if (timeline) {
+    varint(timeline.length / 3);
+    for (const v of timeline) varint(v);
+  }
   return gzipSync(Buffer.from(bytes)).toString('base64');
 }
 
@@ -65,6 +72,8 @@ export function unpackTables(base64) {
   const frames = [];
   for (let f = varint() * 3; f > 0; f--) frames.push(varint());
   const stacks = stackList(), baseStacks = stackList();
+  const timeline = [];
+  for (let e = at < buf.length ? varint() * 3 : 0; e > 0; e--) timeline.push(varint());
   if (at !== buf.length) throw new Error('tables go on past their end');
-  return { names, modules, frames, stacks, baseStacks };
+  return { names, modules, frames, stacks, baseStacks, timeline };
 }

@@ -69,6 +69,32 @@ TEST_CASE("collector: each window's graph holds only its own records, named afre
   CHECK(collector.stats().samples == 0);
 }
 
+TEST_CASE("collector: the graph's timeline holds each record's time from the window's start, in time order") {
+  symbolizer::Symbolizer symbolizer;
+  Collector collector({}, symbolizer);
+  auto here = reinterpret_cast<uint64_t>(&getpid);
+  auto a = sample_of({here}), b = sample_of({here, here + 16});
+  const uint64_t start = 5'000'000'000;
+  // Out of order, as records of two CPUs' rings come; one read late from before the start.
+  for (auto [s, t] : {std::pair{a.get(), start + 30'000'000}, {b.get(), start + 10'000'000}, {a.get(), start + 20'000'000},
+                      {b.get(), start - 1'000}})
+    s->time_ns = t, collector.add(*s);
+  auto profile = collector.build(0, {}, start);
+  REQUIRE(profile.stacks().size() == 2);
+  REQUIRE(profile.timeline.size() == 4);
+  uint64_t sum = 0;
+  std::vector<uint64_t> times;
+  for (const flamegraph::Timed& t : profile.timeline) {
+    times.push_back(t.time_ns);
+    sum += t.weight;
+    CHECK(profile.stacks()[t.stack].frames.size() == (t.time_ns == 0 || t.time_ns == 10'000'000 ? 3u : 2u));
+  }
+  CHECK(times == std::vector<uint64_t>{0, 10'000'000, 20'000'000, 30'000'000});
+  CHECK(sum == profile.total());
+  collector.next_window();
+  CHECK(collector.build(0, {}, start).timeline.empty());
+}
+
 TEST_CASE("collector: a process that exited is forgotten one window after its exit, named until then") {
   symbolizer::Symbolizer symbolizer;
   Collector collector({}, symbolizer);

@@ -36,6 +36,7 @@ std::string tables_of(const std::string& json) {
 struct Tables {
   std::vector<std::string> names, modules;
   std::vector<uint64_t> frames, stacks, base;  // frames: triples; stacks: count, then as written
+  std::vector<uint64_t> timeline;                // count, then (ms since the last, stack, weight) each
 };
 
 Tables unpack(const std::string& bytes) {
@@ -78,8 +79,14 @@ Tables unpack(const std::string& bytes) {
   for (uint64_t k = varint() * 3; k > 0; --k) t.frames.push_back(varint());
   t.stacks = stacks();
   t.base = stacks();
+  t.timeline = {varint()};
+  for (uint64_t k = t.timeline[0] * 3; k > 0; --k) t.timeline.push_back(varint());
   CHECK(at == bytes.size());
   return t;
+}
+
+std::string page_of_json(const std::string& json) {
+  return R"(<script id="ember-data" type="application/json">)" + json + "</script>";
 }
 
 }  // namespace
@@ -99,6 +106,8 @@ TEST_CASE("html data: stacks are delta-coded and decode to the profile") {
   // Sorted by ids: [a], [a,b,c], [a,b,d] -> count, then prefix, n, ids..., weight
   CHECK(t.stacks == std::vector<uint64_t>{3, 0, 1, a, 1, 1, 2, b, c, 5, 2, 1, d, 2});
   CHECK(t.base == std::vector<uint64_t>{0});
+  CHECK(t.timeline == std::vector<uint64_t>{0});
+  CHECK(json.find("time_step_ms") == std::string::npos);
   CHECK(t.names == std::vector<std::string>{"a", "b", "c", "d"});
   CHECK(t.modules == std::vector<std::string>{"", "/bin/x", "[kernel]"});
   // Frame c is kind kernel (index 0) with module "[kernel]".
@@ -109,6 +118,46 @@ TEST_CASE("html data: stacks are delta-coded and decode to the profile") {
   CHECK(json.find("\"total\":8") != std::string::npos);
   CHECK(json.find("\"kinds\":[\"kernel\",\"native\",\"cpp\",\"jit\",\"inlined\",\"interpreted\"") !=
         std::string::npos);
+}
+
+TEST_CASE("html data: the timeline, in milliseconds, each stack's weight in one millisecond summed") {
+  Profile p;
+  FrameId a = p.intern({"a", FrameKind::Native, {}}), b = p.intern({"b", FrameKind::Native, {}});
+  uint32_t sa = p.add(std::vector<FrameId>{a}, 3), sb = p.add(std::vector<FrameId>{a, b}, 4);
+  // Written in the page's order: [a] is stack 0, [a, b] stack 1.
+  p.timeline = {{400'000, 1, sa}, {900'000, 1, sa}, {900'000, 2, sb}, {2'500'700'000, 1, sa}, {2'501'000'000, 2, sb}};
+  std::string json = html_data_json(p, {});
+  CHECK(unpack(tables_of(json)).timeline == std::vector<uint64_t>{4, 0, 0, 2, 0, 1, 2, 2500, 0, 1, 1, 1, 2});
+  CHECK(json.find("\"time_step_ms\":1,") != std::string::npos);
+
+  auto back = read_html(page_of_json(json));
+  REQUIRE(back);
+  const Profile& r = back->profile;
+  REQUIRE(r.timeline.size() == 4);
+  auto stack_of = [&](const Timed& t) { return r.stacks()[t.stack].frames.size(); };
+  CHECK((r.timeline[0].time_ns == 0 && r.timeline[0].weight == 2 && stack_of(r.timeline[0]) == 1));
+  CHECK((r.timeline[1].time_ns == 0 && r.timeline[1].weight == 2 && stack_of(r.timeline[1]) == 2));
+  CHECK((r.timeline[2].time_ns == 2'500'000'000 && stack_of(r.timeline[2]) == 1));
+  CHECK((r.timeline[3].time_ns == 2'501'000'000 && stack_of(r.timeline[3]) == 2));
+  CHECK(r.time_step_ns == 0);
+
+  // A merged spool's: as precise as its periods.
+  p.time_step_ns = 15'000'000'000;
+  auto coarse = read_html(page_of_json(html_data_json(p, {})));
+  REQUIRE(coarse);
+  CHECK(coarse->profile.time_step_ns == 15'000'000'000);
+
+  // A differential page has none: NEW and BASE each had their own times.
+  Profile base = p;
+  HtmlOptions diff;
+  diff.base = &base;
+  CHECK(html_data_json(p, diff).find("time_step_ms") == std::string::npos);
+
+  // Times that do not add up to the stacks: damaged.
+  p.timeline.pop_back();
+  auto short_timeline = read_html(page_of_json(html_data_json(p, {})));
+  REQUIRE_FALSE(short_timeline);
+  CHECK(short_timeline.error().find("timeline does not add up") != std::string::npos);
 }
 
 TEST_CASE("html data: names cannot break out of the script element") {
@@ -243,7 +292,7 @@ TEST_CASE("html page: other pages and damaged data are refused with the reason")
   auto short_stack = read_html(page_with(head + std::string("\x00\x01\x00" "\x01\x00\x03\x00", 7)));
   REQUIRE_FALSE(short_stack);
   CHECK(short_stack.error().find("cut short") != std::string::npos);
-  auto long_tables = read_html(page_with(head + std::string("\x00\x01\x00" "\x01\x00\x01\x00\x07" "\x00\x09", 10)));
+  auto long_tables = read_html(page_with(head + std::string("\x00\x01\x00" "\x01\x00\x01\x00\x07" "\x00\x00\x09", 11)));
   REQUIRE_FALSE(long_tables);
   CHECK(long_tables.error().find("past their end") != std::string::npos);
 

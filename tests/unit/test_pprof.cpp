@@ -129,6 +129,33 @@ TEST_CASE("pprof round trip keeps stacks, kinds, modules, pid and thread labels"
     if (f.name == "main") CHECK(f.module == "/usr/bin/app");
 }
 
+TEST_CASE("pprof carries a timeline as a sample per time, labelled with nanoseconds since time_nanos") {
+  Profile p = sample_profile();
+  const auto& stacks = p.stacks();
+  // Each stack's weight at two times (weights 7, 3, 2 in sample_profile's order).
+  uint64_t t = 0;
+  for (uint32_t s = 0; s < stacks.size(); ++s) {
+    uint64_t first = stacks[s].weight / 2;
+    p.timeline.push_back({t += 10'000'000, first, s});
+    p.timeline.push_back({t += 1'000'000'000, stacks[s].weight - first, s});
+  }
+  std::sort(p.timeline.begin(), p.timeline.end(), [](const Timed& a, const Timed& b) { return a.time_ns < b.time_ns; });
+  auto back = decode_pprof(encode_pprof(p));
+  REQUIRE(back);
+  CHECK(folded_text(*back) == folded_text(p));
+  REQUIRE(back->timeline.size() == p.timeline.size());
+  for (size_t i = 0; i < p.timeline.size(); ++i) {
+    CHECK(back->timeline[i].time_ns == p.timeline[i].time_ns);
+    CHECK(back->timeline[i].weight == p.timeline[i].weight);
+    CHECK(back->stacks()[back->timeline[i].stack].weight == stacks[p.timeline[i].stack].weight);
+  }
+  // Without times, none.
+  Profile plain = sample_profile();
+  auto untimed = decode_pprof(encode_pprof(plain));
+  REQUIRE(untimed);
+  CHECK(untimed->timeline.empty());
+}
+
 TEST_CASE("pprof: a sample type is chosen by name, and a wrong name lists those there are") {
   Profile cpu = sample_profile(), offcpu;
   offcpu.event = "offcpu", offcpu.unit = "ns";

@@ -152,6 +152,12 @@ TEST_CASE("spool: one service's periods of a time range merge into one profile; 
   CHECK(all->start_unix_ns == t0);
   CHECK(all->duration_ns == 45'000'000'000ull);
   CHECK(all->period_ns == 1'000'000'000ull / 19);
+  // Each period's weight at its start, as precise as a period: the heatmap across periods.
+  REQUIRE(all->timeline.size() == 3);
+  CHECK((all->timeline[0].time_ns == 0 && all->timeline[0].weight == 3));
+  CHECK((all->timeline[1].time_ns == 15'000'000'000ull && all->timeline[1].weight == 5));
+  CHECK((all->timeline[2].time_ns == 30'000'000'000ull && all->timeline[2].weight == 7));
+  CHECK(all->time_step_ns == 15'000'000'000ull);
   // Periods that overlap [from, to).
   auto middle = merge_spool(dir.path.string(), {"nginx", "cpu", t0 + 16'000'000'000ull, t0 + 29'000'000'000ull});
   REQUIRE(middle);

@@ -78,7 +78,14 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
         merged.period_ns = p->period_ns;
         first = period.start_ns;
       }
-      for (const flamegraph::Stack& stack : p->stacks()) merged.add_from(*p, stack.frames, stack.weight);
+      // The agent pushes no times: a period's weight is placed at its start,
+      // and the timeline is as precise as the longest period.
+      for (const flamegraph::Stack& stack : p->stacks()) {
+        uint32_t index = merged.add_from(*p, stack.frames, stack.weight);
+        if (index != flamegraph::Profile::kNoStack)
+          merged.timeline.push_back({period.start_ns - first, stack.weight, index});
+      }
+      merged.time_step_ns = std::max(merged.time_step_ns, end_ns(period) - period.start_ns);
       last = std::max(last, end_ns(period));
       ++read;
     }
@@ -88,6 +95,8 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
   if (read == 0)
     return std::unexpected("service " + query.service + " has no " + type + " profile in that range; it has " +
                            joined(types));
+  std::stable_sort(merged.timeline.begin(), merged.timeline.end(),
+                   [](const flamegraph::Timed& a, const flamegraph::Timed& b) { return a.time_ns < b.time_ns; });
   merged.start_unix_ns = first;
   merged.duration_ns = last - first;
   merged.info = {{"service", query.service}, {"periods", std::to_string(read)}};

@@ -132,6 +132,7 @@ void Collector::add_fixed_frames() {
 
 std::vector<uint32_t> Collector::next_window() {
   counts_.clear();
+  records_.clear();
   held_allocations_.clear();
   ustacks_.clear();
   kstacks_.clear();
@@ -430,12 +431,10 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
     Key& k = view.waker ? with_waker : key;
     k.view = v;
     if (view.live_only) {
-      held_allocations_.push_back({k, s.weight, s.pad});
+      held_allocations_.push_back({k, s.weight, s.pad, s.time_ns});
       continue;
     }
-    Weight& w = counts_[k];
-    w.total += s.kind == EMBER_KIND_CPU ? view.cpu_weight : s.weight;
-    ++w.records;
+    count(k, s.kind == EMBER_KIND_CPU ? view.cpu_weight : s.weight, s.time_ns);
   }
   note_process(s.pid, process, ustack, s.time_ns);
 }
@@ -486,12 +485,15 @@ std::vector<Collector::JavaStream> Collector::java_streams() const {
 void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
   std::unordered_set<uint32_t> live(ids.begin(), ids.end());
   for (const HeldAllocation& a : held_allocations_)
-    if (live.count(a.id)) {
-      Weight& w = counts_[a.key];
-      w.total += a.bytes;
-      ++w.records;
-    }
+    if (live.count(a.id)) count(a.key, a.bytes, a.time_ns);
   held_allocations_.clear();
+}
+
+void Collector::count(const Key& key, uint64_t weight, uint64_t time_ns) {
+  auto it = counts_.try_emplace(key).first;
+  it->second.total += weight;
+  ++it->second.records;
+  records_.push_back({time_ns, weight, &*it});
 }
 
 void Collector::refresh_processes() {
@@ -527,7 +529,7 @@ void Collector::add_exit_mapping(const ember_mapping& m) {
   exited_.insert(m.pid);
 }
 
-flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack) {
+flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, uint64_t start_ns) {
   flamegraph::Profile profile;
   profile.event = options_.views[view].name;
   profile.unit = options_.views[view].unit;
@@ -597,7 +599,7 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack) {
   }
 
   std::vector<FrameId> frames;
-  for (const auto& [key, count] : counts_) {
+  for (auto& [key, count] : counts_) {
     if (key.view != view) continue;
     frames.clear();
     bool unknown = false;
@@ -673,11 +675,18 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack) {
       }
       frames.push_back(profile.intern(Frame{"[waker: " + waker + "]", FrameKind::Unknown, {}}));
     }
-    profile.add(frames, count.total);
+    count.stack = profile.add(frames, count.total);
     if (each_stack) each_stack(key.pid, process, profile, frames, count.total);
     stats_.samples += count.records;
     if (unknown) stats_.unknown_samples += count.records;
   }
+  // Records can arrive out of order (one ring per CPU, held JVM samples);
+  // one before the window began (read late) counts from its start.
+  for (const Record& r : records_)
+    if (r.count->first.view == view && r.weight && r.count->second.stack != flamegraph::Profile::kNoStack)
+      profile.timeline.push_back({r.time_ns > start_ns ? r.time_ns - start_ns : 0, r.weight, r.count->second.stack});
+  std::stable_sort(profile.timeline.begin(), profile.timeline.end(),
+                   [](const flamegraph::Timed& a, const flamegraph::Timed& b) { return a.time_ns < b.time_ns; });
   stats_.jvms = jvms_.size();
   stats_.exited_processes = exited_.size();
   stats_.bad_jit_map_lines = 0;

@@ -123,7 +123,8 @@ class Collector {
                                        const flamegraph::Profile& profile, std::span<const flamegraph::FrameId> frames,
                                        uint64_t weight)>;
   // The graph of options.views[view]; each of its stacks also to `each_stack`.
-  flamegraph::Profile build(size_t view = 0, const StackSink& each_stack = {});
+  // Its timeline counts from `start_ns` (CLOCK_MONOTONIC, the records' clock).
+  flamegraph::Profile build(size_t view = 0, const StackSink& each_stack = {}, uint64_t start_ns = 0);
   // Starts the next window once its graphs are built: the records taken in
   // so far, their stacks, names and counts are dropped. Processes seen to
   // exit before the window now ending began are forgotten and returned
@@ -276,12 +277,22 @@ class Collector {
   StackTable ustacks_, kstacks_;
   struct Weight {
     uint64_t total = 0, records = 0;
+    uint32_t stack = flamegraph::Profile::kNoStack;  // in the graph being built
   };
   std::unordered_map<Key, Weight, KeyHash> counts_;
+  // Each record as counted, for the graphs' timelines (an entry of counts_
+  // stays where it is as the map grows).
+  struct Record {
+    uint64_t time_ns, weight;
+    const std::pair<const Key, Weight>* count;
+  };
+  std::vector<Record> records_;
+  void count(const Key& key, uint64_t weight, uint64_t time_ns);
   struct HeldAllocation {
     Key key;
     uint64_t bytes;
     uint32_t id;
+    uint64_t time_ns;
   };
   std::vector<HeldAllocation> held_allocations_;  // live_only views, until the end
   // Names as sampled: a process that execs changes its name mid-recording.

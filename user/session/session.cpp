@@ -306,7 +306,8 @@ Window Session::cut(bool final, const StackSink& each_stack) {
                  std::span<const flamegraph::FrameId> frames, uint64_t weight) {
         each_stack(v, pid, name, p, frames, weight);
       };
-    flamegraph::Profile profile = collector_.build(v, sink);
+    // steady_clock is CLOCK_MONOTONIC, the records' clock (bpf_ktime_get_ns).
+    flamegraph::Profile profile = collector_.build(v, sink, static_cast<uint64_t>(window_start_s_ * 1e9));
     profile.start_unix_ns = window.start_unix_ns;
     profile.duration_ns = static_cast<uint64_t>(window.seconds * 1e9);
     CollectorStats stats = collector_.stats();
@@ -318,6 +319,8 @@ Window Session::cut(bool final, const StackSink& each_stack) {
         // Built per JVM, so each stack is known to be its process's.
         flamegraph::Profile jvm;
         add_java_profile(*j.events, *event->java_profile, {j.pid, j.name}, jopts, jvm);
+        // The agents count these without times: a timeline would miss them.
+        if (!jvm.stacks().empty()) profile.timeline.clear();
         for (const flamegraph::Stack& s : jvm.stacks()) {
           profile.add_from(jvm, s.frames, s.weight);
           if (each_stack) each_stack(v, j.pid, j.name, jvm, s.frames, s.weight);

@@ -1,0 +1,160 @@
+// The heatmap of a recording that changes phase (tests/workloads/phases:
+// phase_a, then phase_b), used as a person would: find where the phase
+// changes by hovering, drag across each half, read the graph's functions.
+//
+//   node heatmap.test.mjs PAGE.html [--screenshot FILE.png]
+//
+// Expectations come from the page's own data, decoded here (tables.mjs):
+// the timeline's entries, each a stack at a time.
+import { assert, check, decodeStacks, failed, hueOf, launch, pixelAt, readEmbeddedData, settle, waitReady, watch } from './lib.mjs';
+
+const args = { file: process.argv[2], screenshot: null };
+for (let i = 3; i < process.argv.length; i++) if (process.argv[i] === '--screenshot') args.screenshot = process.argv[++i];
+
+// The model: per timeline entry its time (ms), weight and whether its stack holds phase_a / phase_b.
+const data = readEmbeddedData(args.file);
+const stacks = decodeStacks(data.stacks);
+const holds = (s, name) => s.frames.some((f) => data.names[data.frames[3 * f]] === name);
+const entries = [];
+for (let i = 0, t = 0; i < data.timeline.length; i += 3) {
+  t += data.timeline[i];
+  const s = stacks[data.timeline[i + 1]];
+  entries.push({ t, weight: data.timeline[i + 2], a: holds(s, 'phase_a'), b: holds(s, 'phase_b') });
+}
+const weightIn = (from, to, which) => entries.filter((e) => e.t >= from && e.t < to && (!which || e[which]))
+  .reduce((sum, e) => sum + e.weight, 0);
+const lastA = Math.max(...entries.filter((e) => e.a).map((e) => e.t));
+const firstB = Math.min(...entries.filter((e) => e.b).map((e) => e.t));
+const end = Math.max(...entries.map((e) => e.t));
+
+const browser = await launch();
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+const dialogs = [], errors = [];
+watch(page, dialogs, errors);
+await page.goto('file://' + args.file);
+await waitReady(page);
+const canvas = page.locator('#heat-canvas');
+let box = null;
+
+// The time at a point of the heatmap, read from its tooltip ("1.2 s – 1.22 s ...").
+async function timeAt(x) {
+  await page.mouse.move(box.x + x, box.y + 10);
+  await settle(page);
+  const text = await page.locator('#tooltip').textContent();
+  const m = /^([\d.,]+) (ms|s)/.exec(text);
+  assert(m, 'no time in the tooltip: ' + text);
+  return parseFloat(m[1].replace(/,/g, '')) * (m[2] === 's' ? 1000 : 1);
+}
+
+// The functions of the graph shown: name -> total, from the function table.
+async function functions() {
+  if (!(await page.locator('#fn-panel').isVisible())) await page.click('#fn-btn');
+  await page.fill('#fn-filter', 'phase_');
+  await settle(page);
+  return new Map(await page.evaluate(() => [...document.querySelectorAll('#fn-body tr')].map((tr) =>
+    [tr.querySelector('.fn-name').textContent, Number(tr.children[3].textContent.replace(/[^\d]/g, ''))])));
+}
+
+async function drag(x0, x1) {
+  await page.mouse.move(box.x + x0, box.y + 20);
+  await page.mouse.down();
+  await page.mouse.move(box.x + (x0 + x1) / 2, box.y + 20, { steps: 4 });
+  await page.mouse.move(box.x + x1, box.y + 20, { steps: 4 });
+  await page.mouse.up();
+  await settle(page);
+}
+
+// The range in the URL, in ms.
+const urlRange = () => page.evaluate(() => {
+  const r = new URLSearchParams(location.hash.slice(1)).get('range');
+  return r && r.split('-').map((v) => Math.round(Number(v) * 1000));
+});
+
+let xOf = null;   // ms -> x on the canvas
+
+await check('the recording holds both phases, each in its own half of the time', async () => {
+  assert(entries.length > 0, 'the page has no timeline');
+  assert(lastA < firstB, `phase_a sampled at ${lastA} ms, after phase_b's first sample at ${firstB} ms`);
+  const a = weightIn(0, Infinity, 'a'), b = weightIn(0, Infinity, 'b');
+  assert(a > 200 && b > 200, `too few samples: phase_a ${a}, phase_b ${b}`);
+  return `phase_a until ${lastA} ms, phase_b from ${firstB} ms to ${end} ms; ${a} and ${b} samples`;
+});
+
+await check('the heatmap shows above the graph, a timeline of bars for a short recording', async () => {
+  assert(await canvas.isVisible(), 'no heatmap');
+  box = await canvas.boundingBox();
+  assert(box.height >= 40 && box.width > 600, 'heatmap box ' + JSON.stringify(box));
+  assert(/^bars of /.test(await page.locator('#heat-how').textContent()), 'not a timeline of bars');
+  assert(/^All time/.test(await page.locator('#heat-range').textContent()), 'the range line does not say all time');
+  // Time runs left to right: the map from pixels to ms, from two hovers.
+  const x0 = box.width * 0.1, x1 = box.width * 0.9, t0 = await timeAt(x0), t1 = await timeAt(x1);
+  assert(t1 > t0, `time at ${x1} px is ${t1} ms, not after ${t0} ms at ${x0} px`);
+  xOf = (ms) => x0 + (ms - t0) * (x1 - x0) / (t1 - t0);
+  return `${t0} ms at ${x0.toFixed(0)} px, ${t1} ms at ${x1.toFixed(0)} px`;
+});
+
+const margin = 150;   // ms kept clear of the phase change
+await check('dragging across the first half shows phase_a only, with the weight taken in the range', async () => {
+  await drag(xOf(0) + 2, xOf(lastA - margin));
+  const r = await urlRange();
+  assert(r && r[0] < r[1], 'no range in the URL: ' + await page.evaluate(() => location.hash));
+  assert(r[1] <= firstB, `the range ${r} reaches phase_b (from ${firstB} ms)`);
+  const fns = await functions();
+  assert(!fns.has('phase_b'), 'phase_b in the graph of the first half');
+  assert(fns.get('phase_a') === weightIn(r[0], r[1], 'a'),
+    `phase_a total ${fns.get('phase_a')}, the timeline holds ${weightIn(r[0], r[1], 'a')} in ${r}`);
+  const line = await page.locator('#heat-range').textContent();
+  assert(line.includes(String(weightIn(r[0], r[1]))), `the range line "${line}" lacks the weight ${weightIn(r[0], r[1])}`);
+  return `${r[0]}–${r[1]} ms: phase_a ${fns.get('phase_a')}`;
+});
+
+await check('the range survives a reload from the URL', async () => {
+  const r = await urlRange();
+  await page.reload();
+  await waitReady(page);
+  assert(JSON.stringify(await urlRange()) === JSON.stringify(r), 'the range changed on reload');
+  const fns = await functions();
+  assert(!fns.has('phase_b') && fns.get('phase_a') === weightIn(r[0], r[1], 'a'), 'another graph after the reload');
+});
+
+await check('dragging across the second half, right to left, shows phase_b only', async () => {
+  await drag(xOf(end) - 2, xOf(firstB + margin));
+  const r = await urlRange();
+  assert(r && r[0] >= lastA, `the range ${r} reaches phase_a (until ${lastA} ms)`);
+  const fns = await functions();
+  assert(!fns.has('phase_a'), 'phase_a in the graph of the second half');
+  assert(fns.get('phase_b') === weightIn(r[0], r[1], 'b'),
+    `phase_b total ${fns.get('phase_b')}, the timeline holds ${weightIn(r[0], r[1], 'b')} in ${r}`);
+  if (args.screenshot) await page.screenshot({ path: args.screenshot });
+  return `${r[0]}–${r[1]} ms: phase_b ${fns.get('phase_b')}`;
+});
+
+await check('"All time" shows the whole recording again', async () => {
+  await page.click('#heat-clear');
+  await settle(page);
+  assert(await urlRange() === null, 'the range is still in the URL');
+  const fns = await functions();
+  assert(fns.get('phase_a') === weightIn(0, Infinity, 'a') && fns.get('phase_b') === weightIn(0, Infinity, 'b'),
+    'not every sample is back: ' + JSON.stringify([...fns]));
+});
+
+await check('a search colours the heatmap where the matched stacks ran', async () => {
+  await page.fill('#search', '^phase_b$');
+  await settle(page);
+  const y = box.height - 14 - 2;   // the bottom of the bars, above the axis
+  // Ten points across the middle of each half (a point on the edge of a bar blends in the background).
+  const colours = async (from, to) => Promise.all(Array.from({ length: 10 }, (_, i) =>
+    pixelAt(page, '#heat-canvas', xOf(from + (to - from) * (0.25 + i / 20)), y).then(hueOf)));
+  const searched = (c) => c.sat > 0.3 && Math.abs(c.hue - 300) < 20;
+  const a = await colours(0, lastA), b = await colours(firstB, end);
+  assert(a.every((c) => c.sat < 0.05), 'phase_a\'s time is not grey: ' + JSON.stringify(a));
+  assert(b.filter(searched).length >= 8, 'phase_b\'s time is not in the search colour: ' + JSON.stringify(b));
+});
+
+await check('no page errors or dialogs', async () => {
+  assert(errors.length === 0, errors.join('; '));
+  assert(dialogs.length === 0, dialogs.join('; '));
+});
+
+await browser.close();
+process.exit(failed() ? 1 : 0);
