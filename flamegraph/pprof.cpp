@@ -265,17 +265,13 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
     inflated = std::move(*r);
     bytes = inflated;
   }
-  struct RawSample {
-    std::vector<uint64_t> locations, values;
-    std::vector<std::string_view> labels;  // raw Label messages
-  };
   struct RawLocation {
     uint64_t mapping = 0;
     std::vector<uint64_t> functions;  // innermost first (pprof's line order)
   };
   std::vector<std::string_view> strings;
   std::vector<std::pair<uint64_t, uint64_t>> types;  // sample types: type, unit
-  std::vector<RawSample> samples;
+  std::vector<std::string_view> samples;  // read once the tables they name are known
   std::unordered_map<uint64_t, RawLocation> locations;
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> functions;  // name, system_name
   std::unordered_map<uint64_t, uint64_t> mappings;                        // id -> filename
@@ -310,18 +306,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
     int f, w;
     switch (field) {
       case 1: types.push_back(pair_of(m, 1, 2)); break;
-      case 2: {
-        RawSample sample;
-        while (s.next(f, w)) {
-          if (f == 1) s.repeated(w, sample.locations);
-          else if (f == 2) s.repeated(w, sample.values);
-          else if (f == 3 && w == kLen) sample.labels.push_back(s.bytes());
-          else s.skip(w);
-        }
-        if (!s.ok()) return std::unexpected("pprof: corrupt sample");
-        samples.push_back(std::move(sample));
-        break;
-      }
+      case 2: samples.push_back(m); break;
       case 3: {
         auto [id, filename] = pair_of(m, 1, 5);
         mappings[id] = filename;
@@ -389,57 +374,87 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
       profile.info.emplace_back(line.substr(0, colon), line.substr(colon + 2));
   }
 
+  // Frames are made once per location and per process or thread label,
+  // not per sample: a day-long recording has millions of samples.
+  std::unordered_map<uint64_t, std::vector<FrameId>> location_frames;  // root first
+  auto frames_of = [&](uint64_t id) -> std::expected<const std::vector<FrameId>*, std::string> {
+    auto [cached, added] = location_frames.try_emplace(id);
+    if (!added) return &cached->second;
+    auto loc = locations.find(id);
+    if (loc == locations.end()) return std::unexpected("pprof: a sample names a missing location");
+    auto mapping = mappings.find(loc->second.mapping);
+    std::string module(mapping == mappings.end() ? std::string_view() : text(mapping->second));
+    const auto& fns = loc->second.functions;
+    for (size_t i = fns.size(); i-- > 0;) {  // outermost line last in pprof
+      auto fn = functions.find(fns[i]);
+      if (fn == functions.end()) return std::unexpected("pprof: a location names a missing function");
+      std::string name(text(fn->second.first));
+      Frame frame = parse_folded_frame(text(fn->second.second), false);
+      if (frame.name != name) frame = parse_folded_frame(name, false);  // not written by ember
+      frame.name = name;
+      if (i + 1 < fns.size() && frame.kind == FrameKind::Jit) frame.kind = FrameKind::Inlined;  // inlined into the next line
+      frame.module = module;
+      cached->second.push_back(profile.intern(frame));
+    }
+    return &cached->second;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, FrameId> process_frames, thread_frames;  // (name, pid or tid)
+
   std::vector<FrameId> frames;
+  std::vector<uint64_t> location_ids, values;
   bool timed = true;  // every sample so far had a time
-  for (const RawSample& s : samples) {
-    if (value_index >= s.values.size()) continue;
-    frames.clear();
-    std::string comm, thread;
-    uint64_t pid = 0, tid = 0;
+  for (std::string_view raw : samples) {
+    location_ids.clear();
+    values.clear();
+    uint64_t comm = 0, pid = 0, thread = 0, tid = 0;
     std::optional<uint64_t> time;
-    for (std::string_view l : s.labels) {
-      Reader lr(l);
-      uint64_t key = 0, str = 0, num = 0;
-      int f, w;
-      while (lr.next(f, w)) {
-        if (f == 1 && w == kVarint) key = lr.varint();
-        else if (f == 2 && w == kVarint) str = lr.varint();
-        else if (f == 3 && w == kVarint) num = lr.varint();
-        else lr.skip(w);
-      }
-      std::string_view k = text(key);
-      if (k == "comm") comm = text(str);
-      else if (k == "pid") pid = num;
-      else if (k == "thread") thread = text(str);
-      else if (k == "tid") tid = num;
-      else if (k == "time") time = num;
+    Reader s(raw);
+    int f, w;
+    while (s.next(f, w)) {
+      if (f == 1) s.repeated(w, location_ids);
+      else if (f == 2) s.repeated(w, values);
+      else if (f == 3 && w == kLen) {
+        Reader lr(s.bytes());
+        uint64_t key = 0, str = 0, num = 0;
+        while (lr.next(f, w)) {
+          if (f == 1 && w == kVarint) key = lr.varint();
+          else if (f == 2 && w == kVarint) str = lr.varint();
+          else if (f == 3 && w == kVarint) num = lr.varint();
+          else lr.skip(w);
+        }
+        std::string_view k = text(key);
+        if (k == "comm") comm = str;
+        else if (k == "pid") pid = num;
+        else if (k == "thread") thread = str;
+        else if (k == "tid") tid = num;
+        else if (k == "time") time = num;
+      } else s.skip(w);
     }
-    if (!comm.empty())
-      frames.push_back(profile.intern(
-          Frame{pid ? comm + " (" + std::to_string(pid) + ")" : comm, FrameKind::Process, {}}));
-    if (!thread.empty())
-      frames.push_back(profile.intern(
-          Frame{"[" + thread + " tid=" + std::to_string(tid) + "]", FrameKind::Thread, {}}));
-    for (auto loc_id = s.locations.rbegin(); loc_id != s.locations.rend(); ++loc_id) {  // root first
-      auto loc = locations.find(*loc_id);
-      if (loc == locations.end()) return std::unexpected("pprof: a sample names a missing location");
-      auto mapping = mappings.find(loc->second.mapping);
-      std::string module(mapping == mappings.end() ? std::string_view() : text(mapping->second));
-      const auto& fns = loc->second.functions;
-      for (size_t i = fns.size(); i-- > 0;) {  // outermost line last in pprof
-        auto fn = functions.find(fns[i]);
-        if (fn == functions.end()) return std::unexpected("pprof: a location names a missing function");
-        std::string name(text(fn->second.first));
-        Frame frame = parse_folded_frame(text(fn->second.second), false);
-        if (frame.name != name) frame = parse_folded_frame(name, false);  // not written by ember
-        frame.name = name;
-        if (i + 1 < fns.size() && frame.kind == FrameKind::Jit) frame.kind = FrameKind::Inlined;  // inlined into the next line
-        frame.module = module;
-        frames.push_back(profile.intern(frame));
-      }
-    }
-    uint64_t v = s.values[value_index];
+    if (!s.ok()) return std::unexpected("pprof: corrupt sample");
+    if (value_index >= values.size()) continue;
+    uint64_t v = values[value_index];
     if (static_cast<int64_t>(v) <= 0) continue;
+    frames.clear();
+    if (!text(comm).empty()) {
+      auto [it, added] = process_frames.try_emplace({comm, pid});
+      if (added) {
+        std::string name(text(comm));
+        it->second = profile.intern(Frame{pid ? name + " (" + std::to_string(pid) + ")" : name, FrameKind::Process, {}});
+      }
+      frames.push_back(it->second);
+    }
+    if (!text(thread).empty()) {
+      auto [it, added] = thread_frames.try_emplace({thread, tid});
+      if (added)
+        it->second = profile.intern(
+            Frame{"[" + std::string(text(thread)) + " tid=" + std::to_string(tid) + "]", FrameKind::Thread, {}});
+      frames.push_back(it->second);
+    }
+    for (auto id = location_ids.rbegin(); id != location_ids.rend(); ++id) {  // root first
+      auto of = frames_of(*id);
+      if (!of) return std::unexpected(of.error());
+      frames.insert(frames.end(), (*of)->begin(), (*of)->end());
+    }
     uint32_t stack = profile.add(frames, v);
     timed = timed && time;
     if (timed) profile.timeline.push_back({*time, v, stack});
