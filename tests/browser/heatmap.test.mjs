@@ -1,12 +1,18 @@
 // The heatmap of a recording that changes phase (tests/workloads/phases:
 // phase_a, then phase_b), used as a person would: find where the phase
 // changes by hovering, drag across each half, read the graph's functions.
+// Then FlameScope's grid, on a page made here: two minutes of a steady
+// function with a burst of another in seconds 60 and 61.
 //
 //   node heatmap.test.mjs PAGE.html [--screenshot FILE.png]
 //
 // Expectations come from the page's own data, decoded here (tables.mjs):
 // the timeline's entries, each a stack at a time.
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { assert, check, decodeStacks, failed, hueOf, launch, pixelAt, readEmbeddedData, settle, waitReady, watch } from './lib.mjs';
+import { packTables } from './tables.mjs';
 
 const args = { file: process.argv[2], screenshot: null };
 for (let i = 3; i < process.argv.length; i++) if (process.argv[i] === '--screenshot') args.screenshot = process.argv[++i];
@@ -47,9 +53,9 @@ async function timeAt(x) {
 }
 
 // The functions of the graph shown: name -> total, from the function table.
-async function functions() {
+async function functions(filter = 'phase_') {
   if (!(await page.locator('#fn-panel').isVisible())) await page.click('#fn-btn');
-  await page.fill('#fn-filter', 'phase_');
+  await page.fill('#fn-filter', filter);
   await settle(page);
   return new Map(await page.evaluate(() => [...document.querySelectorAll('#fn-body tr')].map((tr) =>
     [tr.querySelector('.fn-name').textContent, Number(tr.children[3].textContent.replace(/[^\d]/g, ''))])));
@@ -151,10 +157,69 @@ await check('a search colours the heatmap where the matched stacks ran', async (
   assert(b.filter(searched).length >= 8, 'phase_b\'s time is not in the search colour: ' + JSON.stringify(b));
 });
 
+// The grid: a sample of `steady` every 10 ms for 120 s, and one of
+// `burst` every 10 ms in [60 s, 62 s). Frames in the page's order (by
+// name): burst 0, main 1, steady 2, svc 3; stacks svc;main;burst (0) and
+// svc;main;steady (1).
+const grid = join(tmpdir(), `ember-heatmap-grid-${process.pid}.html`);
+{
+  const timeline = [];
+  let last = 0;
+  for (let ms = 0; ms < 120000; ms += 10) {
+    timeline.push(ms - last, 1, 1);
+    last = ms;
+    if (ms >= 60000 && ms < 62000) timeline.push(0, 0, 1);
+  }
+  const kinds = ['kernel', 'native'];
+  const tables = packTables({ names: ['burst', 'main', 'steady', 'svc'], modules: [''], frames: [0, 1, 0, 1, 1, 0, 2, 1, 0, 3, 1, 0],
+    stacks: [0, 3, 3, 1, 0, 200, 2, 1, 2, 12000], timeline });
+  const json = JSON.stringify({ version: 2, title: 'grid', event: 'cpu-clock', unit: 'samples', kinds, total: 12200,
+    duration_ns: 120e9, time_step_ms: 1, info: {}, tables });
+  const template = readFileSync(new URL('../../flamegraph/flamegraph.html', import.meta.url), 'utf8');
+  writeFileSync(grid, template.replace('@EMBER_DATA@', () => json.replace(/</g, '\\u003c')));
+}
+
+await check('two minutes draw as FlameScope\'s grid: columns of 1 s, rows of 20 ms, time running down', async () => {
+  await page.goto('file://' + grid);
+  await waitReady(page);
+  const how = await page.locator('#heat-how').textContent();
+  assert(how.startsWith('columns of 1 s, rows of 20 ms'), 'layout: ' + how);
+  box = await canvas.boundingBox();
+  const cell = (col, row) => [box.width * (col + 0.5) / 120, row * 2 + 1];
+  const [x, y] = cell(61, 10);
+  await page.mouse.move(box.x + x, box.y + y);
+  await settle(page);
+  const tip = await page.locator('#tooltip').textContent();
+  assert(tip.startsWith('1 min 01.2 s – 1 min 01.22 s'), 'the tooltip of column 61, row 10: ' + tip);
+  assert(tip.includes('4 samples'), 'the burst cell should hold 4 samples: ' + tip);
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height + 30);
+  await settle(page);
+  const lightness = ([r, g, b]) => (Math.max(r, g, b) + Math.min(r, g, b)) / 2;
+  const steady = lightness(await pixelAt(page, '#heat-canvas', ...cell(30, 25)));
+  const burst = lightness(await pixelAt(page, '#heat-canvas', ...cell(60, 25)));
+  assert(burst < steady - 20, `the burst's cells (lightness ${burst}) are not darker than the steady ones (${steady})`);
+});
+
+await check('a drag from the top of column 60 to the bottom of column 61 picks those two seconds', async () => {
+  const w = box.width / 120;
+  await page.mouse.move(box.x + 60.5 * w, box.y + 1);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 61.5 * w, box.y + 50, { steps: 4 });
+  await page.mouse.move(box.x + 61.5 * w, box.y + 99, { steps: 4 });
+  await page.mouse.up();
+  await settle(page);
+  const r = await urlRange();
+  assert(r && r[0] === 60000 && r[1] === 62000, 'range ' + JSON.stringify(r));
+  const fns = await functions('');
+  assert(fns.get('burst') === 200 && fns.get('steady') === 200, 'functions: ' + JSON.stringify([...fns]));
+  if (args.screenshot) await page.screenshot({ path: args.screenshot.replace(/\.png$/, '-grid.png') });
+});
+
 await check('no page errors or dialogs', async () => {
   assert(errors.length === 0, errors.join('; '));
   assert(dialogs.length === 0, dialogs.join('; '));
 });
 
 await browser.close();
+unlinkSync(grid);
 process.exit(failed() ? 1 : 0);
