@@ -24,6 +24,11 @@ struct FoldedReadResult {
 // Reads folded stacks; malformed lines are skipped with a warning. Fails
 // only when the stream cannot be read.
 std::expected<FoldedReadResult, std::string> read_folded(std::istream& in);
+// The same of a file of `size` bytes, read in parts of at least
+// `part_bytes` on every core (a fleet's merged profile is gigabytes): the
+// same profile, frames and stacks in the same order, the same warnings.
+std::expected<FoldedReadResult, std::string> read_folded_file(const std::string& path, size_t size,
+                                                              size_t part_bytes = 64 << 20);
 
 // The folded spelling of a frame (name plus kind suffix, ';' and newlines
 // replaced) and its inverse.

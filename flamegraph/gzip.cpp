@@ -2,19 +2,58 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
 namespace ember::flamegraph {
 
 std::string gzip(std::string_view raw) {
-  z_stream z{};
-  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);  // +16: gzip wrapper
-  std::string out(deflateBound(&z, raw.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
-  z.avail_in = static_cast<uInt>(raw.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
+  // Deflated in chunks on every core, as pigz does: each chunk is primed
+  // with the 32 KiB before it (its matches reach back across the cut) and
+  // ends on a byte boundary (a sync flush), so the chunks in order make one
+  // deflate stream; their CRCs combine. A million-stack page's tables
+  // (hundreds of MB) took 4.4 s on one core.
+  constexpr size_t kChunk = 4 << 20, kWindow = 32 << 10;
+  const size_t chunks = std::max<size_t>(1, (raw.size() + kChunk - 1) / kChunk);
+  std::vector<std::string> deflated(chunks);
+  std::vector<uLong> crcs(chunks);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t c; (c = next++) < chunks;) {
+      size_t from = c * kChunk, length = std::min(kChunk, raw.size() - from);
+      z_stream z{};
+      deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);  // -15: raw deflate
+      if (from) {
+        size_t window = std::min(kWindow, from);
+        deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(raw.data() + from - window), static_cast<uInt>(window));
+      }
+      std::string& out = deflated[c];
+      out.resize(deflateBound(&z, length) + 16);
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data() + from));
+      z.avail_in = static_cast<uInt>(length);
+      z.next_out = reinterpret_cast<Bytef*>(out.data());
+      z.avail_out = static_cast<uInt>(out.size());
+      deflate(&z, c + 1 == chunks ? Z_FINISH : Z_SYNC_FLUSH);
+      out.resize(z.total_out);
+      deflateEnd(&z);
+      crcs[c] = crc32(0, reinterpret_cast<const Bytef*>(raw.data() + from), static_cast<uInt>(length));
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < std::min<size_t>(chunks, std::thread::hardware_concurrency()); ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+
+  std::string out("\x1f\x8b\x08\0\0\0\0\0\0\xff", 10);  // gzip, deflate, no name, no time, unknown OS
+  uLong crc = crc32(0, nullptr, 0);
+  for (size_t c = 0; c < chunks; ++c) {
+    out += deflated[c];
+    crc = crc32_combine(crc, crcs[c], static_cast<z_off_t>(std::min(kChunk, raw.size() - c * kChunk)));
+  }
+  for (uint64_t v : {uint64_t{crc}, uint64_t{raw.size()}})  // CRC-32 and the size mod 2^32, little-endian
+    for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -101,8 +102,11 @@ std::expected<ReadResult, std::string> read_profile(const std::string& path, con
     case Content::Text: break;
   }
   if (auto e = one_graph("folded stacks"); !e) return std::unexpected(e.error());
+  std::error_code ec;
+  const bool regular = stream && std::filesystem::is_regular_file(path, ec);
   std::istringstream text(stream ? std::string() : std::move(bytes));
-  auto folded = read_folded(stream ? static_cast<std::istream&>(in) : text);
+  auto folded = regular ? read_folded_file(path, std::filesystem::file_size(path, ec))
+                        : read_folded(stream ? static_cast<std::istream&>(in) : text);
   if (stream && in.bad()) return std::unexpected("cannot read " + path + ": read error");
   if (!folded) return std::unexpected(path + ": " + folded.error());
   return ReadResult{std::move(folded->profile), std::move(folded->warnings), {}};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <ranges>
 #include <set>
 
 namespace ember::flamegraph {
@@ -12,16 +13,25 @@ size_t Profile::FrameHash::operator()(const Frame& f) const {
   return h ^ static_cast<size_t>(f.kind);
 }
 
-size_t Profile::IdsHash::operator()(const std::vector<FrameId>& ids) const {
+namespace {
+
+uint64_t stack_hash(std::span<const FrameId> ids) {
   uint64_t h = 1469598103934665603ULL;  // FNV-1a over the ids
   for (FrameId id : ids) h = (h ^ id) * 1099511628211ULL;
-  return static_cast<size_t>(h);
+  return h ^ (h >> 29);  // the slot comes from the low bits: fold the high ones in
 }
 
+}  // namespace
+
 FrameId Profile::intern(const Frame& frame) {
-  auto [it, inserted] = frame_ids_.try_emplace(frame, static_cast<FrameId>(frames_.size()));
-  if (inserted) frames_.push_back(frame);
-  return it->second;
+  frame_index_.reserve_one(frames_.size(), [&](uint32_t i) { return FrameHash{}(frames_[i]); });
+  const uint64_t h = FrameHash{}(frame);
+  size_t slot = 0;
+  int64_t found = frame_index_.find(h, [&](uint32_t i) { return frames_[i] == frame; }, slot);
+  if (found >= 0) return static_cast<FrameId>(found);
+  frames_.push_back(frame);
+  frame_index_.add(slot, h, static_cast<uint32_t>(frames_.size() - 1));
+  return static_cast<FrameId>(frames_.size() - 1);
 }
 
 uint32_t Profile::add_from(const Profile& other, std::span<const FrameId> frames, uint64_t weight) {
@@ -33,12 +43,18 @@ uint32_t Profile::add_from(const Profile& other, std::span<const FrameId> frames
 
 uint32_t Profile::add(std::span<const FrameId> frames, uint64_t weight) {
   if (weight == 0) return kNoStack;
-  std::vector<FrameId> key(frames.begin(), frames.end());
-  auto [it, inserted] = stack_index_.try_emplace(std::move(key), stacks_.size());
-  if (inserted) stacks_.push_back(Stack{it->first, 0});
-  stacks_[it->second].weight += weight;
+  stack_index_.reserve_one(stacks_.size(), [&](uint32_t i) { return stack_hash(stacks_[i].frames); });
+  const uint64_t h = stack_hash(frames);
+  size_t slot = 0;
+  int64_t found = stack_index_.find(h, [&](uint32_t i) { return std::ranges::equal(stacks_[i].frames, frames); }, slot);
   total_ += weight;
-  return static_cast<uint32_t>(it->second);
+  if (found >= 0) {
+    stacks_[found].weight += weight;
+    return static_cast<uint32_t>(found);
+  }
+  stacks_.push_back(Stack{{frames.begin(), frames.end()}, weight});
+  stack_index_.add(slot, h, static_cast<uint32_t>(stacks_.size() - 1));
+  return static_cast<uint32_t>(stacks_.size() - 1);
 }
 
 std::vector<const Stack*> Profile::sorted_stacks() const {

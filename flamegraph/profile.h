@@ -2,6 +2,7 @@
 // and writer in flamegraph/ and the collector in user/ speak this type.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -93,13 +94,56 @@ class Profile {
   };
 
  private:
-  struct IdsHash {
-    size_t operator()(const std::vector<FrameId>& ids) const;
+  // Items of a vector found by content, open addressing: a slot holds an
+  // item's index + 1 (0: free) and part of its hash. A big profile has
+  // millions of stacks and hundreds of thousands of frames: node maps kept
+  // a second copy of each, and made an allocation per entry.
+  class Index {
+   public:
+    // The index of the item `equal` accepts among those of `hash`, and else
+    // -1 with `slot` set to where add() puts it.
+    template <class Equal>
+    int64_t find(uint64_t hash, Equal equal, size_t& slot) const {
+      const size_t mask = slots_.size() - 1;
+      for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        const Slot& s = slots_[i];
+        if (!s.index_plus_one) {
+          slot = i;
+          return -1;
+        }
+        if (s.hash == static_cast<uint32_t>(hash >> 32) && equal(s.index_plus_one - 1)) return s.index_plus_one - 1;
+      }
+    }
+    void add(size_t slot, uint64_t hash, uint32_t index) {
+      slots_[slot] = {index + 1, static_cast<uint32_t>(hash >> 32)};
+    }
+    // Room for one more item: called before find(); `hash_of(i)` rehashes
+    // item i of the `count` there are.
+    template <class HashOf>
+    void reserve_one(size_t count, HashOf hash_of) {
+      if (2 * (count + 1) <= slots_.size()) return;
+      std::vector<Slot> slots(std::max<size_t>(1024, 2 * slots_.size()));
+      const size_t mask = slots.size() - 1;
+      for (uint32_t item = 0; item < count; ++item) {
+        const uint64_t h = hash_of(item);
+        size_t i = h & mask;
+        while (slots[i].index_plus_one) i = (i + 1) & mask;
+        slots[i] = {item + 1, static_cast<uint32_t>(h >> 32)};
+      }
+      slots_.swap(slots);
+    }
+
+   private:
+    struct Slot {
+      uint32_t index_plus_one = 0;
+      uint32_t hash = 0;
+    };
+    std::vector<Slot> slots_;
   };
   std::vector<Frame> frames_;
-  std::unordered_map<Frame, FrameId, FrameHash> frame_ids_;
+  Index frame_index_;
   std::vector<Stack> stacks_;
-  std::unordered_map<std::vector<FrameId>, size_t, IdsHash> stack_index_;
+  Index stack_index_;
   uint64_t total_ = 0;
 };
 

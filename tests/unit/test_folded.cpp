@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <sstream>
 
 #include "flamegraph/folded.h"
+#include "temp_dir.h"
 
 using namespace ember::flamegraph;
 
@@ -96,4 +98,36 @@ TEST_CASE("folded reader survives a huge line") {
   REQUIRE(result);
   CHECK(result->warnings.size() == 1);
   CHECK(result->profile.total() == 2);
+}
+
+TEST_CASE("folded file read in parts on every core: the profile and warnings of one reader") {
+  TempDir dir;
+  std::string path = (dir.path / "big.folded").string();
+  std::ostringstream text;
+  // Stacks met again far apart, new frames late in the file, bad lines in every part.
+  for (int i = 0; i < 3000; ++i) {
+    text << "app;main;f" << i % 97 << ";g" << i % 13 << (i > 2000 ? ";late" + std::to_string(i % 7) : "") << ' ' << 1 + i % 5
+         << '\n';
+    if (i % 700 == 3) text << "no count here\n";
+    if (i % 900 == 5) text << "\r\n# a comment\n";
+  }
+  text << "last;line 4";  // no newline at the end
+  std::ofstream(path) << text.str();
+
+  std::istringstream in(text.str());
+  auto one = read_folded(in);
+  REQUIRE(one);
+  for (size_t part_bytes : {size_t{1}, size_t{4096}, size_t{1} << 30}) {
+    auto parts = read_folded_file(path, text.str().size(), part_bytes);
+    REQUIRE(parts);
+    CHECK(parts->warnings == one->warnings);
+    REQUIRE(parts->profile.frames() == one->profile.frames());  // in the order one reader met them
+    REQUIRE(parts->profile.stacks().size() == one->profile.stacks().size());
+    for (size_t s = 0; s < one->profile.stacks().size(); ++s) {
+      CHECK(parts->profile.stacks()[s].frames == one->profile.stacks()[s].frames);
+      CHECK(parts->profile.stacks()[s].weight == one->profile.stacks()[s].weight);
+    }
+  }
+  CHECK(one->warnings.size() == 5);
+  CHECK(one->warnings.front().starts_with("line 5: "));
 }
