@@ -83,8 +83,8 @@ async function run(args) {
     executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
-  const results = { ready: [], search: [], searchCompute: [], zoom: [], reverse: [], sort: [], transform: [], range: [], all: [] };
-  const PARTS = ['parse', 'unpack', 'decode', 'heatmap', 'build', 'layout', 'first-draw', 'table'];
+  const results = { firstPaint: [], ready: [], search: [], searchCompute: [], zoom: [], reverse: [], sort: [], transform: [], range: [], all: [] };
+  const PARTS = ['parse', 'unpack', 'decode', 'heatmap', 'first-tree', 'build', 'layout', 'first-draw'];
   const parts = Object.fromEntries(PARTS.map((p) => [p, []]));
   const errors = [];
   for (let i = 0; i < args.runs; i++) {
@@ -104,6 +104,7 @@ async function run(args) {
       const e = performance.getEntriesByName('ember:' + n).pop();
       return e ? e.duration : NaN;
     }, n);
+    results.firstPaint.push(await measure('first-paint'));
     results.ready.push(await measure('ready'));
     for (const p of PARTS) parts[p].push(await measure(p));
     await afterFrame(page, 'none');   // let the first frames settle
@@ -135,7 +136,9 @@ async function run(args) {
     console.log(`first paint  ${ms(results.ready)}   (navigation start -> the frame after load)`);
     return;
   }
-  console.log(`first paint  ${ms(results.ready)}   (navigation start -> ember:ready: ${PARTS.map((p) => `${p} ${median(parts[p]).toFixed(0)}`).join(', ')})`);
+  const shown = (p) => Number.isFinite(median(parts[p]));
+  console.log(`first paint  ${ms(results.firstPaint)}   (navigation start -> ember:first-paint: the graph drawn, from its visible nodes on a big profile)`);
+  console.log(`ready        ${ms(results.ready)}   (navigation start -> ember:ready, interactive: ${PARTS.filter(shown).map((p) => `${p} ${median(parts[p]).toFixed(0)}`).join(', ')})`);
   console.log(`search       ${ms(results.search)}   (input -> next frame; search + redraw compute ${median(results.searchCompute).toFixed(1)} ms)`);
   console.log(`zoom         ${ms(results.zoom)}   (click -> next frame)`);
   console.log(`reverse      ${ms(results.reverse)}   (r -> next frame; rebuilds the tree)`);
