@@ -95,6 +95,29 @@ TEST_CASE("collector: the graph's timeline holds each record's time from the win
   CHECK(collector.build(0, {}, start).timeline.empty());
 }
 
+TEST_CASE("collector: time off CPU covers the span it lasted on the timeline") {
+  symbolizer::Symbolizer symbolizer;
+  CollectorOptions options;
+  options.views = {EventView{"offcpu", "ns", 1u << EMBER_KIND_BLOCKED}};
+  Collector collector(options, symbolizer);
+  auto s = sample_of({reinterpret_cast<uint64_t>(&getpid)});
+  s->kind = EMBER_KIND_BLOCKED;
+  s->time_ns = 1'000'000'000;
+  s->weight = 50'000'000;  // 50 ms asleep: pieces of 20, 20 and 10 ms
+  collector.add(*s);
+  s->time_ns = 2'000'000'000;
+  s->weight = 10'000'000'000;  // 10 s: a twentieth at a time
+  collector.add(*s);
+  auto profile = collector.build(0, {}, 0);
+  REQUIRE(profile.timeline.size() == 3 + 20);
+  CHECK((profile.timeline[0].time_ns == 1'000'000'000 && profile.timeline[0].weight == 20'000'000));
+  CHECK((profile.timeline[2].time_ns == 1'040'000'000 && profile.timeline[2].weight == 10'000'000));
+  CHECK((profile.timeline[3].time_ns == 2'000'000'000 && profile.timeline.back().time_ns < 12'000'000'000));
+  uint64_t sum = 0;
+  for (const flamegraph::Timed& t : profile.timeline) sum += t.weight;
+  CHECK(sum == profile.total());
+}
+
 TEST_CASE("collector: a process that exited is forgotten one window after its exit, named until then") {
   symbolizer::Symbolizer symbolizer;
   Collector collector({}, symbolizer);

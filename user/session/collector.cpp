@@ -434,7 +434,8 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
       held_allocations_.push_back({k, s.weight, s.pad, s.time_ns});
       continue;
     }
-    count(k, s.kind == EMBER_KIND_CPU ? view.cpu_weight : s.weight, s.time_ns);
+    count(k, s.kind == EMBER_KIND_CPU ? view.cpu_weight : s.weight, s.time_ns,
+          s.kind == EMBER_KIND_BLOCKED || s.kind == EMBER_KIND_PREEMPTED);
   }
   note_process(s.pid, process, ustack, s.time_ns);
 }
@@ -489,11 +490,21 @@ void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
   held_allocations_.clear();
 }
 
-void Collector::count(const Key& key, uint64_t weight, uint64_t time_ns) {
+void Collector::count(const Key& key, uint64_t weight, uint64_t time_ns, bool spread) {
   auto it = counts_.try_emplace(key).first;
   it->second.total += weight;
   ++it->second.records;
-  records_.push_back({time_ns, weight, &*it});
+  if (!spread) {
+    records_.push_back({time_ns, weight, &*it});
+    return;
+  }
+  // A block is time: on the timeline it covers the span it lasted, in
+  // pieces of 20 ms (the heatmap's finest cell) or, for a long one, a
+  // twentieth of it, so that a range picked across it takes its share.
+  // A thread asleep adds at most 50 pieces a second.
+  const uint64_t piece = std::max<uint64_t>(20'000'000, weight / 20 + 1);
+  for (uint64_t at = 0; at < weight; at += piece)
+    records_.push_back({time_ns + at, std::min(piece, weight - at), &*it});
 }
 
 void Collector::refresh_processes() {

@@ -287,7 +287,9 @@ class Collector {
     const std::pair<const Key, Weight>* count;
   };
   std::vector<Record> records_;
-  void count(const Key& key, uint64_t weight, uint64_t time_ns);
+  // Counts a record's weight taken at `time_ns`, or, for time off CPU
+  // (`spread`), over the `weight` ns from `time_ns` on.
+  void count(const Key& key, uint64_t weight, uint64_t time_ns, bool spread = false);
   struct HeldAllocation {
     Key key;
     uint64_t bytes;
