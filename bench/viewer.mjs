@@ -3,8 +3,11 @@
 //   node bench/viewer.mjs FILE.html [--runs N] [--search REGEX] [--paint-only]
 //
 // Per run the page is loaded afresh, then:
-//   first paint  navigation start -> the page's `ember:ready` mark (data parsed,
-//                tree built and laid out, first frame drawn)
+//   first paint  navigation start -> the page's `ember:first-paint` mark (data
+//                parsed, the graph drawn: on a big profile from its visible
+//                nodes only, before the whole tree is built)
+//   ready        navigation start -> `ember:ready` (the whole tree built and
+//                laid out, drawn, the page answering input)
 //   search       input event in the search box -> the next animation frame,
 //                which the redraw precedes (so the redraw is included)
 //   zoom         click on a frame -> the next animation frame after the redraw
@@ -13,8 +16,8 @@
 //                of it (from 40% to 50% of its width) -> the next frame after
 //                the redraw of the graph of that range
 //   all time     "a", back to the whole recording -> the next frame
-// Prints the median of N runs (default 5), the parts of the first paint
-// (the page's own measures) and the file size. --paint-only: another
+// Prints the median of N runs (default 5), the parts of the page's work
+// up to ready (its own measures) and the file size. --paint-only: another
 // tool's page (async-profiler's): navigation start -> the first animation
 // frame after its load event, and nothing else.
 import { statSync } from 'node:fs';
