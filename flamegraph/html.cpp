@@ -9,6 +9,7 @@
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 
 #include "flamegraph/gzip.h"
 #include "flamegraph/protobuf.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ostream>
+#include <unordered_map>
 #include <unordered_set>
 
 
