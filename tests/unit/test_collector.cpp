@@ -118,6 +118,33 @@ TEST_CASE("collector: time off CPU covers the span it lasted on the timeline") {
   CHECK(sum == profile.total());
 }
 
+TEST_CASE("collector: past its cap the timeline grows coarser, never loses weight") {
+  symbolizer::Symbolizer symbolizer;
+  CollectorOptions options;
+  options.max_timeline_records = 1000;
+  Collector collector(options, symbolizer);
+  auto here = reinterpret_cast<uint64_t>(&getpid);
+  auto a = sample_of({here}), b = sample_of({here, here + 16});
+  // 10 s of two stacks at 500 Hz: 10,000 records.
+  for (int i = 0; i < 5000; ++i)
+    for (auto* s : {a.get(), b.get()}) s->time_ns = 1'000'000'000ull + i * 2'000'000ull, collector.add(*s);
+  auto profile = collector.build(0, {}, 1'000'000'000);
+  CHECK(profile.total() == 10000);
+  CHECK(profile.timeline.size() <= 1000);
+  CHECK(profile.time_step_ns >= 20'000'000);
+  uint64_t sum = 0, last = 0;
+  for (const flamegraph::Timed& t : profile.timeline) {
+    sum += t.weight;
+    CHECK(t.time_ns >= last);
+    CHECK(t.time_ns % profile.time_step_ns == 0);
+    last = t.time_ns;
+  }
+  CHECK(sum == 10000);
+  CHECK(last >= 9'000'000'000ull);  // the last seconds still at their time
+  collector.next_window();
+  CHECK(collector.build(0, {}, 0).time_step_ns == 0);
+}
+
 TEST_CASE("collector: a process that exited is forgotten one window after its exit, named until then") {
   symbolizer::Symbolizer symbolizer;
   Collector collector({}, symbolizer);

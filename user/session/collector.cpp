@@ -133,6 +133,7 @@ void Collector::add_fixed_frames() {
 std::vector<uint32_t> Collector::next_window() {
   counts_.clear();
   records_.clear();
+  records_step_ns_ = 0;
   held_allocations_.clear();
   ustacks_.clear();
   kstacks_.clear();
@@ -494,6 +495,8 @@ void Collector::count(const Key& key, uint64_t weight, uint64_t time_ns, bool sp
   auto it = counts_.try_emplace(key).first;
   it->second.total += weight;
   ++it->second.records;
+  if (records_.size() >= options_.max_timeline_records) coarsen_records();
+  if (records_step_ns_) time_ns -= time_ns % records_step_ns_;
   if (!spread) {
     records_.push_back({time_ns, weight, &*it});
     return;
@@ -505,6 +508,27 @@ void Collector::count(const Key& key, uint64_t weight, uint64_t time_ns, bool sp
   const uint64_t piece = std::max<uint64_t>(20'000'000, weight / 20 + 1);
   for (uint64_t at = 0; at < weight; at += piece)
     records_.push_back({time_ns + at, std::min(piece, weight - at), &*it});
+}
+
+void Collector::coarsen_records() {
+  auto merge = [&] {
+    for (Record& r : records_) r.time_ns -= r.time_ns % records_step_ns_;
+    std::sort(records_.begin(), records_.end(), [](const Record& a, const Record& b) {
+      return a.time_ns != b.time_ns ? a.time_ns < b.time_ns : a.count < b.count;
+    });
+    size_t n = 0;
+    for (const Record& r : records_) {
+      if (n && records_[n - 1].time_ns == r.time_ns && records_[n - 1].count == r.count) records_[n - 1].weight += r.weight;
+      else records_[n++] = r;
+    }
+    records_.resize(n);
+  };
+  // The step of the last time first: the records since may merge into it.
+  if (records_step_ns_) merge();
+  while (records_.size() > options_.max_timeline_records / 2) {
+    records_step_ns_ = records_step_ns_ ? records_step_ns_ * 4 : 20'000'000;
+    merge();
+  }
 }
 
 void Collector::refresh_processes() {
@@ -693,11 +717,16 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
   }
   // Records can arrive out of order (one ring per CPU, held JVM samples);
   // one before the window began (read late) counts from its start.
+  // A coarse timeline counts in whole steps from the start (a step early at most).
   for (const Record& r : records_)
-    if (r.count->first.view == view && r.weight && r.count->second.stack != flamegraph::Profile::kNoStack)
-      profile.timeline.push_back({r.time_ns > start_ns ? r.time_ns - start_ns : 0, r.weight, r.count->second.stack});
+    if (r.count->first.view == view && r.weight && r.count->second.stack != flamegraph::Profile::kNoStack) {
+      uint64_t t = r.time_ns > start_ns ? r.time_ns - start_ns : 0;
+      if (records_step_ns_) t -= t % records_step_ns_;
+      profile.timeline.push_back({t, r.weight, r.count->second.stack});
+    }
   std::stable_sort(profile.timeline.begin(), profile.timeline.end(),
                    [](const flamegraph::Timed& a, const flamegraph::Timed& b) { return a.time_ns < b.time_ns; });
+  profile.time_step_ns = records_step_ns_;
   stats_.jvms = jvms_.size();
   stats_.exited_processes = exited_.size();
   stats_.bad_jit_map_lines = 0;
