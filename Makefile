@@ -219,7 +219,7 @@ $(BUILD)/unit-tests: $(UNIT_OBJ) $(LIBS:%=$(BUILD)/san/lib%.a)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(UNIT_OBJ) $(call archives,san) -lCatch2WithMain $(LDLIBS) $(HTTP_LIBS) -ldl -o $@
 
-$(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h
+$(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h tests/workloads/work.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) $< -o $@ -lpthread

@@ -15,6 +15,7 @@
 //     during which every sample is the GC's.
 import { gzipSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
+import { seeded } from './random.mjs';
 
 const { values } = parseArgs({
   options: { hours: { type: 'string', default: '24' }, hz: { type: 'string', default: '19' }, cpus: { type: 'string', default: '2' } },
@@ -22,13 +23,7 @@ const { values } = parseArgs({
 const HOURS = Number(values.hours), HZ = Number(values.hz), CPUS = Number(values.cpus);
 if (!(HOURS > 0 && HZ > 0 && CPUS > 0)) throw new Error('usage: day_profile.mjs [--hours H] [--hz N] [--cpus N]');
 
-let seed = 0x1b873593;   // mulberry32
-function random() {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+const random = seeded(0x1b873593);
 const pick = (list) => list[Math.floor(random() * list.length)];
 
 // The functions: Java methods and some JVM, libc and kernel ones.

@@ -17,6 +17,7 @@
 //   - weights: samples (default 10 per stack) spread so that a few stacks
 //     are heavy and most weigh 1 to a few.
 import { parseArgs } from 'node:util';
+import { seeded } from './random.mjs';
 
 const { values } = parseArgs({
   options: { stacks: { type: 'string', default: '100000' }, samples: { type: 'string', default: '' } },
@@ -25,14 +26,7 @@ const STACKS = Number(values.stacks);
 const SAMPLES = values.samples ? Number(values.samples) : STACKS * 10;
 if (!(STACKS > 0) || !(SAMPLES >= STACKS)) throw new Error('usage: fleet_profile.mjs [--stacks N] [--samples N >= N]');
 
-// mulberry32: small, fast and the same on every run.
-let seed = 0x2545f491;
-function random() {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+const random = seeded(0x2545f491);
 const pick = (list) => list[Math.floor(random() * list.length)];
 
 const WORDS = ['order', 'customer', 'invoice', 'payment', 'session', 'cache', 'index', 'request', 'response', 'batch',

@@ -9,16 +9,7 @@
  * rounds of random length spread the samples over every phase. */
 #include <stdlib.h>
 #include "elapsed.h"
-
-static volatile unsigned long sink;
-
-__attribute__((noinline)) static void work_unit(unsigned long steps)
-{
-	unsigned long x = sink;
-	for (unsigned long i = 0; i < steps; i++)
-		x = x * 6364136223846793005UL + 1442695040888963407UL;
-	sink = x;
-}
+#include "work.h"
 
 __attribute__((noinline)) void hot_a(unsigned long steps)
 {
@@ -30,15 +21,6 @@ __attribute__((noinline)) void hot_b(unsigned long steps)
 {
 	for (int i = 0; i < 3; i++)
 		work_unit(steps);
-}
-
-/* xorshift64: cheap, and a fixed seed keeps runs alike. */
-static unsigned long next_random(unsigned long *state)
-{
-	*state ^= *state << 13;
-	*state ^= *state >> 7;
-	*state ^= *state << 17;
-	return *state;
 }
 
 __attribute__((noinline)) void run_split(double seconds)

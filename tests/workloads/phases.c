@@ -5,24 +5,7 @@
  * sampling timer does not alias with them. */
 #include <stdlib.h>
 #include "elapsed.h"
-
-static volatile unsigned long sink;
-
-__attribute__((noinline)) static void work_unit(unsigned long steps)
-{
-	unsigned long x = sink;
-	for (unsigned long i = 0; i < steps; i++)
-		x = x * 6364136223846793005UL + 1442695040888963407UL;
-	sink = x;
-}
-
-static unsigned long next_random(unsigned long *state)
-{
-	*state ^= *state << 13;
-	*state ^= *state >> 7;
-	*state ^= *state << 17;
-	return *state;
-}
+#include "work.h"
 
 __attribute__((noinline)) void phase_a(double seconds, unsigned long *random)
 {
