@@ -36,7 +36,10 @@
 #include <cstring>
 
 #include "agent/code_heap.h"
+#include "agent/heap_stream.h"
+#include "agent/heap_walk.h"
 #include "agent/jitmap_writer.h"
+#include "agent/jvmti_names.h"
 #include "agent/live_objects.h"
 #include "agent/method_pointers.h"
 #include "agent/prologue.h"
@@ -105,6 +108,7 @@ thread_local bool t_replaying = false;
 
 struct Options {
   char out[4096] = {};
+  char heap[4096] = {};  // heap=PATH: a heap walk, nothing else
   bool stop = false;
   bool lease = false;
   uint64_t alloc = 0;  // sampling interval in bytes; 0: off
@@ -189,6 +193,8 @@ void parse_options(const char* text, Options& o) {
     size_t path_len;
     if (is_option(p, len, protocol::args::kOut, &path, &path_len)) {
       expand_path(path, path_len, o.out, sizeof o.out);
+    } else if (is_option(p, len, heap_stream::kOption, &path, &path_len)) {
+      expand_path(path, path_len, o.heap, sizeof o.heap);
     } else if (is_option(p, len, protocol::args::kStop)) {
       o.stop = true;
     } else if (is_option(p, len, protocol::args::kLive)) {
@@ -211,63 +217,17 @@ void parse_options(const char* text, Options& o) {
   if (o.live && !o.alloc) o.alloc = kDefaultAllocInterval;
 }
 
-// "Lcom/example/Foo;" -> "com.example.Foo", "[[I" -> "int[][]".
-void format_class(const char* sig, char* out, size_t size) {
-  size_t dims = 0, n = 0;
-  while (sig[dims] == '[') ++dims;
-  const char* p = sig + dims;
-  const char* prim = nullptr;
-  switch (*p) {
-    case 'Z': prim = "boolean"; break;
-    case 'B': prim = "byte"; break;
-    case 'C': prim = "char"; break;
-    case 'S': prim = "short"; break;
-    case 'I': prim = "int"; break;
-    case 'J': prim = "long"; break;
-    case 'F': prim = "float"; break;
-    case 'D': prim = "double"; break;
-    case 'L': ++p; break;
-  }
-  if (prim) p = prim;
-  for (; *p && (prim || *p != ';') && n + 1 < size; ++p) out[n++] = *p == '/' ? '.' : *p;
-  for (size_t d = 0; d < dims && n + 3 < size; ++d) {
-    out[n++] = '[';
-    out[n++] = ']';
-  }
-  out[n] = '\0';
-}
-
 uint64_t name_hash(const char* s) {  // FNV-1a
   uint64_t h = 0xcbf29ce484222325ULL;
   for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 0x100000001b3ULL;
   return h;
 }
 
-// "Lcom/example/Foo;" + "bar" -> "com.example.Foo.bar" into out.
-void format_method(jmethodID method, char* out, size_t size) {
-  char* name = nullptr;
-  char* class_sig = nullptr;
-  jclass klass = nullptr;
-  if (g_jvmti->GetMethodName(method, &name, nullptr, nullptr) != JVMTI_ERROR_NONE) {
-    std::snprintf(out, size, "[unknown method]");
-    return;
-  }
-  if (g_jvmti->GetMethodDeclaringClass(method, &klass) == JVMTI_ERROR_NONE) {
-    g_jvmti->GetClassSignature(klass, &class_sig, nullptr);
-    // A local reference: released when the event returns, but one event
-    // can name a whole new stack of methods. Threads that post JVMTI
-    // events are Java threads, attached to JNI.
-    JNIEnv* jni = nullptr;
-    if (g_vm && g_vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_6) == JNI_OK && jni)
-      jni->DeleteLocalRef(klass);
-  }
-  const char* cls = class_sig ? class_sig : "L?;";
-  size_t n = 0;
-  if (*cls == 'L') ++cls;
-  for (; *cls && *cls != ';' && n + 1 < size; ++cls) out[n++] = *cls == '/' ? '.' : *cls;
-  std::snprintf(out + n, size - n, ".%s", name);
-  g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(name));
-  if (class_sig) g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(class_sig));
+// Threads that post JVMTI events are Java threads, attached to JNI.
+void method_name(jmethodID method, char* out, size_t size) {
+  JNIEnv* jni = nullptr;
+  if (!g_vm || g_vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_6) != JNI_OK) jni = nullptr;
+  format_method(g_jvmti, jni, method, out, size);
 }
 
 // With the writer locked.
@@ -276,7 +236,7 @@ uint32_t intern_method(jmethodID method) {
   uint32_t id = g_writer.method_id(method, &is_new);
   if (is_new) {
     char name[1024];
-    format_method(method, name, sizeof name);
+    method_name(method, name, sizeof name);
     g_writer.define_method(id, name);
   }
   return id;
@@ -989,9 +949,7 @@ bool start_lease(const char* path) {
 }
 
 // Starts publishing as `text` says, or says on stderr why it cannot.
-void start_locked(JavaVM* vm, const char* text, bool attached) {
-  Options o;
-  parse_options(text, o);
+void start_locked(JavaVM* vm, const Options& o, bool attached) {
   // No JNI environment in Agent_OnLoad (the VM is not up yet): nothing to
   // end there either.
   JNIEnv* jni = nullptr;
@@ -1057,9 +1015,20 @@ void start_locked(JavaVM* vm, const char* text, bool attached) {
 // the JVM retries forever, and it never exits). At startup, an error would
 // also stop the JVM. ember sees the failure as no code map (or a stop's).
 jint start(JavaVM* vm, const char* text, bool attached) {
+  Options o;
+  parse_options(text, o);
+  // A heap walk touches neither the stream nor the agent's own JVMTI
+  // environment (agent/heap_walk.h).
+  if (o.heap[0]) {
+    if (attached)
+      walk_heap(vm, o.heap);
+    else
+      std::fprintf(stderr, "ember-agent: heap= is for an agent attached to a running JVM\n");
+    return JNI_OK;
+  }
   pthread_mutex_lock(&g_control);
   jint r = init_jvmti(vm);
-  if (r == JNI_OK) start_locked(vm, text, attached);
+  if (r == JNI_OK) start_locked(vm, o, attached);
   pthread_mutex_unlock(&g_control);
   return r;
 }

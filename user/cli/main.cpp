@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
 
   // ---- ember jvm: JVM telemetry (hsperfdata) and class histograms (user/java/jvm.h) ----
   ember::JvmOptions jvm_opt;
-  CLI::App* jvm = app.add_subcommand("jvm", "Live heap, GC and allocation rate of a JVM, or its class histogram");
+  CLI::App* jvm = app.add_subcommand(
+      "jvm", "Live heap, GC and allocation rate of a JVM, its class histogram, or what keeps its heap alive");
   jvm->add_option("pid", jvm_opt.pid, "The JVM's pid")->required();
   auto* jvm_interval = jvm->add_option("-i,--interval", jvm_opt.interval, "Seconds between lines")
                            ->check(CLI::Range(0.01, 86400.0))
@@ -165,6 +166,19 @@ int main(int argc, char** argv) {
       ->needs(jvm_histo);
   jvm->add_option("-n,--top", jvm_opt.top, "Rows of the histogram or the diff")->capture_default_str();
   jvm_histo->excludes(jvm_interval)->excludes(jvm_count);
+  auto* jvm_heap = jvm->add_flag(
+      "--heap", jvm_opt.heap,
+      "Walk the heap from its GC roots (the JVM is paused meanwhile): retained bytes per class, the objects where "
+      "memory accumulates and the shortest path that holds each");
+  jvm->add_option("-o,--output", jvm_opt.output,
+                  "With --heap: the dominator tree as a flamegraph (root -> dominators -> class, width: retained bytes): " +
+                      ember::flamegraph::output_extensions_text())
+      ->needs(jvm_heap);
+  jvm->add_flag("--force", jvm_opt.force,
+                "With --heap: walk a heap of more than " + std::to_string(ember::kHeapWalkCap >> 20) +
+                    " MiB in use, or of unknown size, all the same")
+      ->needs(jvm_heap);
+  jvm_heap->excludes(jvm_histo)->excludes(jvm_interval)->excludes(jvm_count);
   // ---- ember serve: the web UI (user/serve/serve.h) ----
   ember::ServeOptions serve_opt;
   CLI::App* serve = app.add_subcommand("serve", "Web UI and JSON API to start and stop profiles and open their results");

@@ -15,13 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The agent file as the JVM can open it: ember's own path when they share a
-// mount namespace, else a copy in the JVM's file system.
-std::expected<std::string, std::string> agent_for(const java::JvmProcess& jvm, const std::string& agent) {
-  if (!jvm.own_mount_ns) return agent;
-  return place_agent_library(jvm.root, agent);
-}
-
 // Whether JIT frames carry frame pointers: -XX:+PreserveFramePointer.
 bool preserves_frame_pointer(pid_t pid) {
   std::string flag = "PreserveFramePointer";
@@ -44,6 +37,11 @@ Collector::StreamFiles stream_files(std::shared_ptr<const AgentDir> dir) {
 std::string JavaSession::agent_options(const std::string& out) const {
   namespace protocol = agent::protocol;
   return std::string(protocol::args::kOut) + "=" + out + "," + protocol::args::kLease + events_;
+}
+
+std::expected<std::string, std::string> agent_for(const java::JvmProcess& jvm, const std::string& agent) {
+  if (!jvm.own_mount_ns) return agent;
+  return place_agent_library(jvm.root, agent);
 }
 
 std::string default_agent_path() {

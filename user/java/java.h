@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "user/java/agent_dir.h"
+#include "user/java/java_attach.h"
 #include "user/session/collector.h"
 
 namespace ember {
@@ -94,5 +95,9 @@ class JavaSession {
 
 // libember-agent.so next to the ember binary.
 std::string default_agent_path();
+
+// The agent file `agent` as JVM `jvm` can open it: the same path when
+// they share a mount namespace, else a copy in the JVM's file system.
+std::expected<std::string, std::string> agent_for(const java::JvmProcess& jvm, const std::string& agent);
 
 }  // namespace ember

@@ -729,6 +729,7 @@ std::vector<ClassDelta> diff_histograms(const ClassHistogram& before, const Clas
 }
 
 int run_jvm(const JvmOptions& options) {
+  if (options.heap) return run_heap(options);
   if (options.histo) return run_histo(options);
   if (!options.save.empty() || !options.diff.empty() || options.live)
     return fail("--save, --diff and --live go with --histo");

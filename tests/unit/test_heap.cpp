@@ -1,0 +1,356 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/heap_stream.h"
+#include "user/java/dominators.h"
+#include "user/java/heap_graph.h"
+#include "user/java/heap_report.h"
+
+namespace hs = ember::agent::heap_stream;
+using ember::heap::DominatorTree;
+using ember::heap::dominator_tree;
+using ember::heap::HeapAnalysis;
+using ember::heap::HeapGraph;
+
+namespace {
+
+// A heap stream as the agent writes it (agent/heap_stream.h).
+class Stream {
+ public:
+  Stream() { s_ = hs::kHeader; }
+  Stream& klass(uint64_t id, const std::string& name, uint64_t super = 0, uint64_t base = 0,
+                std::vector<std::pair<std::string, bool>> fields = {}) {
+    byte(hs::kClass).num(id).str(name).num(super).num(base).num(fields.size());
+    for (auto& [f, is_static] : fields) num(is_static ? hs::kFieldStatic : 0).str(f);
+    return *this;
+  }
+  Stream& thread(uint64_t id, const std::string& name) { return byte(hs::kThread).num(id).str(name); }
+  Stream& begin(uint64_t first) { return byte(hs::kBegin).num(first); }
+  Stream& object(uint64_t klass, uint64_t size) {
+    ++objects_;
+    return byte(hs::kObject).num(klass).num(size);
+  }
+  Stream& known(uint64_t id, uint64_t klass, uint64_t size) {
+    ++objects_;
+    return byte(hs::kKnownObject).num(id).num(klass).num(size);
+  }
+  Stream& from(uint64_t id) { return byte(hs::kFrom).num(id); }
+  Stream& ref(unsigned char kind, uint64_t to, std::vector<uint64_t> info = {}) {
+    ++refs_;
+    int64_t delta = static_cast<int64_t>(to) - static_cast<int64_t>(last_to_);
+    last_to_ = to;
+    byte(kind).num((static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63));
+    for (uint64_t v : info) num(v);
+    return *this;
+  }
+  Stream& method(uint64_t key, const std::string& name) { return byte(hs::kMethod).num(key).str(name); }
+  Stream& end(uint64_t pause_ns = 1000) { return byte(hs::kEnd).num(objects_).num(refs_).num(pause_ns).num(0); }
+  const std::string& str() const { return s_; }
+
+ private:
+  Stream& byte(unsigned char b) {
+    s_ += static_cast<char>(b);
+    return *this;
+  }
+  Stream& num(uint64_t v) {
+    for (; v >= 0x80; v >>= 7) s_ += static_cast<char>(v | 0x80);
+    s_ += static_cast<char>(v);
+    return *this;
+  }
+  Stream& str(const std::string& v) {
+    num(v.size());
+    s_ += v;
+    return *this;
+  }
+  std::string s_;
+  uint64_t objects_ = 0, refs_ = 0, last_to_ = 0;
+};
+
+// Naive dominance: d dominates n when n cannot be reached from the root
+// without d.
+std::vector<bool> reached_without(const std::vector<std::vector<uint32_t>>& succ, uint32_t root,
+                                  const std::set<uint32_t>& removed) {
+  std::vector<bool> seen(succ.size());
+  if (removed.count(root)) return seen;
+  std::vector<uint32_t> todo{root};
+  seen[root] = true;
+  while (!todo.empty()) {
+    uint32_t n = todo.back();
+    todo.pop_back();
+    for (uint32_t w : succ[n])
+      if (!seen[w] && !removed.count(w)) {
+        seen[w] = true;
+        todo.push_back(w);
+      }
+  }
+  return seen;
+}
+
+std::vector<std::vector<uint32_t>> random_graph(std::mt19937& rng, uint32_t n) {
+  std::vector<std::vector<uint32_t>> succ(n);
+  std::uniform_int_distribution<uint32_t> node(0, n - 1);
+  uint32_t edges = std::uniform_int_distribution<uint32_t>(0, 3 * n)(rng);
+  for (uint32_t e = 0; e < edges; ++e) succ[node(rng)].push_back(node(rng));
+  return succ;
+}
+
+}  // namespace
+
+TEST_CASE("dominator_tree agrees with removing each node in turn, on random graphs") {
+  std::mt19937 rng(20261127);
+  for (int round = 0; round < 400; ++round) {
+    uint32_t n = std::uniform_int_distribution<uint32_t>(1, 30)(rng);
+    auto succ = random_graph(rng, n);
+    DominatorTree t = dominator_tree(n, 0, [&](uint32_t v) { return std::span<const uint32_t>(succ[v]); });
+    std::vector<bool> reachable = reached_without(succ, 0, {});
+    REQUIRE(t.order.size() == static_cast<size_t>(std::count(reachable.begin(), reachable.end(), true)));
+    REQUIRE(t.order[0] == 0);
+    // dom[v]: the nodes whose removal cuts v off (v itself included).
+    std::vector<std::set<uint32_t>> dom(n);
+    for (uint32_t d = 0; d < n; ++d) {
+      if (!reachable[d]) continue;
+      std::vector<bool> seen = reached_without(succ, 0, {d});
+      for (uint32_t v = 0; v < n; ++v)
+        if (reachable[v] && !seen[v]) dom[v].insert(d);
+    }
+    for (size_t i = 1; i < t.order.size(); ++i) {
+      uint32_t v = t.order[i], idom = t.order[t.idom[i]];
+      INFO("round " << round << " node " << v);
+      REQUIRE(dom[v].count(idom));
+      REQUIRE(idom != v);
+      // The immediate one: dominated by every other strict dominator of v.
+      for (uint32_t d : dom[v])
+        if (d != v) REQUIRE(dom[idom].count(d));
+    }
+  }
+}
+
+TEST_CASE("dominator_tree walks a chain of a million nodes without recursion") {
+  const uint32_t n = 1'000'000;
+  std::vector<uint32_t> next(n);
+  for (uint32_t i = 0; i < n; ++i) next[i] = (i + 1) % n;  // a cycle back to the root
+  DominatorTree t = dominator_tree(n, 0, [&](uint32_t v) { return std::span<const uint32_t>(&next[v], 1); });
+  REQUIRE(t.order.size() == n);
+  for (uint32_t i = 1; i < n; ++i) REQUIRE(t.idom[i] == i - 1);
+}
+
+namespace {
+
+// A random heap: objects 1..n (ids `first` on) of a few classes and sizes,
+// random references and roots; the same graph for the naive computation.
+struct RandomHeap {
+  Stream stream;
+  std::vector<std::vector<uint32_t>> succ;  // by node: 0 the roots, object k at node k
+  std::vector<uint64_t> size;
+  std::vector<uint32_t> klass;  // class id per node
+};
+
+RandomHeap random_heap(std::mt19937& rng, uint32_t n) {
+  RandomHeap h;
+  constexpr uint32_t kClasses = 3, first = kClasses + 1;
+  for (uint32_t c = 1; c <= kClasses; ++c) h.stream.klass(c, "C" + std::to_string(c));
+  h.stream.begin(first);
+  h.succ.assign(n + 1, {});
+  h.size.assign(n + 1, 0);
+  h.klass.assign(n + 1, 0);
+  std::uniform_int_distribution<uint32_t> node(1, n);
+  // Every object is first referenced by the roots or by an object
+  // recorded before it, as the walk reports them.
+  for (uint32_t k = 1; k <= n; ++k) {
+    uint32_t holder = k == 1 || rng() % 4 == 0 ? 0 : std::uniform_int_distribution<uint32_t>(1, k - 1)(rng);
+    h.succ[holder].push_back(k);
+    h.size[k] = 8 * (1 + rng() % 10);
+    h.klass[k] = 1 + rng() % kClasses;
+  }
+  for (uint32_t e = 0, extra = rng() % (2 * n + 1); e < extra; ++e) h.succ[node(rng)].push_back(node(rng));
+  // Written holder by holder; an object's record before the first reference to it.
+  std::vector<bool> recorded(n + 1);
+  auto record = [&](uint32_t k) {
+    if (!recorded[k]) {
+      recorded[k] = true;
+      h.stream.object(h.klass[k], h.size[k]);
+    }
+  };
+  // Ids are given in record order: write objects 1..n first, in order.
+  for (uint32_t k = 1; k <= n; ++k) record(k);
+  for (uint32_t holder = 0; holder <= n; ++holder) {
+    if (h.succ[holder].empty()) continue;
+    h.stream.from(holder ? holder + first - 1 : 0);
+    for (uint32_t k : h.succ[holder]) h.stream.ref(holder ? hs::kField : hs::kJniGlobal, k + first - 1, holder ? std::vector<uint64_t>{0} : std::vector<uint64_t>{});
+  }
+  h.stream.end();
+  return h;
+}
+
+uint64_t bytes_cut_off(const RandomHeap& h, const std::set<uint32_t>& removed) {
+  std::vector<bool> all = reached_without(h.succ, 0, {}), kept = reached_without(h.succ, 0, removed);
+  uint64_t b = 0;
+  for (size_t k = 1; k < h.succ.size(); ++k)
+    if (all[k] && !kept[k]) b += h.size[k];
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("retained bytes per class and per retainer agree with removing them, on random heaps") {
+  std::mt19937 rng(42);
+  for (int round = 0; round < 150; ++round) {
+    uint32_t n = std::uniform_int_distribution<uint32_t>(1, 40)(rng);
+    RandomHeap h = random_heap(rng, n);
+    auto g = ember::heap::read_heap_graph(h.stream.str());
+    REQUIRE(g);
+    HeapAnalysis a = ember::heap::analyze_heap(*g, h.stream.str(), 10);
+    uint64_t all = bytes_cut_off(h, {0});
+    INFO("round " << round);
+    REQUIRE(a.bytes == all);
+    REQUIRE(a.profile.total() == all);
+    std::vector<bool> reachable = reached_without(h.succ, 0, {});
+    for (const auto& c : a.classes) {
+      uint32_t id = static_cast<uint32_t>(std::stoul(c.name.substr(1)));
+      std::set<uint32_t> instances;
+      for (uint32_t k = 1; k <= n; ++k)
+        if (h.klass[k] == id && reachable[k]) instances.insert(k);
+      // The instances no other instance dominates, each with what it alone holds.
+      uint64_t expected = 0;
+      for (uint32_t x : instances) {
+        bool nested = false;
+        for (uint32_t y : instances) nested |= y != x && !reached_without(h.succ, 0, {y})[x];
+        if (!nested) expected += bytes_cut_off(h, {x});
+      }
+      REQUIRE(c.retained == expected);
+      // What all instances hold together is at least that.
+      REQUIRE(c.retained <= bytes_cut_off(h, instances));
+    }
+    for (const auto& r : a.retainers) REQUIRE(r.retained == bytes_cut_off(h, {r.object - 3}));
+  }
+}
+
+namespace {
+
+// A cache held by a static field, as in the JVM: classes with fields, a
+// class object reached as a system class, a stack root, a weak reference.
+Stream cache_heap() {
+  Stream s;
+  s.klass(1, "java.lang.Object")
+      .klass(2, "java.lang.Class", 1)
+      .klass(3, "com.acme.Cache", 1, 0, {{"ENTRIES", true}})
+      // Two interface fields come first in a HashMap's numbering.
+      .klass(4, "java.util.HashMap", 5, 2, {{"table", false}, {"size", false}})
+      .klass(5, "java.util.AbstractMap", 1, 0, {{"keySet", false}})
+      .klass(6, "java.util.HashMap$Node[]")
+      .klass(7, "byte[]")
+      .klass(8, "java.lang.ref.Reference", 1, 0, {{"referent", false}, {"queue", false}})
+      .klass(9, "java.lang.ref.WeakReference", 8)
+      .klass(10, "com.acme.Worker")
+      .thread(11, "worker-1")
+      .begin(12);
+  s.known(3, 2, 600).from(0).ref(hs::kSystemClass, 3);
+  s.object(10, 16).ref(hs::kStackLocal, 12, {11, 2, 0x1234});  // 12: a Worker held by a thread's local
+  s.from(3).object(4, 48).ref(hs::kStaticField, 13, {0});       // 13: the HashMap
+  s.from(13).object(6, 1040).ref(hs::kField, 14, {3});          // 14: its table (index 2 + keySet)
+  s.from(14);
+  for (int i = 0; i < 4; ++i) s.object(7, 4096).ref(hs::kArrayElement, 15 + i, {uint64_t(i) * 3});
+  s.from(12).object(9, 32).ref(hs::kField, 19, {2});  // 19: a WeakReference in the Worker
+  s.from(19).object(7, 100).ref(hs::kField, 20, {0});  // 20: its referent, held by nothing else
+  s.method(0x1234, "com.acme.Worker.run");
+  s.end(5'000'000);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a cache held by a static field: retained bytes, path with field names, profile, report") {
+  Stream s = cache_heap();
+  auto g = ember::heap::read_heap_graph(s.str());
+  REQUIRE(g);
+  CHECK(g->field_name(4, 3) == "table");  // base 2, AbstractMap.keySet, then HashMap's own
+  CHECK(g->field_name(4, 2) == "keySet");
+  CHECK(g->field_name(4, 1).empty());     // an interface's field: not named
+  CHECK(g->referents() == 1);
+  HeapAnalysis a = ember::heap::analyze_heap(*g, s.str(), 5);
+  CHECK(a.weak_objects == 1);
+  CHECK(a.weak_bytes == 104);
+  CHECK(a.pause_ns == 5'000'000);
+  REQUIRE(!a.retainers.empty());
+  const auto& r = a.retainers[0];
+  CHECK(r.name == "java.util.HashMap$Node[]");
+  CHECK(r.retained == 1040 + 4 * 4096);
+  CHECK(r.objects == 5);
+  CHECK(r.path == "static com.acme.Cache.ENTRIES → java.util.HashMap.table → java.util.HashMap$Node[]");
+  REQUIRE(r.holds.size() == 2);
+  CHECK(r.holds[0].name == "byte[]");
+  CHECK(r.holds[0].instances == 4);
+  // The root's biggest child is the class; its one big child the map; the
+  // map's the table, where the memory spreads out.
+  std::string report = ember::heap::heap_report(a, 10);
+  CHECK(report.find("paused the JVM for 0.005 s") != std::string::npos);
+  CHECK(report.find("1 objects (104 B) reachable only through weak or phantom references") != std::string::npos);
+  // The profile: root -> dominators -> class, weights are shallow bytes.
+  CHECK(a.profile.total() == a.bytes);
+  bool found = false;
+  for (const auto& st : a.profile.stacks()) {
+    std::string path;
+    for (auto f : st.frames) path += a.profile.frames()[f].name + ";";
+    if (path == "class com.acme.Cache;java.util.HashMap;java.util.HashMap$Node[];byte[];") {
+      found = true;
+      CHECK(st.weight == 4 * 4096);
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("a stack root is named by its method and thread") {
+  Stream s;
+  s.klass(1, "int[]").thread(2, "holder").begin(3);
+  s.from(0).object(1, 1 << 20).ref(hs::kStackLocal, 3, {2, 0, 0x99});
+  s.method(0x99, "HeapLeak.hold").end();
+  auto g = ember::heap::read_heap_graph(s.str());
+  REQUIRE(g);
+  HeapAnalysis a = ember::heap::analyze_heap(*g, s.str(), 5);
+  REQUIRE(a.retainers.size() == 1);
+  CHECK(a.retainers[0].path == "local in HeapLeak.hold (thread \"holder\") → int[]");
+}
+
+TEST_CASE("a heap stream cut short or corrupt is refused with its reason") {
+  Stream s = cache_heap();
+  const std::string& whole = s.str();
+  REQUIRE(ember::heap::read_heap_graph(whole));
+  for (size_t n = 0; n < whole.size(); ++n) {
+    auto g = ember::heap::read_heap_graph(whole.substr(0, n));
+    INFO("cut at " << n);
+    REQUIRE(!g);
+  }
+  auto cut = ember::heap::read_heap_graph(whole.substr(0, whole.size() - 8));
+  REQUIRE(!cut);
+  CHECK(cut.error().find("before its end record") != std::string::npos);
+
+  CHECK(ember::heap::read_heap_graph("hello").error().find("not an ember heap stream") != std::string::npos);
+  Stream failed;
+  failed.klass(1, "X");
+  std::string f = failed.str() + static_cast<char>(hs::kFailed) + static_cast<char>(5) + "oops!";
+  CHECK(ember::heap::read_heap_graph(f).error() == "the agent's walk failed: oops!");
+
+  Stream ahead;  // a reference to an object with no record yet
+  ahead.klass(1, "X").begin(2).from(0).ref(hs::kJniGlobal, 2).end();
+  CHECK(ember::heap::read_heap_graph(ahead.str()).error().find("not yet recorded") != std::string::npos);
+
+  Stream twice;  // one object's references in two groups
+  twice.klass(1, "X").begin(2).object(1, 8).object(1, 8).from(0).ref(hs::kJniGlobal, 2).from(2).ref(hs::kField, 3, {0});
+  twice.from(0).ref(hs::kJniGlobal, 3).end();
+  CHECK(ember::heap::read_heap_graph(twice.str()).error().find("come in two groups") != std::string::npos);
+
+  Stream counts;  // an end record that does not add up
+  counts.klass(1, "X").begin(2).object(1, 8).from(0).ref(hs::kJniGlobal, 2);
+  std::string c = counts.str() + static_cast<char>(hs::kEnd) + '\x02' + '\x01' + '\x00' + '\x00';
+  CHECK(ember::heap::read_heap_graph(c).error().find("the end record counts 2 objects") != std::string::npos);
+
+  Stream unknown;
+  unknown.klass(1, "X");
+  CHECK(ember::heap::read_heap_graph(unknown.str() + "\x7f").error().find("an unknown record 127") != std::string::npos);
+}

@@ -1,0 +1,369 @@
+#include "user/java/heap_graph.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "agent/heap_stream.h"
+
+namespace ember::heap {
+namespace {
+
+namespace hs = agent::heap_stream;
+
+// Ids beyond these are taken for corruption, not for a heap: 16 M classes
+// and threads, 4 G objects.
+constexpr uint64_t kMaxKnownIds = uint64_t{1} << 24;
+constexpr uint64_t kMaxIds = UINT32_MAX - 1;
+
+bool is_kind(unsigned char b) {
+  return (b >= hs::kClassRef && b <= hs::kSuperclass) || (b >= hs::kJniGlobal && b <= hs::kOther);
+}
+
+// One pass over a stream's records, handing them to a visitor; the first
+// flaw ends it with a message.
+class Decoder {
+ public:
+  explicit Decoder(std::string_view s) : s_(s) {}
+
+  template <class Visitor>
+  std::expected<void, std::string> run(Visitor& v) {
+    if (!s_.starts_with(hs::kHeader)) return std::unexpected("not an ember heap stream (no \"ember-heap 1\" header)");
+    at_ = std::strlen(hs::kHeader);
+    bool begun = false;
+    ObjectId from = kNoObject, last_to = 0;
+    uint64_t next = 0;  // the id of the next O record
+    while (at_ < s_.size()) {
+      size_t record = at_;
+      unsigned char tag = static_cast<unsigned char>(s_[at_++]);
+      if (is_kind(tag)) {
+        if (from == kNoObject) return flaw(record, "a reference before any F record");
+        uint64_t zigzag = number();
+        int64_t delta = static_cast<int64_t>(zigzag >> 1) ^ -static_cast<int64_t>(zigzag & 1);
+        int64_t to = int64_t{last_to} + delta;
+        if (to <= 0 || static_cast<uint64_t>(to) >= next) return flaw(record, "a reference to an object not yet recorded");
+        last_to = static_cast<ObjectId>(to);
+        Reference r{.object = last_to, .kind = tag};
+        switch (tag) {
+          case hs::kField:
+          case hs::kStaticField:
+          case hs::kArrayElement:
+          case hs::kConstantPool:
+            r.index = static_cast<uint32_t>(std::min<uint64_t>(number(), UINT32_MAX));
+            break;
+          case hs::kStackLocal:
+          case hs::kJniLocal:
+            r.thread = static_cast<ObjectId>(std::min<uint64_t>(number(), UINT32_MAX));
+            r.depth = static_cast<uint32_t>(std::min<uint64_t>(number(), UINT32_MAX));
+            r.method = number();
+            break;
+          default:
+            break;
+        }
+        if (!ok_) break;
+        if (auto e = v.reference(from, r); !e) return flaw(record, e.error());
+        continue;
+      }
+      switch (tag) {
+        case hs::kClass: {
+          uint64_t id = number();
+          HeapClass c;
+          c.name = string();
+          c.super = static_cast<ObjectId>(std::min<uint64_t>(number(), kMaxKnownIds));
+          c.field_base = static_cast<uint32_t>(std::min<uint64_t>(number(), UINT32_MAX));
+          uint64_t fields = number();
+          if (fields > s_.size() - std::min(at_, s_.size())) return flaw(record, "more fields than bytes");
+          for (uint64_t i = 0; i < fields && ok_; ++i) {
+            bool is_static = number() & hs::kFieldStatic;
+            c.fields.push_back({string(), is_static});
+          }
+          if (!ok_) break;
+          if (begun || id == 0 || id >= kMaxKnownIds) return flaw(record, "a class record out of place or with a bad id");
+          c.known = true;
+          v.klass(static_cast<ObjectId>(id), std::move(c));
+          break;
+        }
+        case hs::kThread: {
+          uint64_t id = number();
+          std::string name = string();
+          if (!ok_) break;
+          if (begun || id == 0 || id >= kMaxKnownIds) return flaw(record, "a thread record out of place or with a bad id");
+          v.thread(static_cast<ObjectId>(id), std::move(name));
+          break;
+        }
+        case hs::kBegin:
+          next = number();
+          if (!ok_) break;
+          if (begun || next == 0 || next >= kMaxKnownIds) return flaw(record, "a second B record, or a bad first object");
+          begun = true;
+          v.begin(static_cast<ObjectId>(next));
+          break;
+        case hs::kObject: {
+          uint64_t klass = number(), size = number();
+          if (!ok_) break;
+          if (!begun || next >= kMaxIds) return flaw(record, "an object record before B, or too many objects");
+          if (klass >= kMaxKnownIds) return flaw(record, "an object of a class id beyond any");
+          if (auto e = v.object(static_cast<ObjectId>(next++), static_cast<ObjectId>(klass), size); !e)
+            return flaw(record, e.error());
+          break;
+        }
+        case hs::kKnownObject: {
+          uint64_t id = number(), klass = number(), size = number();
+          if (!ok_) break;
+          if (!begun || id == 0 || id >= std::min<uint64_t>(next, kMaxKnownIds) || klass >= kMaxKnownIds)
+            return flaw(record, "an X record out of place or with a bad id");
+          if (auto e = v.object(static_cast<ObjectId>(id), static_cast<ObjectId>(klass), size); !e)
+            return flaw(record, e.error());
+          break;
+        }
+        case hs::kFrom: {
+          uint64_t id = number();
+          if (!ok_) break;
+          if (!begun || id >= next) return flaw(record, "references held by an object not yet recorded");
+          if (auto e = v.from(static_cast<ObjectId>(id)); !e) return flaw(record, e.error());
+          from = static_cast<ObjectId>(id);
+          break;
+        }
+        case hs::kMethod: {
+          uint64_t key = number();
+          std::string name = string();
+          if (!ok_) break;
+          v.method(key, std::move(name));
+          break;
+        }
+        case hs::kEnd: {
+          uint64_t objects = number(), references = number(), pause = number(), unknown = number();
+          if (!ok_) break;
+          if (!begun) return flaw(record, "an end record before B");
+          if (at_ != s_.size()) return flaw(at_, "bytes after the end record");
+          return v.end(objects, references, pause, unknown);
+        }
+        case hs::kFailed: {
+          std::string message = string();
+          if (!ok_) break;
+          return std::unexpected("the agent's walk failed: " + message);
+        }
+        default:
+          return flaw(record, "an unknown record " + std::to_string(tag));
+      }
+      if (!ok_) return flaw(record, "a record cut short");
+    }
+    return std::unexpected("the stream ends before its end record (the JVM exited during the walk, or the file was cut)");
+  }
+
+ private:
+  uint64_t number() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && at_ < s_.size(); shift += 7) {
+      unsigned char b = static_cast<unsigned char>(s_[at_++]);
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return v;
+    }
+    ok_ = false;
+    return 0;
+  }
+  std::string string() {
+    uint64_t n = number();
+    if (!ok_ || n > s_.size() - at_) {
+      ok_ = false;
+      return {};
+    }
+    std::string out(s_.substr(at_, n));
+    at_ += n;
+    return out;
+  }
+  std::unexpected<std::string> flaw(size_t at, const std::string& what) const {
+    return std::unexpected("heap stream byte " + std::to_string(at) + ": " + what);
+  }
+
+  std::string_view s_;
+  size_t at_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+class GraphBuilder {
+ public:
+  HeapGraph g;
+
+  void klass(ObjectId id, HeapClass c) { g.classes_[id] = std::move(c); }
+  void thread(ObjectId id, std::string name) { g.threads_[id] = std::move(name); }
+  void method(uint64_t key, std::string name) { g.methods_[key] = std::move(name); }
+  void begin(ObjectId first) {
+    g.class_of_.assign(first, kNoObject);
+    g.words_.assign(first, 0);
+    g.begin_.assign(first, kNoObject);
+    g.count_.assign(first, 0);
+    g.class_of_[kRoots] = 0;
+  }
+  std::expected<void, std::string> object(ObjectId id, ObjectId klass, uint64_t size) {
+    if (id >= g.class_of_.size()) {
+      g.class_of_.push_back(kNoObject);
+      g.words_.push_back(0);
+      g.begin_.push_back(kNoObject);
+      g.count_.push_back(0);
+    } else if (g.class_of_[id] != kNoObject) {
+      return std::unexpected("object " + std::to_string(id) + " recorded twice");
+    }
+    g.class_of_[id] = klass;
+    g.words_[id] = static_cast<uint32_t>(std::min<uint64_t>((size + 7) / 8, UINT32_MAX));
+    g.bytes_ += uint64_t{g.words_[id]} * 8;
+    ++g.objects_;
+    return {};
+  }
+  std::expected<void, std::string> from(ObjectId id) {
+    if (!g.present(id)) return std::unexpected("references held by object " + std::to_string(id) + ", never recorded");
+    if (g.begin_[id] != kNoObject) return std::unexpected("the references of object " + std::to_string(id) + " come in two groups");
+    g.begin_[id] = static_cast<uint32_t>(g.refs_.size());
+    return {};
+  }
+  std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
+    if (!g.present(r.object)) return std::unexpected("a reference to object " + std::to_string(r.object) + ", never recorded");
+    if (r.kind == hs::kField && r.index == referent_index(g.class_of(from))) {
+      ++g.referents_;
+      return {};
+    }
+    if (g.refs_.size() >= UINT32_MAX - 1) return std::unexpected("more than 4 G references");
+    g.refs_.push_back(r.object);
+    ++g.count_[from];
+    if (from == kRoots) g.roots_.push_back(r);
+    return {};
+  }
+  std::expected<void, std::string> end(uint64_t objects, uint64_t references, uint64_t pause, uint64_t unknown) {
+    uint64_t held = g.refs_.size() + g.referents_;
+    if (objects != g.objects_ || references != held)
+      return std::unexpected("the end record counts " + std::to_string(objects) + " objects and " +
+                             std::to_string(references) + " references, the stream held " + std::to_string(g.objects_) +
+                             " and " + std::to_string(held));
+    g.pause_ns_ = pause;
+    g.unknown_class_ = unknown;
+    return {};
+  }
+
+ private:
+  // The index of the field `referent` in objects of class `klass`, if it
+  // is a weak or phantom reference; else none (UINT32_MAX). Soft and
+  // finalizer references do keep their referent through a GC (until
+  // memory runs short; until it is finalized): they stay in the graph.
+  uint32_t referent_index(ObjectId klass) {
+    auto [it, added] = referent_.try_emplace(klass, UINT32_MAX);
+    if (!added) return it->second;
+    const HeapClass* c = g.find_class(klass);
+    bool weak = false;
+    const HeapClass* reference = nullptr;
+    int depth = 0;  // a corrupt stream may loop its superclasses
+    for (const HeapClass* k = c; k && depth < 256 && !reference; k = k->super ? g.find_class(k->super) : nullptr, ++depth) {
+      weak |= k->name == "java.lang.ref.WeakReference" || k->name == "java.lang.ref.PhantomReference";
+      if (k->name == "java.lang.ref.Reference") reference = k;
+    }
+    if (!weak || !reference) return it->second;
+    // Counted from java.lang.Object's fields: those of the classes above Reference first.
+    uint32_t above = 0;
+    for (const HeapClass* s = reference->super ? g.find_class(reference->super) : nullptr; s && depth < 256;
+         s = s->super ? g.find_class(s->super) : nullptr, ++depth)
+      above += static_cast<uint32_t>(s->fields.size());
+    for (uint32_t i = 0; i < reference->fields.size(); ++i)
+      if (reference->fields[i].name == "referent") it->second = c->field_base + above + i;
+    return it->second;
+  }
+  std::unordered_map<ObjectId, uint32_t> referent_;
+};
+
+std::expected<HeapGraph, std::string> read_heap_graph(std::string_view stream) {
+  GraphBuilder builder;
+  Decoder decoder(stream);
+  if (auto r = decoder.run(builder); !r) return std::unexpected(r.error());
+  return std::move(builder.g);
+}
+
+namespace {
+
+// Finds how given pairs of objects are linked (find_references).
+struct RefFinder {
+  std::unordered_map<uint64_t, size_t> wanted;  // from << 32 | to -> index in out
+  std::vector<Reference>& out;
+
+  void klass(ObjectId, HeapClass) {}
+  void thread(ObjectId, std::string) {}
+  void method(uint64_t, std::string) {}
+  void begin(ObjectId) {}
+  std::expected<void, std::string> object(ObjectId, ObjectId, uint64_t) { return {}; }
+  std::expected<void, std::string> from(ObjectId) { return {}; }
+  std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
+    auto it = wanted.find(uint64_t{from} << 32 | r.object);
+    if (it != wanted.end() && out[it->second].kind == 0) out[it->second] = r;
+    return {};
+  }
+  std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
+};
+
+}  // namespace
+
+std::vector<Reference> find_references(std::string_view stream, std::span<const std::pair<ObjectId, ObjectId>> pairs) {
+  std::vector<Reference> out(pairs.size());
+  RefFinder finder{{}, out};
+  for (size_t i = 0; i < pairs.size(); ++i) finder.wanted.emplace(uint64_t{pairs[i].first} << 32 | pairs[i].second, i);
+  Decoder decoder(stream);
+  (void)decoder.run(finder);
+  return out;
+}
+
+const HeapClass* HeapGraph::find_class(ObjectId id) const {
+  auto it = classes_.find(id);
+  return it == classes_.end() ? nullptr : &it->second;
+}
+
+std::string_view HeapGraph::class_name(ObjectId id) const {
+  const HeapClass* c = find_class(id);
+  return c ? std::string_view(c->name) : std::string_view("[unknown class]");
+}
+
+std::string_view HeapGraph::field_name(ObjectId klass, uint32_t index) const {
+  const HeapClass* c = find_class(klass);
+  if (!c || index < c->field_base) return {};
+  // JVMTI counts the fields of java.lang.Object first, then down to the
+  // class: the chain from the top.
+  std::vector<const HeapClass*> chain;
+  for (const HeapClass* k = c; k && chain.size() < 256; k = k->super ? find_class(k->super) : nullptr) chain.push_back(k);
+  uint32_t at = index - c->field_base;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if (at < (*it)->fields.size()) return (*it)->fields[at].name;
+    at -= static_cast<uint32_t>((*it)->fields.size());
+  }
+  return {};
+}
+
+std::string_view HeapGraph::thread_name(ObjectId id) const {
+  auto it = threads_.find(id);
+  return it == threads_.end() ? std::string_view() : std::string_view(it->second);
+}
+
+std::string_view HeapGraph::method_name(uint64_t key) const {
+  auto it = methods_.find(key);
+  return it == methods_.end() ? std::string_view("[unknown method]") : std::string_view(it->second);
+}
+
+std::string_view kind_name(uint8_t kind) {
+  switch (kind) {
+    case hs::kClassRef: return "class";
+    case hs::kField: return "field";
+    case hs::kArrayElement: return "array element";
+    case hs::kClassLoader: return "class loader";
+    case hs::kSigners: return "signers";
+    case hs::kProtectionDomain: return "protection domain";
+    case hs::kInterface: return "interface";
+    case hs::kStaticField: return "static field";
+    case hs::kConstantPool: return "constant pool";
+    case hs::kSuperclass: return "superclass";
+    case hs::kJniGlobal: return "JNI global";
+    case hs::kSystemClass: return "system class";
+    case hs::kMonitor: return "monitor";
+    case hs::kStackLocal: return "stack local";
+    case hs::kJniLocal: return "JNI local";
+    case hs::kThreadRoot: return "thread";
+    case hs::kOther: return "VM internal";
+    default: return "unknown";
+  }
+}
+
+}  // namespace ember::heap

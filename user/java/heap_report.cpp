@@ -1,0 +1,324 @@
+#include "user/java/heap_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+
+#include "agent/heap_stream.h"
+#include "user/java/dominators.h"
+
+namespace ember::heap {
+namespace {
+
+namespace hs = agent::heap_stream;
+
+// Going down from a big object, a child that retains this much of it is
+// where the memory is, not the object itself.
+constexpr double kAccumulation = 0.8;
+// Root children retaining less than this share of the heap are not looked into.
+constexpr double kMinRetainerShare = 0.01;
+// The dominator tree's profile: deeper chains end in their last frame.
+constexpr size_t kMaxProfileDepth = 64;
+constexpr size_t kHoldsShown = 3;
+// A label for a frame: a class id, or a java.lang.Class object's own id
+// with this bit (it is shown as the class it stands for).
+constexpr uint32_t kMirror = 1u << 31;
+
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+  else if (b >= (uint64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+std::string grouped(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+uint32_t label_of(const HeapGraph& g, ObjectId o) {
+  return g.find_class(o) ? (o | kMirror) : g.class_of(o);
+}
+
+std::string label_name(const HeapGraph& g, uint32_t label) {
+  if (label & kMirror) return "class " + std::string(g.class_name(label & ~kMirror));
+  return std::string(g.class_name(label));
+}
+
+// The first reference of the GC roots to `object`.
+const Reference* root_reference(const HeapGraph& g, ObjectId object) {
+  for (const Reference& r : g.roots())
+    if (r.object == object) return &r;
+  return nullptr;
+}
+
+std::string describe_root(const HeapGraph& g, const Reference& r) {
+  std::string thread = r.thread ? std::string(g.thread_name(r.thread)) : "";
+  switch (r.kind) {
+    case hs::kStackLocal:
+    case hs::kJniLocal:
+      return std::string(r.kind == hs::kJniLocal ? "JNI local" : "local") + " in " +
+             std::string(g.method_name(r.method)) + (thread.empty() ? "" : " (thread \"" + thread + "\")");
+    case hs::kThreadRoot:
+      return "thread" + (thread.empty() ? std::string() : " \"" + thread + "\"");
+    default:
+      return std::string(kind_name(r.kind));
+  }
+}
+
+// `chain`: a root's object first, then each object it leads to; `links`:
+// how each holds the next.
+std::string describe_path(const HeapGraph& g, const Reference* root, const std::vector<ObjectId>& chain,
+                          const std::vector<Reference>& links) {
+  std::vector<std::string> steps;
+  if (root) steps.push_back(describe_root(g, *root));
+  for (size_t i = 0; i < chain.size(); ++i) {
+    ObjectId o = chain[i];
+    std::string name = label_name(g, label_of(g, o));
+    if (i + 1 == chain.size()) {
+      steps.push_back(name);
+      break;
+    }
+    const Reference& link = links[i];
+    switch (link.kind) {
+      case hs::kStaticField: {
+        // What holds a class (its loader) says little: the path starts here.
+        std::string_view field = g.field_name(o, link.index);
+        steps.assign(1, "static " + std::string(g.class_name(o)) + "." +
+                            (field.empty() ? "#" + std::to_string(link.index) : std::string(field)));
+        break;
+      }
+      case hs::kField: {
+        std::string_view field = g.field_name(g.class_of(o), link.index);
+        steps.push_back(name + "." + (field.empty() ? "#" + std::to_string(link.index) : std::string(field)));
+        break;
+      }
+      case hs::kArrayElement:
+        steps.push_back(name + " [" + std::to_string(link.index) + "]");
+        break;
+      default:
+        steps.push_back(name + " (" + std::string(kind_name(link.kind)) + ")");
+        break;
+    }
+  }
+  std::string out;
+  for (const std::string& s : steps) out += (out.empty() ? "" : " → ") + s;
+  return out;
+}
+
+}  // namespace
+
+HeapAnalysis analyze_heap(const HeapGraph& g, std::string_view stream, size_t top) {
+  HeapAnalysis a;
+  a.objects = g.objects();
+  a.references = g.reference_count();
+  a.pause_ns = g.pause_ns();
+  a.unknown_class = g.unknown_class();
+
+  DominatorTree t = dominator_tree(g.size(), kRoots, [&](uint32_t n) { return g.refs(n); });
+  const size_t m = t.order.size();
+  std::vector<uint64_t> retained(m);
+  std::vector<uint32_t> dominated(m, 1);
+  for (size_t i = 0; i < m; ++i) retained[i] = i ? g.shallow(t.order[i]) : 0;
+  for (size_t i = m; i-- > 1;) {
+    retained[t.idom[i]] += retained[i];
+    dominated[t.idom[i]] += dominated[i];
+  }
+  a.bytes = retained[0];
+  a.objects = m - 1;
+  a.weak_objects = g.objects() - a.objects;
+  a.weak_bytes = g.bytes() - a.bytes;
+  // Children in the dominator tree, by position.
+  std::vector<uint32_t> child_at(m + 1, 0), children(m ? m - 1 : 0);
+  for (size_t i = 1; i < m; ++i) ++child_at[t.idom[i]];
+  for (size_t k = 1; k <= m; ++k) child_at[k] += child_at[k - 1];
+  for (size_t i = m; i-- > 1;) children[--child_at[t.idom[i]]] = static_cast<uint32_t>(i);
+
+  // Classes: instances and shallow bytes of the objects reached.
+  std::unordered_map<ObjectId, ClassSize> by_class;
+  for (size_t i = 1; i < m; ++i) {
+    ClassSize& c = by_class[g.class_of(t.order[i])];
+    ++c.instances;
+    c.shallow += g.shallow(t.order[i]);
+  }
+  std::unordered_map<ObjectId, uint32_t> active;  // instances of the class on the way down
+
+  // One walk down the dominator tree: classes' retained bytes, and the
+  // profile's frames (a trie of labels, a chain of one label merged).
+  struct TrieNode {
+    uint32_t parent, label, depth;
+    uint64_t self;
+  };
+  std::vector<TrieNode> trie{{0, 0, 0, 0}};
+  std::unordered_map<uint64_t, uint32_t> trie_index;
+  struct Visit {
+    uint32_t pos, next, trie;
+  };
+  std::vector<Visit> stack{{0, child_at[0], 0}};
+  while (!stack.empty()) {
+    Visit& v = stack.back();
+    if (v.next == child_at[v.pos + 1]) {
+      if (v.pos) --active[g.class_of(t.order[v.pos])];
+      stack.pop_back();
+      continue;
+    }
+    uint32_t c = children[v.next++];
+    ObjectId o = t.order[c];
+    uint32_t& on_path = active[g.class_of(o)];
+    if (on_path++ == 0) by_class[g.class_of(o)].retained += retained[c];
+    uint32_t label = label_of(g, o), node = v.trie;
+    if (trie[node].label != label && trie[node].depth < kMaxProfileDepth) {
+      auto [it, added] = trie_index.try_emplace(uint64_t{node} << 32 | label, static_cast<uint32_t>(trie.size()));
+      if (added) trie.push_back({node, label, trie[node].depth + 1, 0});
+      node = it->second;
+    }
+    trie[node].self += g.shallow(o);
+    stack.push_back({c, child_at[c], node});
+  }
+  for (auto& [klass, c] : by_class) {
+    c.name = label_name(g, klass);
+    a.classes.push_back(std::move(c));
+  }
+  std::sort(a.classes.begin(), a.classes.end(), [](const ClassSize& x, const ClassSize& y) {
+    return x.retained != y.retained ? x.retained > y.retained : x.shallow != y.shallow ? x.shallow > y.shallow : x.name < y.name;
+  });
+
+  // The profile.
+  a.profile.event = "heap";
+  a.profile.unit = "bytes";
+  std::unordered_map<uint32_t, flamegraph::FrameId> frame_of;
+  std::vector<flamegraph::FrameId> frames;
+  for (size_t n = 1; n < trie.size(); ++n) {
+    if (!trie[n].self) continue;
+    frames.clear();
+    for (uint32_t k = static_cast<uint32_t>(n); k; k = trie[k].parent) {
+      auto [it, added] = frame_of.try_emplace(trie[k].label, 0);
+      if (added) it->second = a.profile.intern({label_name(g, trie[k].label), flamegraph::FrameKind::Alloc, ""});
+      frames.push_back(it->second);
+    }
+    std::reverse(frames.begin(), frames.end());
+    a.profile.add(frames, trie[n].self);
+  }
+
+  // Retainers: down from the root's biggest children to where memory spreads.
+  std::vector<uint32_t> tops(children.begin() + child_at[0], children.begin() + child_at[1]);
+  std::sort(tops.begin(), tops.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
+  std::vector<uint32_t> points;
+  for (uint32_t p : tops) {
+    if (points.size() >= top || retained[p] < kMinRetainerShare * static_cast<double>(a.bytes)) break;
+    for (bool deeper = true; deeper;) {
+      deeper = false;
+      for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
+        if (retained[children[k]] >= kAccumulation * static_cast<double>(retained[p])) {
+          p = children[k];
+          deeper = true;
+          break;
+        }
+    }
+    if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
+  }
+  std::sort(points.begin(), points.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
+
+  // Their shortest paths from the roots: breadth first, in the roots' order.
+  std::vector<ObjectId> parent(g.size(), kNoObject), queue{kRoots};
+  parent[kRoots] = kRoots;
+  for (size_t at = 0; at < queue.size(); ++at)
+    for (ObjectId w : g.refs(queue[at]))
+      if (parent[w] == kNoObject) {
+        parent[w] = queue[at];
+        queue.push_back(w);
+      }
+  std::vector<ObjectId>().swap(queue);
+  std::vector<std::vector<ObjectId>> chains;
+  std::vector<std::pair<ObjectId, ObjectId>> links;
+  for (uint32_t p : points) {
+    std::vector<ObjectId> chain;
+    for (ObjectId o = t.order[p]; o != kRoots && o != kNoObject && chain.size() <= g.size(); o = parent[o])
+      chain.push_back(o);
+    std::reverse(chain.begin(), chain.end());
+    for (size_t i = 0; i + 1 < chain.size(); ++i) links.emplace_back(chain[i], chain[i + 1]);
+    chains.push_back(std::move(chain));
+  }
+  std::vector<Reference> found = find_references(stream, links);
+  size_t link_at = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    uint32_t p = points[i];
+    Retainer r;
+    r.object = t.order[p];
+    r.name = label_name(g, label_of(g, r.object));
+    r.retained = retained[p];
+    r.objects = dominated[p];
+    const std::vector<ObjectId>& chain = chains[i];
+    std::vector<Reference> chain_links(found.begin() + static_cast<long>(link_at),
+                                       found.begin() + static_cast<long>(link_at + (chain.empty() ? 0 : chain.size() - 1)));
+    link_at += chain_links.size();
+    r.path = describe_path(g, chain.empty() ? nullptr : root_reference(g, chain.front()), chain, chain_links);
+    // What it holds: the classes of the objects it dominates.
+    std::unordered_map<ObjectId, ClassSize> held;
+    std::vector<uint32_t> walk{p};
+    while (!walk.empty()) {
+      uint32_t q = walk.back();
+      walk.pop_back();
+      ClassSize& c = held[g.class_of(t.order[q])];
+      ++c.instances;
+      c.shallow += g.shallow(t.order[q]);
+      for (uint32_t k = child_at[q]; k < child_at[q + 1]; ++k) walk.push_back(children[k]);
+    }
+    for (auto& [klass, c] : held) {
+      c.name = label_name(g, klass);
+      r.holds.push_back(std::move(c));
+    }
+    std::sort(r.holds.begin(), r.holds.end(), [](const ClassSize& x, const ClassSize& y) {
+      return x.shallow != y.shallow ? x.shallow > y.shallow : x.name < y.name;
+    });
+    if (r.holds.size() > kHoldsShown) r.holds.resize(kHoldsShown);
+    a.retainers.push_back(std::move(r));
+  }
+  return a;
+}
+
+std::string heap_report(const HeapAnalysis& a, size_t top) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%s objects, %s reachable, %s references; the walk paused the JVM for %.3f s\n",
+                grouped(a.objects).c_str(), human_bytes(a.bytes).c_str(), grouped(a.references).c_str(),
+                static_cast<double>(a.pause_ns) / 1e9);
+  out += line;
+  if (a.weak_objects)
+    out += grouped(a.weak_objects) + " objects (" + human_bytes(a.weak_bytes) +
+           ") reachable only through weak or phantom references are left out: the next GC frees them\n";
+  if (a.unknown_class)
+    out += grouped(a.unknown_class) + " objects of classes loaded while the walk was being prepared are \"[unknown class]\"\n";
+  out += "\nWhere memory accumulates (retained bytes, objects, what holds it):\n";
+  if (a.retainers.empty()) out += "  nothing retains 1% of the heap or more\n";
+  for (const Retainer& r : a.retainers) {
+    double share = a.bytes ? 100.0 * static_cast<double>(r.retained) / static_cast<double>(a.bytes) : 0;
+    std::snprintf(line, sizeof line, "  %10s %5.1f%% %12s  %s\n", human_bytes(r.retained).c_str(), share,
+                  grouped(r.objects).c_str(), r.name.c_str());
+    out += line;
+    std::string holds;
+    for (const ClassSize& c : r.holds)
+      holds += (holds.empty() ? "" : ", ") + grouped(c.instances) + " " + c.name + " " + human_bytes(c.shallow);
+    out += "        holds: " + holds + "\n";
+    out += "        path:  " + r.path + "\n";
+  }
+  out += "\nClasses by retained size:\n";
+  std::snprintf(line, sizeof line, "  %12s %12s %12s  %s\n", "instances", "shallow", "retained", "class");
+  out += line;
+  for (size_t i = 0; i < a.classes.size() && i < top; ++i) {
+    const ClassSize& c = a.classes[i];
+    std::snprintf(line, sizeof line, "  %12s %12s %12s  %s\n", grouped(c.instances).c_str(), human_bytes(c.shallow).c_str(),
+                  human_bytes(c.retained).c_str(), c.name.c_str());
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace ember::heap

@@ -1,0 +1,63 @@
+// What keeps a heap's memory alive, from its graph (user/java/heap_graph.h):
+// retained sizes over the dominator tree, per class and per object, the
+// objects where memory accumulates with their shortest path from a GC
+// root, and the dominator tree as a flamegraph profile.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flamegraph/profile.h"
+#include "user/java/heap_graph.h"
+
+namespace ember::heap {
+
+struct ClassSize {
+  std::string name;
+  uint64_t instances = 0;
+  uint64_t shallow = 0;
+  // The retained sizes of its instances not dominated by another instance
+  // (Eclipse MAT's quick figure): what they hold each on their own. Objects
+  // that only several instances hold together are not counted, so freeing
+  // all instances frees at least this.
+  uint64_t retained = 0;
+};
+
+// An object that holds much of the heap, found by going down the dominator
+// tree from the root's biggest children while one child retains most of
+// the rest (80%): where the memory spreads out, it accumulates (Eclipse
+// MAT's leak suspects do the same).
+struct Retainer {
+  ObjectId object = 0;
+  std::string name;       // its class, or "class X" for a java.lang.Class
+  uint64_t retained = 0;  // bytes
+  uint64_t objects = 0;   // it dominates, itself included
+  // How it is held, from a GC root (or from the last static field on the
+  // way): "static com.acme.Cache.ENTRIES → java.util.HashMap.table → ...".
+  std::string path;
+  // The classes it retains most bytes of: name, instances, bytes.
+  std::vector<ClassSize> holds;
+};
+
+struct HeapAnalysis {
+  uint64_t objects = 0, bytes = 0, references = 0, pause_ns = 0, unknown_class = 0;
+  // Objects reached only through the referents of weak or phantom
+  // references: the next GC frees them, they count for nothing here.
+  uint64_t weak_objects = 0, weak_bytes = 0;
+  std::vector<ClassSize> classes;  // by retained bytes, then shallow
+  std::vector<Retainer> retainers;  // by retained bytes
+  // The dominator tree by class: root → dominators → class, each frame's
+  // width the bytes its objects retain (a chain of one class is one frame).
+  flamegraph::Profile profile;
+};
+
+// `stream` is the one `graph` was read from (for the paths' field names);
+// `top`: how many retainers to find.
+HeapAnalysis analyze_heap(const HeapGraph& graph, std::string_view stream, size_t top);
+
+// The text report: totals, retainers with their paths, `top` classes.
+std::string heap_report(const HeapAnalysis& analysis, size_t top);
+
+}  // namespace ember::heap

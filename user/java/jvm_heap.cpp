@@ -1,0 +1,119 @@
+// `ember jvm PID --heap`: the agent walks the JVM's heap (agent/heap_walk.h)
+// and ember works out what keeps its memory alive (user/java/heap_report.h).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "agent/heap_stream.h"
+#include "flamegraph/output.h"
+#include "user/java/agent_dir.h"
+#include "user/java/heap_graph.h"
+#include "user/java/heap_report.h"
+#include "user/java/java.h"
+#include "user/java/java_attach.h"
+#include "user/java/jvm.h"
+
+namespace ember {
+namespace {
+
+// The attach command returns when the walk has: minutes on a big heap.
+constexpr int kHeapWalkTimeoutMs = 600'000;
+constexpr char kStreamName[] = "heap";
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "ember: %s\n", message.c_str());
+  return 1;
+}
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// A file mapped for reading, unmapped with it.
+class Mapped {
+ public:
+  explicit Mapped(int fd) {
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+      size_ = static_cast<size_t>(st.st_size);
+      void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      data_ = p == MAP_FAILED ? nullptr : static_cast<const char*>(p);
+    }
+    close(fd);
+  }
+  ~Mapped() {
+    if (data_) munmap(const_cast<char*>(data_), size_);
+  }
+  Mapped(const Mapped&) = delete;
+  Mapped& operator=(const Mapped&) = delete;
+  std::string_view view() const { return data_ ? std::string_view(data_, size_) : std::string_view(); }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+int run_heap(const JvmOptions& o) {
+  if (o.histo || o.live || !o.save.empty() || !o.diff.empty()) return fail("--heap goes without --histo, --live, --save and --diff");
+  // Before any attach: the output must be writable, the heap not too big.
+  if (!o.output.empty()) {
+    if (auto f = flamegraph::format_for_path(o.output); !f) return fail(f.error());
+    if (auto w = flamegraph::check_writable(o.output); !w) return fail(w.error());
+  }
+  auto jvm = java::inspect_jvm(o.pid);
+  if (!jvm) return fail(jvm.error());
+  std::string jvm_name = "JVM " + std::to_string(o.pid);
+  auto telemetry = read_telemetry(o.pid);
+  int64_t used = telemetry ? telemetry->heap().used : -1;
+  if (!o.force) {
+    if (used < 0)
+      return fail("the heap size of " + jvm_name + " is unknown (" +
+                  (telemetry ? std::string("its collector publishes no heap counters") : telemetry.error()) +
+                  "): add --force to walk it all the same");
+    if (used > kHeapWalkCap)
+      return fail(jvm_name + " has " + mib(used) + " of heap in use, above --heap's limit of " + mib(kHeapWalkCap) +
+                  ": the walk pauses the JVM for seconds and keeps a tag of ~60 bytes per object in it; add --force "
+                  "to walk it all the same");
+  }
+  auto agent = agent_for(*jvm, default_agent_path());
+  if (!agent) return fail(jvm_name + ": " + agent.error());
+  // What a killed ember left behind goes first.
+  sweep_agent_dirs(jvm->own_mount_ns ? jvm->root : "");
+  auto dir = AgentDir::create(jvm->own_mount_ns ? jvm->root : "", jvm->uid, jvm->gid);
+  if (!dir) return fail(jvm_name + ": " + dir.error());
+
+  std::fprintf(stderr, "ember: walking the heap of %s (%s in use): the JVM is paused until the walk ends\n",
+               jvm_name.c_str(), used >= 0 ? mib(used).c_str() : "size unknown");
+  std::string options = std::string(agent::heap_stream::kOption) + "=" + dir->path() + "/" + kStreamName;
+  if (auto r = java::load_agent(o.pid, *agent, options, kHeapWalkTimeoutMs); !r) return fail(r.error());
+  int fd = dir->open_file(kStreamName);
+  if (fd < 0) return fail(jvm_name + ": its agent wrote no heap graph (the JVM's stderr says why)");
+  Mapped stream(fd);
+  auto graph = heap::read_heap_graph(stream.view());
+  if (!graph) return fail(jvm_name + ": " + graph.error());
+  heap::HeapAnalysis analysis = heap::analyze_heap(*graph, stream.view(), std::min<size_t>(o.top, 50));
+  std::string main_class = telemetry && !telemetry->main_class.empty() ? " (" + telemetry->main_class + ")" : "";
+  std::printf("%s%s: ", jvm_name.c_str(), main_class.c_str());
+  std::fputs(heap::heap_report(analysis, o.top).c_str(), stdout);
+  std::fflush(stdout);
+  if (!o.output.empty()) {
+    analysis.profile.info = {{"JVM", std::to_string(o.pid) + main_class},
+                             {"objects", std::to_string(analysis.objects)},
+                             {"pause", std::to_string(analysis.pause_ns / 1000000) + " ms"}};
+    flamegraph::HtmlOptions html;
+    html.title = "Heap of " + jvm_name + main_class + ": retained bytes by dominator";
+    if (auto w = flamegraph::write_profile(analysis.profile, o.output, html); !w) return fail(w.error());
+    std::fprintf(stderr, "ember: wrote %s\n", o.output.c_str());
+  }
+  return 0;
+}
+
+}  // namespace ember
