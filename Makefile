@@ -333,8 +333,9 @@ $(BUILD)/oracle/bcc_symbolize: tests/oracle/bcc_symbolize.cpp
 # streams (jitmap), a JVM's attach replies and hsperfdata (attach,
 # hsperf), the agent's configuration and its backend's answers
 # (agent_config, backend), what clients send ember serve (serve), and the
-# tables of an HTML flamegraph that `ember convert` reads back (page).
-FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve page
+# tables of an HTML flamegraph that `ember convert` reads back (page), and
+# the heap graph a JVM's agent streams for `ember jvm --heap` (heap).
+FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve page heap
 # The replay of every corpus (make test): one binary, each harness under the
 # sanitizers with its entry renamed fuzz_TARGET (a link of the san tree
 # takes ~30 s: one, not one a target).

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# `ember jvm PID --heap` on a JVM started with default flags, holding a
+# static cache (tests/java/HeapLeak.java: 10,000 byte[4000] in ArrayLists
+# in a HashMap in HeapLeak$Cache.ENTRIES) beside unrelated live data,
+# garbage made all the time, and an int[] held by a thread's stack:
+#   - the cache is where memory accumulates, its retained bytes within 5%
+#     of the bytes the workload holds, its path from the static field
+#     through the collections named in order; the int[]'s path names the
+#     method and thread whose local holds it;
+#   - instances per class equal `jcmd GC.class_histogram` taken right after
+#     for the workload's classes, and all objects within 1% of its count
+#     (FollowReferences does not see what only the JVM's internals hold);
+#   - the JVM keeps running; NMT shows the ~60 bytes per object its tags
+#     took gone again (the walk's JVMTI environment disposed of); a second
+#     walk, to folded stacks and a page, finds the same;
+#   - errors: not a JVM, a heap of unknown size without --force (then with
+#     it), attach disabled.
+. "$(dirname "$0")/../lib.sh"
+[ -x "$EMBER" ] || fail "no $EMBER: make build/ember"
+command -v javac >/dev/null || skip "no javac: scripts/deps.sh installs openjdk-17-jdk-headless"
+command -v jcmd >/dev/null || skip "no jcmd: scripts/deps.sh installs openjdk-17-jdk-headless"
+javac -d "$TMP/classes" "$ROOT/tests/java/HeapLeak.java" || fail "javac failed"
+
+java -XX:NativeMemoryTracking=summary -cp "$TMP/classes" HeapLeak 500 20 4000 120 >"$TMP/leak.out" &
+jvm=$!
+BACKGROUND+=($jvm)
+for _ in $(seq 300); do grep -q '^held ' "$TMP/leak.out" && break; sleep 0.1; done
+grep -q '^held ' "$TMP/leak.out" || fail "HeapLeak did not start: $(cat "$TMP/leak.out")"
+read -r _ entries payloads held_bytes <<<"$(grep '^cache ' "$TMP/leak.out")"
+
+"$EMBER" jvm "$jvm" --heap -n 100000 >"$TMP/report" 2>"$TMP/err" || fail "--heap: exit $?: $(cat "$TMP/err")"
+jcmd "$jvm" GC.class_histogram >"$TMP/histo" || fail "jcmd GC.class_histogram failed"
+sed -n '1,/^Classes by retained/p' "$TMP/report" | sed 's/^/  /'
+assert_contains "$TMP/err" "^ember: walking the heap of JVM $jvm \([0-9]+ MiB in use\): the JVM is paused until the walk ends$"
+assert_contains "$TMP/report" "^JVM $jvm \(HeapLeak\): [0-9,]+ objects, .* reachable, [0-9,]+ references; the walk paused the JVM for [0-9.]+ s$"
+
+# The first retainer: the cache's table, held by the static field.
+first=$(grep -m1 -A2 '^Where memory accumulates' "$TMP/report" | tail -2)
+path=$(grep -m1 '^        path:' "$TMP/report")
+[[ $path == '        path:  static HeapLeak$Cache.ENTRIES → java.util.HashMap.table → java.util.HashMap$Node[]' ]] ||
+	fail "the first retainer's path: '$path'"
+read -r size unit _ <<<"$(head -1 <<<"$first")"
+retained=$(awk -v s="$size" -v u="$unit" 'BEGIN { m = u == "GiB" ? 2^30 : u == "MiB" ? 2^20 : u == "KiB" ? 2^10 : 1; printf "%.0f", s * m }')
+awk -v r="$retained" -v h="$held_bytes" 'BEGIN { exit !(r >= 0.95 * h && r <= 1.05 * h) }' ||
+	fail "the cache retains $retained bytes, the workload holds $held_bytes"
+echo "cache: retains $size $unit ($retained bytes), the workload holds $held_bytes bytes in $payloads byte[]"
+grouped=$(sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$payloads")
+grep -m1 '^        holds:' "$TMP/report" | grep -qF "$grouped HeapLeak\$Payload" ||
+	fail "the cache does not hold $grouped payloads: $(grep -m1 '^        holds:' "$TMP/report")"
+assert_contains "$TMP/report" '^        path:  local in HeapLeak.hold \(thread "holder"\) → int\[\]$'
+
+# Instances per class against HotSpot's own count, after its full GC.
+java_name() { # HotSpot's "[B", "[Ljava.lang.Object;" -> "byte[]", "java.lang.Object[]"
+	sed -E ':a; s/^\[(.*)$/\1[]/; ta' <<<"$1" | sed -E 's/^Z/boolean/; s/^B\[/byte[/; s/^C\[/char[/; s/^S\[/short[/;
+		s/^I\[/int[/; s/^J\[/long[/; s/^F\[/float[/; s/^D\[/double[/; s/^L([^;]*);/\1/'
+}
+awk '/^Classes by retained/ { on = 1; next } on && $1 != "instances" { gsub(",", "", $1); print $NF, $1 }' \
+	"$TMP/report" | sort >"$TMP/ours"
+while read -r rank count bytes name _; do
+	[[ $rank =~ ^[0-9]+:$ ]] && echo "$(java_name "$name") $count"
+done <"$TMP/histo" | sort >"$TMP/theirs"
+for class in 'HeapLeak$Payload' 'java.util.HashMap' 'java.util.ArrayList'; do
+	ours=$(awk -v c="$class" '$1 == c { print $2 }' "$TMP/ours")
+	theirs=$(awk -v c="$class" '$1 == c { print $2 }' "$TMP/theirs")
+	[ -n "$ours" ] && [ "$ours" = "$theirs" ] || fail "$class: $ours instances walked, $theirs in the histogram"
+done
+[ "$(awk '$1 == "HeapLeak$Payload" { print $2 }' "$TMP/ours")" = "$payloads" ] || fail "not $payloads payloads"
+ours=$(awk '{ s += $2 } END { print s }' "$TMP/ours")
+theirs=$(awk '{ s += $2 } END { print s }' "$TMP/theirs")
+awk -v a="$ours" -v b="$theirs" 'BEGIN { exit !(a <= b && a >= 0.99 * b) }' ||
+	fail "$ours objects walked, $theirs in the histogram"
+echo "instances: HeapLeak\$Payload, HashMap, ArrayList as in jcmd GC.class_histogram; $ours objects of its $theirs"
+
+# The JVM runs on, without the walk's tags; a second walk finds the same.
+kill -0 "$jvm" || fail "the JVM is gone after the walk"
+jcmd "$jvm" VM.native_memory summary >"$TMP/nmt" || fail "jcmd VM.native_memory failed"
+tags=$(grep -A1 -- '- *Serviceability' "$TMP/nmt" | tail -1)
+echo "NMT Serviceability after the walk: $(xargs <<<"$tags")"
+[[ $tags =~ malloc=[0-9]+KB\ \#([0-9]+)\)\ \(peak=[0-9]+KB\ \#([0-9]+)\) ]] || fail "no NMT figures: $tags"
+(( BASH_REMATCH[1] < 1000 && BASH_REMATCH[2] >= ours )) ||
+	fail "tags left behind: $((BASH_REMATCH[1])) allocations now, $((BASH_REMATCH[2])) at the peak"
+sleep 1
+grep -q '^held ' "$TMP/leak.out" && kill -0 "$jvm" || fail "the JVM stopped"
+"$EMBER" jvm "$jvm" --heap -n 5 -o "$TMP/heap.folded" >"$TMP/report2" 2>"$TMP/err" || fail "second walk: $(cat "$TMP/err")"
+[ "$(grep -m1 '^        path:' "$TMP/report2")" = "$path" ] || fail "the second walk found another first retainer"
+# The dominator tree: the payloads' bytes under the cache's class, map and table.
+stack='class HeapLeak$Cache;java.util.HashMap;java.util.HashMap$Node[];java.util.HashMap$Node;java.util.ArrayList;java.lang.Object[];HeapLeak$Payload;byte[]'
+awk -v s="$stack" -v want=$((payloads * 4016)) '{ w = $NF; $NF = ""; sub(/ $/, "") } $0 == s { got = w } END { exit !(got == want) }' \
+	"$TMP/heap.folded" || fail "no stack '$stack' of $((payloads * 4016)) bytes in $(head -5 "$TMP/heap.folded")"
+"$EMBER" jvm "$jvm" --heap -n 1 -o "$TMP/heap.html" >/dev/null 2>"$TMP/err" || fail "to html: $(cat "$TMP/err")"
+assert_contains "$TMP/heap.html" 'ember-data'
+echo "second walk: the same first retainer; the dominator tree's folded stacks hold the payloads under the cache"
+
+# Errors: each names the cause and the fix, exit status 1.
+"$EMBER" jvm $$ --heap 2>"$TMP/err" && fail "a shell taken for a JVM"
+assert_contains "$TMP/err" "is not a HotSpot JVM"
+java -XX:-UsePerfData -cp "$TMP/classes" HeapLeak 10 10 100 60 >"$TMP/noperf.out" &
+noperf=$!
+BACKGROUND+=($noperf)
+java -XX:+DisableAttachMechanism -cp "$TMP/classes" HeapLeak 10 10 100 60 >"$TMP/noattach.out" &
+noattach=$!
+BACKGROUND+=($noattach)
+for _ in $(seq 300); do grep -q '^held ' "$TMP/noperf.out" && grep -q '^held ' "$TMP/noattach.out" && break; sleep 0.1; done
+"$EMBER" jvm "$noperf" --heap 2>"$TMP/err" && fail "a heap of unknown size walked without --force"
+assert_contains "$TMP/err" "the heap size of JVM $noperf is unknown .*: add --force to walk it all the same"
+"$EMBER" jvm "$noperf" --heap --force -n 3 >"$TMP/forced" 2>"$TMP/err" || fail "--force: $(cat "$TMP/err")"
+assert_contains "$TMP/forced" "^JVM $noperf: [0-9,]+ objects"
+"$EMBER" jvm "$noattach" --heap 2>"$TMP/err" && fail "a JVM without attach walked"
+assert_contains "$TMP/err" "DisableAttachMechanism|attach"
+echo "errors: not a JVM, unknown size (walked with --force), attach disabled: $(tail -1 "$TMP/err")"
