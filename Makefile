@@ -414,6 +414,7 @@ bench: deps-bench
 	$(Q)bench/record.sh
 	$(Q)bench/java.sh
 	$(Q)bench/java_alloc.sh
+	$(Q)bench/heap.sh
 	$(Q)bench/viewer.sh
 	$(Q)bench/events.sh
 	$(Q)bench/unwind.sh

@@ -2,9 +2,11 @@
 // and ember works out what keeps its memory alive (user/java/heap_report.h).
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -97,9 +99,17 @@ int run_heap(const JvmOptions& o) {
   int fd = dir->open_file(kStreamName);
   if (fd < 0) return fail(jvm_name + ": its agent wrote no heap graph (the JVM's stderr says why)");
   Mapped stream(fd);
+  auto start = std::chrono::steady_clock::now();
   auto graph = heap::read_heap_graph(stream.view());
   if (!graph) return fail(jvm_name + ": " + graph.error());
   heap::HeapAnalysis analysis = heap::analyze_heap(*graph, stream.view(), std::min<size_t>(o.top, 50));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  // The graph stream is mapped, not read: its pages count in the peak.
+  std::fprintf(stderr, "ember: the graph (%.1f MiB, %llu objects) read and analysed in %.2f s; ember's peak memory %ld MiB\n",
+               static_cast<double>(stream.view().size()) / (1 << 20), static_cast<unsigned long long>(graph->objects()),
+               seconds, usage.ru_maxrss / 1024);
   std::string main_class = telemetry && !telemetry->main_class.empty() ? " (" + telemetry->main_class + ")" : "";
   std::printf("%s%s: ", jvm_name.c_str(), main_class.c_str());
   std::fputs(heap::heap_report(analysis, o.top).c_str(), stdout);
