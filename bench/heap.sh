@@ -9,21 +9,23 @@
 # graph (issue 18's target: under 2 s per million objects) and its peak
 # memory per object (target: under 40 bytes; the mapped graph counts).
 # Environment: CELLS (1000000 6000000: ~3 and ~18 million objects, about
-# 100 MB and 600 MB of heap), RUNS (2).
+# 100 MB and 600 MB of heap), RUNS (2), JAVA_BIN (the JDK's bin directory;
+# default: java and jcmd on the PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=$(mktemp -d /tmp/ember-heapbench.XXXXXX)
 jvm=""
 trap '[ -n "$jvm" ] && kill "$jvm" 2>/dev/null; rm -rf "$T"' EXIT
-javac -d "$T/classes" bench/java/HeapGrid.java
+BIN=${JAVA_BIN:+$JAVA_BIN/}
+"${BIN}javac" -d "$T/classes" bench/java/HeapGrid.java
 
 printf '%-10s %-10s %9s %9s %9s %9s %10s %9s %9s\n' cells objects "walk s" "dump s" "graph MB" "dump MB" "analyse s" "s/M obj" "B/obj"
 for cells in ${CELLS:-1000000 6000000}; do
-	java -Xmx4g -cp "$T/classes" HeapGrid 1000 $((cells / 1000)) 3600 >"$T/out" &
+	"${BIN}java" -Xmx4g -cp "$T/classes" HeapGrid 1000 $((cells / 1000)) 3600 >"$T/out" &
 	jvm=$!
 	for _ in $(seq 600); do grep -q '^cells ' "$T/out" && break; sleep 0.1; done
 	start=$(date +%s.%N)
-	jcmd "$jvm" VM.version >/dev/null
+	"${BIN}jcmd" "$jvm" VM.version >/dev/null
 	jcmd_cost=$(echo "$(date +%s.%N) - $start" | bc)
 	for run in $(seq "${RUNS:-2}"); do
 		build/ember jvm "$jvm" --heap --force -n 1 >"$T/report" 2>"$T/err"
@@ -31,7 +33,7 @@ for cells in ${CELLS:-1000000 6000000}; do
 		read -r graph objects analyse peak < <(sed -nE 's/.*graph \(([0-9.]+) MiB, ([0-9]+) objects\) read and analysed in ([0-9.]+) s; .* ([0-9]+) MiB$/\1 \2 \3 \4/p' "$T/err")
 		rm -f "$T/dump.hprof"
 		start=$(date +%s.%N)
-		jcmd "$jvm" GC.heap_dump "$T/dump.hprof" >/dev/null
+		"${BIN}jcmd" "$jvm" GC.heap_dump "$T/dump.hprof" >/dev/null
 		dump=$(echo "$(date +%s.%N) - $start - $jcmd_cost" | bc)
 		awk -v c="$cells" -v o="$objects" -v w="$walk" -v d="$dump" -v g="$graph" -v h="$(stat -c %s "$T/dump.hprof")" \
 			-v a="$analyse" -v p="$peak" 'BEGIN { printf "%-10d %-10d %9.2f %9.2f %9.1f %9.1f %10.2f %9.2f %9.1f\n",

@@ -77,7 +77,9 @@ jcmd "$jvm" VM.native_memory summary >"$TMP/nmt" || fail "jcmd VM.native_memory 
 tags=$(grep -A1 -- '- *Serviceability' "$TMP/nmt" | tail -1)
 echo "NMT Serviceability after the walk: $(xargs <<<"$tags")"
 [[ $tags =~ malloc=[0-9]+KB\ \#([0-9]+)\)\ \(peak=[0-9]+KB\ \#([0-9]+)\) ]] || fail "no NMT figures: $tags"
-(( BASH_REMATCH[1] < 1000 && BASH_REMATCH[2] >= ours )) ||
+# What stays is JVMTI's own (on JDK 25 ~1,400 allocations after the first
+# walk, not growing with the next), not a tag per object.
+(( BASH_REMATCH[1] * 20 < BASH_REMATCH[2] && BASH_REMATCH[2] >= ours )) ||
 	fail "tags left behind: $((BASH_REMATCH[1])) allocations now, $((BASH_REMATCH[2])) at the peak"
 sleep 1
 grep -q '^held ' "$TMP/leak.out" && kill -0 "$jvm" || fail "the JVM stopped"

@@ -305,6 +305,19 @@ TEST_CASE("a cache held by a static field: retained bytes, path with field names
   CHECK(found);
 }
 
+TEST_CASE("find_references answers each pair, a pair asked twice too") {
+  Stream s = cache_heap();
+  std::vector<std::pair<uint32_t, uint32_t>> pairs{{13, 14}, {3, 13}, {13, 14}, {14, 13}};
+  auto found = ember::heap::find_references(s.str(), pairs);
+  REQUIRE(found.size() == 4);
+  CHECK(found[0].kind == hs::kField);
+  CHECK(found[0].index == 3);
+  CHECK(found[1].kind == hs::kStaticField);
+  CHECK(found[2].kind == hs::kField);
+  CHECK(found[2].index == 3);
+  CHECK(found[3].kind == 0);  // no such reference
+}
+
 TEST_CASE("a stack root is named by its method and thread") {
   Stream s;
   s.klass(1, "int[]").thread(2, "holder").begin(3);

@@ -186,6 +186,16 @@ class GraphBuilder {
  public:
   HeapGraph g;
 
+  // Room for exactly what a stream holds (a first pass counts it): grown by
+  // doubling, the biggest arrays would hold up to three times that at once.
+  void reserve(size_t ids, size_t refs) {
+    g.class_of_.reserve(ids);
+    g.words_.reserve(ids);
+    g.begin_.reserve(ids);
+    g.count_.reserve(ids);
+    g.refs_.reserve(refs);
+  }
+
   void klass(ObjectId id, HeapClass c) { g.classes_[id] = std::move(c); }
   void thread(ObjectId id, std::string name) { g.threads_[id] = std::move(name); }
   void method(uint64_t key, std::string name) { g.methods_[key] = std::move(name); }
@@ -269,10 +279,36 @@ class GraphBuilder {
   std::unordered_map<ObjectId, uint32_t> referent_;
 };
 
+namespace {
+
+// Counts a stream's ids and references (read_heap_graph's first pass).
+struct Counter {
+  uint64_t ids = 0, refs = 0;
+
+  void klass(ObjectId, HeapClass) {}
+  void thread(ObjectId, std::string) {}
+  void method(uint64_t, std::string) {}
+  void begin(ObjectId first) { ids = first; }
+  std::expected<void, std::string> object(ObjectId id, ObjectId, uint64_t) {
+    ids = std::max<uint64_t>(ids, uint64_t{id} + 1);
+    return {};
+  }
+  std::expected<void, std::string> from(ObjectId) { return {}; }
+  std::expected<void, std::string> reference(ObjectId, const Reference&) {
+    ++refs;
+    return {};
+  }
+  std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
+};
+
+}  // namespace
+
 std::expected<HeapGraph, std::string> read_heap_graph(std::string_view stream) {
+  Counter counter;
+  if (auto r = Decoder(stream).run(counter); !r) return std::unexpected(r.error());
   GraphBuilder builder;
-  Decoder decoder(stream);
-  if (auto r = decoder.run(builder); !r) return std::unexpected(r.error());
+  builder.reserve(counter.ids, counter.refs);
+  if (auto r = Decoder(stream).run(builder); !r) return std::unexpected(r.error());
   return std::move(builder.g);
 }
 
@@ -280,8 +316,7 @@ namespace {
 
 // Finds how given pairs of objects are linked (find_references).
 struct RefFinder {
-  std::unordered_map<uint64_t, size_t> wanted;  // from << 32 | to -> index in out
-  std::vector<Reference>& out;
+  std::unordered_map<uint64_t, Reference> wanted;  // from << 32 | to -> the first such reference (kind 0: none yet)
 
   void klass(ObjectId, HeapClass) {}
   void thread(ObjectId, std::string) {}
@@ -291,20 +326,24 @@ struct RefFinder {
   std::expected<void, std::string> from(ObjectId) { return {}; }
   std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
     auto it = wanted.find(uint64_t{from} << 32 | r.object);
-    if (it != wanted.end() && out[it->second].kind == 0) out[it->second] = r;
+    if (it != wanted.end() && it->second.kind == 0) it->second = r;
     return {};
   }
   std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
 };
 
+uint64_t pair_key(const std::pair<ObjectId, ObjectId>& p) { return uint64_t{p.first} << 32 | p.second; }
+
 }  // namespace
 
 std::vector<Reference> find_references(std::string_view stream, std::span<const std::pair<ObjectId, ObjectId>> pairs) {
-  std::vector<Reference> out(pairs.size());
-  RefFinder finder{{}, out};
-  for (size_t i = 0; i < pairs.size(); ++i) finder.wanted.emplace(uint64_t{pairs[i].first} << 32 | pairs[i].second, i);
+  RefFinder finder;
+  for (const auto& p : pairs) finder.wanted.emplace(pair_key(p), Reference{});
   Decoder decoder(stream);
   (void)decoder.run(finder);
+  std::vector<Reference> out;
+  out.reserve(pairs.size());
+  for (const auto& p : pairs) out.push_back(finder.wanted[pair_key(p)]);
   return out;
 }
 

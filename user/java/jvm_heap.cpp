@@ -55,6 +55,12 @@ class Mapped {
   Mapped(const Mapped&) = delete;
   Mapped& operator=(const Mapped&) = delete;
   std::string_view view() const { return data_ ? std::string_view(data_, size_) : std::string_view(); }
+  // Lets go of the pages read so far (they stay in the page cache and are
+  // mapped again when read again): the graph is built, the analysis needs
+  // the memory.
+  void release() const {
+    if (data_) madvise(const_cast<char*>(data_), size_, MADV_DONTNEED);
+  }
 
  private:
   const char* data_ = nullptr;
@@ -102,6 +108,7 @@ int run_heap(const JvmOptions& o) {
   auto start = std::chrono::steady_clock::now();
   auto graph = heap::read_heap_graph(stream.view());
   if (!graph) return fail(jvm_name + ": " + graph.error());
+  stream.release();
   heap::HeapAnalysis analysis = heap::analyze_heap(*graph, stream.view(), std::min<size_t>(o.top, 50));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
