@@ -13,6 +13,7 @@
 #   - the JVM keeps running; NMT shows the ~60 bytes per object its tags
 #     took gone again (the walk's JVMTI environment disposed of); a second
 #     walk, to folded stacks and a page, finds the same;
+#   - a snapshot saved (--save) and a smaller JVM diffed against it (--diff);
 #   - errors: not a JVM, a heap of unknown size without --force (then with
 #     it), attach disabled.
 . "$(dirname "$0")/../lib.sh"
@@ -83,7 +84,10 @@ echo "NMT Serviceability after the walk: $(xargs <<<"$tags")"
 	fail "tags left behind: $((BASH_REMATCH[1])) allocations now, $((BASH_REMATCH[2])) at the peak"
 sleep 1
 grep -q '^held ' "$TMP/leak.out" && kill -0 "$jvm" || fail "the JVM stopped"
-"$EMBER" jvm "$jvm" --heap -n 5 -o "$TMP/heap.folded" >"$TMP/report2" 2>"$TMP/err" || fail "second walk: $(cat "$TMP/err")"
+"$EMBER" jvm "$jvm" --heap -n 5 -o "$TMP/heap.folded" --save "$TMP/heap.snap" >"$TMP/report2" 2>"$TMP/err" ||
+	fail "second walk: $(cat "$TMP/err")"
+assert_contains "$TMP/heap.snap" '^# ember heap snapshot: JVM [0-9]+ \(HeapLeak\), '
+assert_contains "$TMP/heap.snap" "^$payloads [0-9]+ [0-9]+ HeapLeak\\\$Payload$"
 [ "$(grep -m1 '^        path:' "$TMP/report2")" = "$path" ] || fail "the second walk found another first retainer"
 # The dominator tree: the payloads' bytes under the cache's class, map and table.
 stack='class HeapLeak$Cache;java.util.HashMap;java.util.HashMap$Node[];java.util.HashMap$Node;java.util.ArrayList;java.lang.Object[];HeapLeak$Payload;byte[]'
@@ -105,8 +109,13 @@ BACKGROUND+=($noattach)
 for _ in $(seq 300); do grep -q '^held ' "$TMP/noperf.out" && grep -q '^held ' "$TMP/noattach.out" && break; sleep 0.1; done
 "$EMBER" jvm "$noperf" --heap 2>"$TMP/err" && fail "a heap of unknown size walked without --force"
 assert_contains "$TMP/err" "the heap size of JVM $noperf is unknown .*: add --force to walk it all the same"
-"$EMBER" jvm "$noperf" --heap --force -n 3 >"$TMP/forced" 2>"$TMP/err" || fail "--force: $(cat "$TMP/err")"
+# Walked with --force, and diffed against the big cache's snapshot: 100
+# payloads now, so 9,900 fewer.
+"$EMBER" jvm "$noperf" --heap --force -n 1000 --diff "$TMP/heap.snap" >"$TMP/forced" 2>"$TMP/err" ||
+	fail "--force: $(cat "$TMP/err")"
 assert_contains "$TMP/forced" "^JVM $noperf: [0-9,]+ objects"
+assert_contains "$TMP/forced" "^Change since $TMP/heap.snap \\(JVM $jvm \\(HeapLeak\\), [-0-9: ]+UTC\\):$"
+assert_contains "$TMP/forced" "^ +-[0-9.]+ MiB +-$((payloads - 100)) .* HeapLeak\\\$Payload$"
 "$EMBER" jvm "$noattach" --heap 2>"$TMP/err" && fail "a JVM without attach walked"
 assert_contains "$TMP/err" "DisableAttachMechanism|attach"
 echo "errors: not a JVM, unknown size (walked with --force), attach disabled: $(tail -1 "$TMP/err")"

@@ -367,3 +367,29 @@ TEST_CASE("a heap stream cut short or corrupt is refused with its reason") {
   unknown.klass(1, "X");
   CHECK(ember::heap::read_heap_graph(unknown.str() + "\x7f").error().find("an unknown record 127") != std::string::npos);
 }
+
+TEST_CASE("heap snapshots: saved, read back, diffed by retained bytes, bad rows refused") {
+  using ember::heap::ClassSize;
+  std::vector<ClassSize> before{{"byte[]", 100, 4000, 4000}, {"com.acme.Cache", 0, 0, 0}, {"java.util.HashMap", 2, 96, 5000}};
+  std::string text = ember::heap::heap_snapshot_text(before, "JVM 1, then");
+  CHECK(text.starts_with("# ember heap snapshot: JVM 1, then\n"));
+  auto back = ember::heap::parse_heap_snapshot(text, "snap");
+  REQUIRE(back);
+  REQUIRE(back->size() == 3);
+  CHECK((*back)[2].name == "java.util.HashMap");
+  CHECK((*back)[2].retained == 5000);
+  std::vector<ClassSize> now{{"byte[]", 300, 12000, 12000}, {"java.util.HashMap", 2, 96, 900}, {"Gone.Not", 0, 0, 0}};
+  auto d = ember::heap::diff_heap_snapshots(*back, now);
+  REQUIRE(d.size() == 2);  // com.acme.Cache and Gone.Not did not change
+  CHECK(d[0].now.name == "byte[]");
+  CHECK(d[0].d_retained == 8000);
+  CHECK(d[0].d_instances == 200);
+  CHECK(d[1].now.name == "java.util.HashMap");
+  CHECK(d[1].d_retained == -4100);
+  std::string report = ember::heap::heap_diff_report(d, 1);
+  CHECK(report.find("+7.8 KiB") != std::string::npos);
+  CHECK(report.find("(1 more classes changed)") != std::string::npos);
+  CHECK(ember::heap::parse_heap_snapshot("1 2 x\n", "f").error() ==
+        "f:1: not a heap snapshot row (INSTANCES SHALLOW RETAINED CLASS)");
+  CHECK(ember::heap::parse_heap_snapshot("# only\n", "f").error() == "f: no heap snapshot rows in it");
+}

@@ -161,9 +161,10 @@ int main(int argc, char** argv) {
   auto* jvm_count = jvm->add_option("-c,--count", jvm_opt.count, "Lines to print (default: until Ctrl-C or the JVM exits)");
   auto* jvm_histo = jvm->add_flag("--histo", jvm_opt.histo, "Print the class histogram (instances and bytes per class)");
   jvm->add_flag("--live", jvm_opt.live, "Histogram of reachable objects only: the JVM runs a full GC first")->needs(jvm_histo);
-  jvm->add_option("--save", jvm_opt.save, "Save the histogram to this file, for a later --diff")->needs(jvm_histo);
-  jvm->add_option("--diff", jvm_opt.diff, "Print the change since this saved histogram, largest change of bytes (gained or lost) first")
-      ->needs(jvm_histo);
+  jvm->add_option("--save", jvm_opt.save, "Save the histogram (or with --heap, the classes' sizes) to this file, for a later --diff");
+  jvm->add_option("--diff", jvm_opt.diff,
+                  "Print the change since this saved histogram (or with --heap, heap snapshot), largest change of bytes "
+                  "(of retained bytes with --heap; gained or lost) first");
   jvm->add_option("-n,--top", jvm_opt.top, "Rows of the histogram or the diff")->capture_default_str();
   jvm_histo->excludes(jvm_interval)->excludes(jvm_count);
   auto* jvm_heap = jvm->add_flag(

@@ -1,6 +1,7 @@
 #include "user/java/heap_report.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <unordered_map>
 
@@ -38,9 +39,12 @@ std::string human_bytes(uint64_t b) {
 }
 
 std::string grouped(uint64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return s;
+  std::string digits = std::to_string(v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 uint32_t label_of(const HeapGraph& g, ObjectId o) {
@@ -318,6 +322,90 @@ std::string heap_report(const HeapAnalysis& a, size_t top) {
                   human_bytes(c.retained).c_str(), c.name.c_str());
     out += line;
   }
+  return out;
+}
+
+std::string heap_snapshot_text(const std::vector<ClassSize>& classes, std::string_view comment) {
+  std::string out = "# ember heap snapshot: " + std::string(comment) + "\n# instances shallow retained class\n";
+  for (const ClassSize& c : classes)
+    out += std::to_string(c.instances) + " " + std::to_string(c.shallow) + " " + std::to_string(c.retained) + " " + c.name + "\n";
+  return out;
+}
+
+std::expected<std::vector<ClassSize>, std::string> parse_heap_snapshot(std::string_view text, std::string_view source) {
+  std::vector<ClassSize> out;
+  size_t line_no = 0;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == text.npos ? text.size() : nl + 1);
+    ++line_no;
+    if (line.empty() || line.starts_with('#')) continue;
+    ClassSize c;
+    uint64_t* fields[] = {&c.instances, &c.shallow, &c.retained};
+    bool ok = true;
+    for (uint64_t* f : fields) {
+      size_t space = line.find(' ');
+      auto [end, ec] = std::from_chars(line.data(), line.data() + std::min(space, line.size()), *f);
+      ok = ok && space != line.npos && ec == std::errc() && end == line.data() + space;
+      line.remove_prefix(space == line.npos ? line.size() : space + 1);
+    }
+    if (!ok || line.empty() || line.find(' ') != line.npos)
+      return std::unexpected(std::string(source) + ":" + std::to_string(line_no) +
+                             ": not a heap snapshot row (INSTANCES SHALLOW RETAINED CLASS)");
+    c.name = std::string(line);
+    out.push_back(std::move(c));
+  }
+  if (out.empty()) return std::unexpected(std::string(source) + ": no heap snapshot rows in it");
+  return out;
+}
+
+std::vector<ClassSizeDelta> diff_heap_snapshots(const std::vector<ClassSize>& before, const std::vector<ClassSize>& now) {
+  std::unordered_map<std::string_view, ClassSizeDelta> by_name;
+  for (const ClassSize& c : now) {
+    ClassSizeDelta& d = by_name[c.name];
+    d.now = c;
+    d.d_instances += static_cast<int64_t>(c.instances);
+    d.d_shallow += static_cast<int64_t>(c.shallow);
+    d.d_retained += static_cast<int64_t>(c.retained);
+  }
+  for (const ClassSize& c : before) {
+    ClassSizeDelta& d = by_name[c.name];
+    d.now.name = c.name;
+    d.d_instances -= static_cast<int64_t>(c.instances);
+    d.d_shallow -= static_cast<int64_t>(c.shallow);
+    d.d_retained -= static_cast<int64_t>(c.retained);
+  }
+  std::vector<ClassSizeDelta> out;
+  for (auto& [name, d] : by_name)
+    if (d.d_instances || d.d_shallow || d.d_retained) out.push_back(std::move(d));
+  auto magnitude = [](int64_t v) { return v < 0 ? -static_cast<uint64_t>(v) : static_cast<uint64_t>(v); };
+  std::sort(out.begin(), out.end(), [&](const ClassSizeDelta& x, const ClassSizeDelta& y) {
+    if (magnitude(x.d_retained) != magnitude(y.d_retained)) return magnitude(x.d_retained) > magnitude(y.d_retained);
+    if (x.d_retained != y.d_retained) return x.d_retained > y.d_retained;
+    if (magnitude(x.d_shallow) != magnitude(y.d_shallow)) return magnitude(x.d_shallow) > magnitude(y.d_shallow);
+    return x.now.name < y.now.name;
+  });
+  return out;
+}
+
+std::string heap_diff_report(const std::vector<ClassSizeDelta>& deltas, size_t top) {
+  auto signed_bytes = [](int64_t v) {
+    return (v < 0 ? "-" : "+") + human_bytes(v < 0 ? -static_cast<uint64_t>(v) : static_cast<uint64_t>(v));
+  };
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "  %12s %13s %12s %12s  %s\n", "retained +/-", "instances +/-", "retained", "instances",
+                "class");
+  out += line;
+  for (size_t i = 0; i < deltas.size() && i < top; ++i) {
+    const ClassSizeDelta& d = deltas[i];
+    std::snprintf(line, sizeof line, "  %12s %+13lld %12s %12s  %s\n", signed_bytes(d.d_retained).c_str(),
+                  static_cast<long long>(d.d_instances), human_bytes(d.now.retained).c_str(),
+                  grouped(d.now.instances).c_str(), d.now.name.c_str());
+    out += line;
+  }
+  if (deltas.size() > top) out += "  (" + std::to_string(deltas.size() - top) + " more classes changed)\n";
   return out;
 }
 

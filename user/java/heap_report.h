@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,5 +60,22 @@ HeapAnalysis analyze_heap(const HeapGraph& graph, std::string_view stream, size_
 
 // The text report: totals, retainers with their paths, `top` classes.
 std::string heap_report(const HeapAnalysis& analysis, size_t top);
+
+// A saved snapshot (`ember jvm --heap --save`): '#' comment lines, then
+// "INSTANCES SHALLOW RETAINED CLASS" per class.
+std::string heap_snapshot_text(const std::vector<ClassSize>& classes, std::string_view comment);
+// Reads one back; `source` names it in errors.
+std::expected<std::vector<ClassSize>, std::string> parse_heap_snapshot(std::string_view text, std::string_view source);
+
+// A class whose figures changed between two snapshots: now, and now minus before.
+struct ClassSizeDelta {
+  ClassSize now;
+  int64_t d_instances = 0, d_shallow = 0, d_retained = 0;
+};
+// The classes that changed, the largest change of retained bytes (gained
+// or lost) first.
+std::vector<ClassSizeDelta> diff_heap_snapshots(const std::vector<ClassSize>& before, const std::vector<ClassSize>& now);
+// The diff as a table of `top` rows.
+std::string heap_diff_report(const std::vector<ClassSizeDelta>& deltas, size_t top);
 
 }  // namespace ember::heap

@@ -732,7 +732,7 @@ int run_jvm(const JvmOptions& options) {
   if (options.heap) return run_heap(options);
   if (options.histo) return run_histo(options);
   if (!options.save.empty() || !options.diff.empty() || options.live)
-    return fail("--save, --diff and --live go with --histo");
+    return fail("--save and --diff go with --histo or --heap, --live with --histo");
   return run_live(options);
 }
 

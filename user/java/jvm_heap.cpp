@@ -9,6 +9,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "agent/heap_stream.h"
 #include "flamegraph/output.h"
@@ -67,11 +71,33 @@ class Mapped {
   size_t size_ = 0;
 };
 
+// What a saved snapshot's first comment says, without its '#' and our prefix.
+std::string snapshot_comment(std::string_view text) {
+  std::string_view line = text.substr(0, text.find('\n'));
+  constexpr std::string_view kOurs = "# ember heap snapshot: ";
+  return line.starts_with(kOurs) ? std::string(line.substr(kOurs.size())) : "";
+}
+
 }  // namespace
 
 int run_heap(const JvmOptions& o) {
-  if (o.histo || o.live || !o.save.empty() || !o.diff.empty()) return fail("--heap goes without --histo, --live, --save and --diff");
-  // Before any attach: the output must be writable, the heap not too big.
+  if (o.histo || o.live) return fail("--heap goes without --histo and --live");
+  // Before any attach: the saved snapshot must read, the outputs be
+  // writable, the heap not too big.
+  std::optional<std::vector<heap::ClassSize>> before;
+  std::string before_label;
+  if (!o.diff.empty()) {
+    std::ifstream in(o.diff, std::ios::binary);
+    if (!in) return fail("cannot read " + o.diff + ": " + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto parsed = heap::parse_heap_snapshot(text.str(), o.diff);
+    if (!parsed) return fail(parsed.error());
+    before = std::move(*parsed);
+    before_label = snapshot_comment(text.str());
+  }
+  if (!o.save.empty())
+    if (auto w = flamegraph::check_writable(o.save); !w) return fail(w.error());
   if (!o.output.empty()) {
     if (auto f = flamegraph::format_for_path(o.output); !f) return fail(f.error());
     if (auto w = flamegraph::check_writable(o.output); !w) return fail(w.error());
@@ -120,7 +146,22 @@ int run_heap(const JvmOptions& o) {
   std::string main_class = telemetry && !telemetry->main_class.empty() ? " (" + telemetry->main_class + ")" : "";
   std::printf("%s%s: ", jvm_name.c_str(), main_class.c_str());
   std::fputs(heap::heap_report(analysis, o.top).c_str(), stdout);
+  if (before) {
+    std::printf("\nChange since %s%s:\n", o.diff.c_str(), before_label.empty() ? "" : (" (" + before_label + ")").c_str());
+    std::fputs(heap::heap_diff_report(heap::diff_heap_snapshots(*before, analysis.classes), o.top).c_str(), stdout);
+  }
   std::fflush(stdout);
+  if (!o.save.empty()) {
+    char when[32];
+    time_t now = time(nullptr);
+    struct tm tm {};
+    gmtime_r(&now, &tm);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    std::string comment = jvm_name + main_class + ", " + when;
+    if (auto w = flamegraph::write_atomically(o.save, heap::heap_snapshot_text(analysis.classes, comment)); !w)
+      return fail(w.error());
+    std::fprintf(stderr, "ember: saved the classes' sizes to %s\n", o.save.c_str());
+  }
   if (!o.output.empty()) {
     analysis.profile.info = {{"JVM", std::to_string(o.pid) + main_class},
                              {"objects", std::to_string(analysis.objects)},
