@@ -65,6 +65,7 @@ SRC_net := $(wildcard user/net/*.cpp)
 # Embedded pages, assembled once for both trees.
 ASM_flamegraph := $(BUILD)/obj/flamegraph/html_template.o
 ASM_serve := $(BUILD)/obj/user/serve/serve_page.o
+ASM_java := $(BUILD)/obj/user/java/track_page.o
 CLI_SRC := $(wildcard user/cli/*.cpp)
 # The archives of tree T (obj, or san: the unit tests and build/san/ember,
 # under the sanitizers), in link order.
@@ -164,6 +165,11 @@ $(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/f
 	$(Q)$(CC) -c $< -o $@
 
 $(BUILD)/obj/user/serve/serve_page.o: user/serve/serve_page.S user/serve/serve.html
+	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -c $< -o $@
+
+$(BUILD)/obj/user/java/track_page.o: user/java/track_page.S user/java/track.html
 	$(call msg,AS,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $< -o $@

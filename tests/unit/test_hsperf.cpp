@@ -532,3 +532,24 @@ TEST_CASE("jvm: class histograms, saved and diffed", "[jvm]") {
   REQUIRE(!empty);
   CHECK(empty.error() == "x.histo: no class histogram rows in it");
 }
+
+TEST_CASE("a class track: classes first seen later are zero before, CSV and page data") {
+  ember::ClassTrack track;
+  auto keep = [](const std::string& name) { return name.find("Leak") != std::string::npos; };
+  track.add(0, ember::ClassHistogram{{{"LeakA", 10, 320}, {"Other", 5, 80}}}, keep);
+  track.add(0.5, ember::ClassHistogram{{{"LeakA", 20, 640}, {"Leak<B>", 1, 16}}}, keep);
+  REQUIRE(track.series.size() == 2);
+  CHECK(track.series[0].instances == std::vector<int64_t>{10, 20});
+  CHECK(track.series[1].name == "Leak<B>");
+  CHECK(track.series[1].instances == std::vector<int64_t>{0, 1});
+  CHECK(track.series[1].bytes == std::vector<int64_t>{0, 16});
+  CHECK(ember::track_csv(track) ==
+        "seconds,class,instances,bytes\n0.000,LeakA,10,320\n0.000,Leak<B>,0,0\n0.500,LeakA,20,640\n0.500,Leak<B>,1,16\n");
+  std::string page = ember::track_html(track, "t</script>", R"({"jvm":"JVM 1"})");
+  size_t data = page.find(R"(<script id="ember-track" type="application/json">)");
+  REQUIRE(data != std::string::npos);
+  std::string json = page.substr(data, page.find("</script>", data) - data);
+  CHECK(json.find("Leak\\u003cB>") != std::string::npos);  // no '<' to close the element early
+  CHECK(json.find("t\\u003c/script>") != std::string::npos);
+  CHECK(page.find("@EMBER_TRACK@") == std::string::npos);
+}

@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
                            ->capture_default_str();
   auto* jvm_count = jvm->add_option("-c,--count", jvm_opt.count, "Lines to print (default: until Ctrl-C or the JVM exits)");
   auto* jvm_histo = jvm->add_flag("--histo", jvm_opt.histo, "Print the class histogram (instances and bytes per class)");
-  jvm->add_flag("--live", jvm_opt.live, "Histogram of reachable objects only: the JVM runs a full GC first")->needs(jvm_histo);
+  jvm->add_flag("--live", jvm_opt.live,
+                "Histogram (or with --track, histograms) of reachable objects only: the JVM runs a full GC first");
   jvm->add_option("--save", jvm_opt.save, "Save the histogram (or with --heap, the classes' sizes) to this file, for a later --diff");
   jvm->add_option("--diff", jvm_opt.diff,
                   "Print the change since this saved histogram (or with --heap, heap snapshot), largest change of bytes "
@@ -173,13 +174,24 @@ int main(int argc, char** argv) {
       "memory accumulates and the shortest path that holds each");
   jvm->add_option("-o,--output", jvm_opt.output,
                   "With --heap: the dominator tree as a flamegraph (root -> dominators -> class, width: retained bytes): " +
-                      ember::flamegraph::output_extensions_text())
-      ->needs(jvm_heap);
+                      ember::flamegraph::output_extensions_text() + ". With --track: a chart (.html) or .csv");
   jvm->add_flag("--force", jvm_opt.force,
                 "With --heap: walk a heap of more than " + std::to_string(ember::kHeapWalkCap >> 20) +
                     " MiB in use, or of unknown size, all the same")
       ->needs(jvm_heap);
   jvm_heap->excludes(jvm_histo)->excludes(jvm_interval)->excludes(jvm_count);
+  auto* jvm_track = jvm->add_option(
+      "--track", jvm_opt.track,
+      "Follow the instances and bytes of the classes matching this regex, from a class histogram every --every "
+      "seconds (the JVM stops while it counts its heap)");
+  jvm->add_option("--every", jvm_opt.every, "With --track: seconds between histograms")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str()
+      ->needs(jvm_track);
+  jvm->add_option("-d,--duration", jvm_opt.duration, "With --track: seconds to track (default: until Ctrl-C or the JVM exits)")
+      ->check(CLI::Range(0.0, 1e9))
+      ->needs(jvm_track);
+  jvm_track->excludes(jvm_histo)->excludes(jvm_heap)->excludes(jvm_interval)->excludes(jvm_count);
   // ---- ember serve: the web UI (user/serve/serve.h) ----
   ember::ServeOptions serve_opt;
   CLI::App* serve = app.add_subcommand("serve", "Web UI and JSON API to start and stop profiles and open their results");

@@ -249,6 +249,27 @@ std::string first_comment(std::string_view text) {
   return std::string(line);
 }
 
+}  // namespace
+
+std::expected<ClassHistogram, std::string> class_histogram(pid_t pid, bool live) {
+  // JDK 17's inspectheap: arg0 "-live" (a full GC first) or "-all"; an
+  // empty arg0 means -live. arg1: a file for the JVM to write to (none:
+  // the reply); arg2: parallel threads (empty: HotSpot's default, 3/8 of
+  // the CPUs). JDK 8 and 11 read arg0 only.
+  std::string args[] = {live ? "-live" : "-all"};
+  std::string jvm_name = "JVM " + std::to_string(pid);
+  auto reply = java::attach_command(pid, "inspectheap", args, kHistogramTimeoutMs);
+  if (!reply) return std::unexpected(reply.error());
+  if (reply->code != 0) {
+    std::string why = reply->output.substr(0, reply->output.find('\n'));
+    return std::unexpected(jvm_name + " refused the class histogram (code " + std::to_string(reply->code) + ")" +
+                           (why.empty() ? "" : ": " + why));
+  }
+  return parse_histogram(reply->output, jvm_name + "'s class histogram");
+}
+
+namespace {
+
 int run_histo(const JvmOptions& o) {
   // The saved histogram first: a bad file should not cost a heap walk.
   std::optional<ClassHistogram> before;
@@ -266,20 +287,7 @@ int run_histo(const JvmOptions& o) {
 
   auto jvm = java::inspect_jvm(o.pid);
   if (!jvm) return fail(jvm.error());
-  // JDK 17's inspectheap: arg0 "-live" (a full GC first) or "-all"; an
-  // empty arg0 means -live. arg1: a file for the JVM to write to (none:
-  // the reply); arg2: parallel threads (empty: HotSpot's default, 3/8 of
-  // the CPUs). JDK 8 and 11 read arg0 only.
-  std::string args[] = {o.live ? "-live" : "-all"};
-  std::string jvm_name = "JVM " + std::to_string(o.pid);
-  auto reply = java::attach_command(o.pid, "inspectheap", args, kHistogramTimeoutMs);
-  if (!reply) return fail(reply.error());
-  if (reply->code != 0) {
-    std::string why = reply->output.substr(0, reply->output.find('\n'));
-    return fail(jvm_name + " refused the class histogram (code " + std::to_string(reply->code) + ")" +
-                (why.empty() ? "" : ": " + why));
-  }
-  auto now = parse_histogram(reply->output, jvm_name + "'s class histogram");
+  auto now = class_histogram(o.pid, o.live);
   if (!now) return fail(now.error());
   std::string objects = o.live ? "live objects" : "all objects";
 
@@ -730,9 +738,11 @@ std::vector<ClassDelta> diff_histograms(const ClassHistogram& before, const Clas
 
 int run_jvm(const JvmOptions& options) {
   if (options.heap) return run_heap(options);
+  if (!options.track.empty()) return run_track(options);
+  if (options.histo && !options.output.empty()) return fail("-o goes with --heap or --track, not --histo");
   if (options.histo) return run_histo(options);
-  if (!options.save.empty() || !options.diff.empty() || options.live)
-    return fail("--save and --diff go with --histo or --heap, --live with --histo");
+  if (!options.save.empty() || !options.diff.empty() || options.live || !options.output.empty())
+    return fail("--save and --diff go with --histo or --heap, --live with --histo or --track, -o with --heap or --track");
   return run_live(options);
 }
 

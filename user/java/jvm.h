@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <expected>
@@ -29,6 +30,9 @@ struct JvmOptions {
   bool heap = false;    // walk the heap: retained sizes, what holds them (user/java/jvm_heap.cpp)
   std::string output;   // with heap: the dominator tree as a flamegraph (.html, .folded, .pb.gz)
   bool force = false;   // with heap: walk one above kHeapWalkCap, or of unknown size
+  std::string track;    // a regex: instances and bytes of the matching classes over time (user/java/jvm_track.cpp)
+  double every = 10;    // with track: seconds between histograms
+  double duration = 0;  // with track: seconds to track; 0: until Ctrl-C or the JVM exits
 };
 
 // `ember jvm --heap` walks heaps up to this much in use without --force: the
@@ -38,6 +42,8 @@ inline constexpr int64_t kHeapWalkCap = int64_t{2} << 30;
 
 int run_jvm(const JvmOptions& options);
 int run_heap(const JvmOptions& options);
+int run_track(const JvmOptions& options);
+
 
 // Bytes; -1 where the JVM has no such counter (ZGC has no eden, ...).
 struct JvmSpace {
@@ -172,6 +178,10 @@ struct ClassHistogram {
 // ember's saved one ("INSTANCES BYTES NAME", '#' comments). `source` names
 // the input in errors.
 std::expected<ClassHistogram, std::string> parse_histogram(std::string_view text, std::string_view source);
+// The class histogram of JVM `pid` over its attach protocol; `live`: of
+// reachable objects only (HotSpot runs a full GC first).
+std::expected<ClassHistogram, std::string> class_histogram(pid_t pid, bool live);
+
 // ember's histogram file: a comment header, then "INSTANCES BYTES NAME".
 std::string histogram_text(const ClassHistogram& histogram, std::string_view comment);
 
@@ -183,5 +193,42 @@ struct ClassDelta {
 // Classes whose instances or bytes changed, the largest change of bytes
 // first, gained or lost (the sign stays in d_bytes).
 std::vector<ClassDelta> diff_histograms(const ClassHistogram& before, const ClassHistogram& now);
+
+// Histograms of the classes a tracker follows, over time.
+struct ClassTrack {
+  std::vector<double> times;  // seconds since the first histogram
+  struct Series {
+    std::string name;
+    std::vector<int64_t> instances, bytes;  // per time; 0 where the class had none
+  };
+  std::vector<Series> series;  // in the order first seen
+  // Adds a histogram's classes that `keep` accepts, taken at `time`.
+  template <class Keep>
+  void add(double time, const ClassHistogram& histogram, Keep&& keep);
+};
+// Long CSV ("seconds,class,instances,bytes"), a row per class and time.
+std::string track_csv(const ClassTrack& track);
+// The tracker's page: a line chart per class (user/java/track.html).
+// `facts`: JSON object of what the page says about the run.
+std::string track_html(const ClassTrack& track, const std::string& title, const std::string& facts_json);
+
+template <class Keep>
+void ClassTrack::add(double time, const ClassHistogram& histogram, Keep&& keep) {
+  times.push_back(time);
+  for (Series& s : series) {
+    s.instances.push_back(0);
+    s.bytes.push_back(0);
+  }
+  for (const ClassCount& c : histogram.classes) {
+    if (!keep(c.name)) continue;
+    auto it = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.name == c.name; });
+    if (it == series.end()) {
+      series.push_back({c.name, std::vector<int64_t>(times.size(), 0), std::vector<int64_t>(times.size(), 0)});
+      it = series.end() - 1;
+    }
+    it->instances.back() = c.instances;
+    it->bytes.back() = c.bytes;
+  }
+}
 
 }  // namespace ember

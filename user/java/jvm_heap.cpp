@@ -81,7 +81,7 @@ std::string snapshot_comment(std::string_view text) {
 }  // namespace
 
 int run_heap(const JvmOptions& o) {
-  if (o.histo || o.live) return fail("--heap goes without --histo and --live");
+  if (o.histo || o.live || !o.track.empty()) return fail("--heap goes without --histo, --live and --track");
   // Before any attach: the saved snapshot must read, the outputs be
   // writable, the heap not too big.
   std::optional<std::vector<heap::ClassSize>> before;
