@@ -14,6 +14,8 @@
 #     took gone again (the walk's JVMTI environment disposed of); a second
 #     walk, to folded stacks and a page, finds the same;
 #   - a snapshot saved (--save) and a smaller JVM diffed against it (--diff);
+#   - the classes' allocation sites from `ember record -e alloc --live` of a
+#     JVM that fills its cache while recorded (--alloc);
 #   - errors: not a JVM, a heap of unknown size without --force (then with
 #     it), attach disabled.
 . "$(dirname "$0")/../lib.sh"
@@ -96,6 +98,26 @@ awk -v s="$stack" -v want=$((payloads * 4016)) '{ w = $NF; $NF = ""; sub(/ $/, "
 "$EMBER" jvm "$jvm" --heap -n 1 -o "$TMP/heap.html" >/dev/null 2>"$TMP/err" || fail "to html: $(cat "$TMP/err")"
 assert_contains "$TMP/heap.html" 'ember-data'
 echo "second walk: the same first retainer; the dominator tree's folded stacks hold the payloads under the cache"
+
+# Allocation sites: a second JVM fills its cache after 3 s (20,000
+# payloads: ~30 samples of HeapLeak$Payload, 500 of byte[]), while
+# `ember record -e alloc --live` follows its allocations (BPF: root).
+if [ "$(id -u)" = 0 ] && [ -e /sys/kernel/btf/vmlinux ]; then
+	java -cp "$TMP/classes" HeapLeak 1000 20 400 60 3 >"$TMP/late.out" &
+	late=$!
+	BACKGROUND+=($late)
+	sleep 0.5
+	"$EMBER" record -p "$late" -e alloc --live --alloc-interval 16384 -d 5 -o "$TMP/alloc.pb.gz" 2>"$TMP/err" ||
+		fail "record -e alloc --live: $(tail -5 "$TMP/err")"
+	grep -q '^held ' "$TMP/late.out" || fail "the late cache was not filled during the recording"
+	"$EMBER" jvm "$late" --heap -n 12 --alloc "$TMP/alloc.pb.gz" >"$TMP/sites" 2>"$TMP/err" || fail "--alloc: $(cat "$TMP/err")"
+	sed -n '/^Where the classes were allocated/,$p' "$TMP/sites" | sed 's/^/  /'
+	assert_contains "$TMP/sites" '^  HeapLeak\$Payload: 100% HeapLeak.main$'
+	assert_contains "$TMP/sites" '^  byte\[\]: (8[5-9]|9[0-9]|100)% HeapLeak\$Payload.<init> ← HeapLeak.main'
+	echo "allocation sites: the payloads from HeapLeak.main, their bytes from Payload.<init>"
+else
+	echo "allocation sites skipped: ember record needs root and BTF"
+fi
 
 # Errors: each names the cause and the fix, exit status 1.
 "$EMBER" jvm $$ --heap 2>"$TMP/err" && fail "a shell taken for a JVM"

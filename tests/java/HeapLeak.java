@@ -10,8 +10,10 @@ import java.util.Map;
  * live data (a list of small strings), garbage made all the time, and a
  * thread "holder" whose stack keeps an int[] of HELD ints. It prints
  * "cache ENTRIES PAYLOADS BYTES" (the payloads' byte[] lengths summed) and
- * "held HELD" once all is in place, then runs for SECONDS.
- * Usage: java HeapLeak ENTRIES PER_ENTRY PAYLOAD SECONDS
+ * "held HELD" once all is in place, then runs for SECONDS. With DELAY, it
+ * waits that many seconds before it fills the cache (for a recording of its
+ * allocations to see them).
+ * Usage: java HeapLeak ENTRIES PER_ENTRY PAYLOAD SECONDS [DELAY]
  */
 public class HeapLeak {
     static final class Payload {
@@ -37,6 +39,7 @@ public class HeapLeak {
         int entries = Integer.parseInt(args[0]), perEntry = Integer.parseInt(args[1]);
         int payload = Integer.parseInt(args[2]);
         double seconds = Double.parseDouble(args[3]);
+        if (args.length > 4) Thread.sleep((long) (Double.parseDouble(args[4]) * 1000));
         long bytes = 0, id = 0;
         for (int e = 0; e < entries; e++) {
             List<Payload> list = new ArrayList<>();

@@ -393,3 +393,27 @@ TEST_CASE("heap snapshots: saved, read back, diffed by retained bytes, bad rows 
         "f:1: not a heap snapshot row (INSTANCES SHALLOW RETAINED CLASS)");
   CHECK(ember::heap::parse_heap_snapshot("# only\n", "f").error() == "f: no heap snapshot rows in it");
 }
+
+TEST_CASE("allocation sites of the classes that retain most, from an allocation profile") {
+  using ember::flamegraph::Frame;
+  using ember::flamegraph::FrameKind;
+  ember::flamegraph::Profile alloc;
+  auto f = [&](const char* name, FrameKind kind) { return alloc.intern(Frame{name, kind, ""}); };
+  auto process = f("java", FrameKind::Process), main = f("App.main", FrameKind::Jit), init = f("Payload.<init>", FrameKind::Inlined),
+       jvm = f("AllocTracer::send", FrameKind::Cpp), other = f("App.other", FrameKind::Interpreted);
+  auto bytes = f("byte[]", FrameKind::Native), payload = f("Payload", FrameKind::Native);  // as read back from pprof
+  std::vector<ember::flamegraph::FrameId> a{process, main, init, jvm, bytes}, b{process, other, bytes}, c{process, main, payload};
+  alloc.add(a, 900);
+  alloc.add(b, 100);
+  alloc.add(c, 50);
+  HeapAnalysis analysis;
+  analysis.classes = {{"byte[]", 10, 1000, 1000}, {"Payload", 10, 240, 1240}, {"Unrelated", 1, 16, 16}};
+  std::string out = ember::heap::allocation_sites(analysis, alloc, "alloc.pb.gz", 10);
+  CHECK(out.find("live allocations sampled in alloc.pb.gz") != std::string::npos);
+  CHECK(out.find("  byte[]: 90% Payload.<init> ← App.main; 10% App.other\n") != std::string::npos);
+  CHECK(out.find("  Payload: 100% App.main\n") != std::string::npos);
+  CHECK(out.find("Unrelated") == std::string::npos);
+  HeapAnalysis none;
+  none.classes = {{"Other", 1, 8, 8}};
+  CHECK(ember::heap::allocation_sites(none, alloc, "x", 10).find("none of these classes is in it") != std::string::npos);
+}

@@ -179,6 +179,10 @@ int main(int argc, char** argv) {
                 "With --heap: walk a heap of more than " + std::to_string(ember::kHeapWalkCap >> 20) +
                     " MiB in use, or of unknown size, all the same")
       ->needs(jvm_heap);
+  jvm->add_option("--alloc", jvm_opt.alloc,
+                  "With --heap: a recording of `ember record -e alloc --live` of this JVM (any output format): where "
+                  "the classes that retain most were allocated")
+      ->needs(jvm_heap);
   jvm_heap->excludes(jvm_histo)->excludes(jvm_interval)->excludes(jvm_count);
   auto* jvm_track = jvm->add_option(
       "--track", jvm_opt.track,

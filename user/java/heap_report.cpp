@@ -325,6 +325,53 @@ std::string heap_report(const HeapAnalysis& a, size_t top) {
   return out;
 }
 
+std::string allocation_sites(const HeapAnalysis& a, const flamegraph::Profile& alloc, std::string_view source,
+                             size_t top) {
+  constexpr size_t kSiteFrames = 2, kSitesShown = 3;
+  // Per allocated class (a stack's last frame): weight per site.
+  std::unordered_map<std::string_view, std::unordered_map<std::string, uint64_t>> sites;
+  std::unordered_map<std::string_view, uint64_t> totals;
+  for (const flamegraph::Stack& st : alloc.stacks()) {
+    if (st.frames.empty()) continue;
+    // The allocated class ends the stack (its kind Alloc is not kept by
+    // folded stacks and pprof: a class is known by its name).
+    const flamegraph::Frame& leaf = alloc.frames()[st.frames.back()];
+    std::string site;
+    for (size_t i = st.frames.size() - 1, n = 0; i-- > 0 && n < kSiteFrames;) {
+      const flamegraph::Frame& f = alloc.frames()[st.frames[i]];
+      if (f.kind != flamegraph::FrameKind::Jit && f.kind != flamegraph::FrameKind::Inlined &&
+          f.kind != flamegraph::FrameKind::Interpreted)
+        continue;  // the JVM's and native frames of the allocation path
+      site += (n++ ? " ← " : "") + f.name;
+    }
+    if (site.empty()) site = "[no Java frame]";
+    sites[leaf.name][site] += st.weight;
+    totals[leaf.name] += st.weight;
+  }
+  std::string out = "\nWhere the classes were allocated (live allocations sampled in " + std::string(source) + "):\n";
+  size_t shown = 0;
+  for (size_t i = 0; i < a.classes.size() && i < top; ++i) {
+    auto it = sites.find(a.classes[i].name);
+    if (it == sites.end()) continue;
+    std::vector<std::pair<std::string, uint64_t>> ranked(it->second.begin(), it->second.end());
+    std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) {
+      return x.second != y.second ? x.second > y.second : x.first < y.first;
+    });
+    out += "  " + a.classes[i].name + ":";
+    for (size_t k = 0; k < ranked.size() && k < kSitesShown; ++k) {
+      char share[16];
+      std::snprintf(share, sizeof share, " %.0f%% ", 100.0 * static_cast<double>(ranked[k].second) /
+                                                           static_cast<double>(totals[it->first]));
+      out += (k ? ";" : "") + std::string(share) + ranked[k].first;
+    }
+    if (ranked.size() > kSitesShown) out += "; " + std::to_string(ranked.size() - kSitesShown) + " more sites";
+    out += "\n";
+    ++shown;
+  }
+  if (!shown) out += "  none of these classes is in it (was it recorded on this JVM, with -e alloc --live?)\n";
+  return out;
+}
+
 std::string heap_snapshot_text(const std::vector<ClassSize>& classes, std::string_view comment) {
   std::string out = "# ember heap snapshot: " + std::string(comment) + "\n# instances shallow retained class\n";
   for (const ClassSize& c : classes)

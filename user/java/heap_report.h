@@ -61,6 +61,14 @@ HeapAnalysis analyze_heap(const HeapGraph& graph, std::string_view stream, size_
 // The text report: totals, retainers with their paths, `top` classes.
 std::string heap_report(const HeapAnalysis& analysis, size_t top);
 
+// Where the `top` classes of most retained bytes were allocated, from a
+// recording of the same JVM (`ember record -e alloc --live`): for each
+// class that has stacks ending in it, its sites (the two innermost Java
+// frames), the heaviest first, by share of its sampled bytes. `source`
+// names the recording.
+std::string allocation_sites(const HeapAnalysis& analysis, const flamegraph::Profile& alloc, std::string_view source,
+                             size_t top);
+
 // A saved snapshot (`ember jvm --heap --save`): '#' comment lines, then
 // "INSTANCES SHALLOW RETAINED CLASS" per class.
 std::string heap_snapshot_text(const std::vector<ClassSize>& classes, std::string_view comment);

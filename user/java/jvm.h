@@ -30,6 +30,7 @@ struct JvmOptions {
   bool heap = false;    // walk the heap: retained sizes, what holds them (user/java/jvm_heap.cpp)
   std::string output;   // with heap: the dominator tree as a flamegraph (.html, .folded, .pb.gz)
   bool force = false;   // with heap: walk one above kHeapWalkCap, or of unknown size
+  std::string alloc;    // with heap: a recording of `record -e alloc --live` of the JVM, for allocation sites
   std::string track;    // a regex: instances and bytes of the matching classes over time (user/java/jvm_track.cpp)
   double every = 10;    // with track: seconds between histograms
   double duration = 0;  // with track: seconds to track; 0: until Ctrl-C or the JVM exits

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "agent/heap_stream.h"
+#include "flamegraph/input.h"
 #include "flamegraph/output.h"
 #include "user/java/agent_dir.h"
 #include "user/java/heap_graph.h"
@@ -96,6 +97,12 @@ int run_heap(const JvmOptions& o) {
     before = std::move(*parsed);
     before_label = snapshot_comment(text.str());
   }
+  std::optional<flamegraph::Profile> alloc;
+  if (!o.alloc.empty()) {
+    auto read = flamegraph::read_profile(o.alloc);
+    if (!read) return fail(o.alloc + ": " + read.error());
+    alloc = std::move(read->profile);
+  }
   if (!o.save.empty())
     if (auto w = flamegraph::check_writable(o.save); !w) return fail(w.error());
   if (!o.output.empty()) {
@@ -146,6 +153,7 @@ int run_heap(const JvmOptions& o) {
   std::string main_class = telemetry && !telemetry->main_class.empty() ? " (" + telemetry->main_class + ")" : "";
   std::printf("%s%s: ", jvm_name.c_str(), main_class.c_str());
   std::fputs(heap::heap_report(analysis, o.top).c_str(), stdout);
+  if (alloc) std::fputs(heap::allocation_sites(analysis, *alloc, o.alloc, o.top).c_str(), stdout);
   if (before) {
     std::printf("\nChange since %s%s:\n", o.diff.c_str(), before_label.empty() ? "" : (" (" + before_label + ")").c_str());
     std::fputs(heap::heap_diff_report(heap::diff_heap_snapshots(*before, analysis.classes), o.top).c_str(), stdout);
