@@ -17,7 +17,7 @@
 #   - the classes' allocation sites from `ember record -e alloc --live` of a
 #     JVM that fills its cache while recorded (--alloc);
 #   - errors: not a JVM, a heap of unknown size without --force (then with
-#     it), attach disabled.
+#     it), attach disabled, a JVM killed during the walk.
 . "$(dirname "$0")/../lib.sh"
 [ -x "$EMBER" ] || fail "no $EMBER: make build/ember"
 command -v javac >/dev/null || skip "no javac: scripts/deps.sh installs openjdk-17-jdk-headless"
@@ -140,4 +140,18 @@ assert_contains "$TMP/forced" "^Change since $TMP/heap.snap \\(JVM $jvm \\(HeapL
 assert_contains "$TMP/forced" "^ +-[0-9.]+ MiB +-$((payloads - 100)) .* HeapLeak\\\$Payload$"
 "$EMBER" jvm "$noattach" --heap 2>"$TMP/err" && fail "a JVM without attach walked"
 assert_contains "$TMP/err" "DisableAttachMechanism|attach"
-echo "errors: not a JVM, unknown size (walked with --force), attach disabled: $(tail -1 "$TMP/err")"
+# A JVM killed during a walk of 4 million objects (about 2 s): said, and
+# nothing left in its /tmp.
+java -cp "$TMP/classes" HeapLeak 2000 1000 16 60 >"$TMP/big.out" &
+big=$!
+BACKGROUND+=($big)
+for _ in $(seq 600); do grep -q '^held ' "$TMP/big.out" && break; sleep 0.1; done
+"$EMBER" jvm "$big" --heap 2>"$TMP/err" >/dev/null &
+walker=$!
+for _ in $(seq 100); do ls -d /tmp/ember-"$walker"-* >/dev/null 2>&1 && break; sleep 0.05; done
+sleep 0.3
+kill -KILL "$big"
+wait "$walker" && fail "a walk of a JVM killed meanwhile succeeded"
+assert_contains "$TMP/err" "^ember: JVM $big exited during the walk; its agent directory is removed$"
+! ls -d /tmp/ember-"$walker"-* 2>/dev/null || fail "the agent directory of the killed JVM is left"
+echo "errors: not a JVM, unknown size (walked with --force), attach disabled, a JVM killed during the walk"

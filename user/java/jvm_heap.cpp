@@ -134,7 +134,10 @@ int run_heap(const JvmOptions& o) {
   std::fprintf(stderr, "ember: walking the heap of %s (%s in use): the JVM is paused until the walk ends\n",
                jvm_name.c_str(), used >= 0 ? mib(used).c_str() : "size unknown");
   std::string options = std::string(agent::heap_stream::kOption) + "=" + dir->path() + "/" + kStreamName;
-  if (auto r = java::load_agent(o.pid, *agent, options, kHeapWalkTimeoutMs); !r) return fail(r.error());
+  if (auto r = java::load_agent(o.pid, *agent, options, kHeapWalkTimeoutMs); !r) {
+    if (java::has_exited(o.pid)) return fail(jvm_name + " exited during the walk; its agent directory is removed");
+    return fail(r.error());
+  }
   int fd = dir->open_file(kStreamName);
   if (fd < 0) return fail(jvm_name + ": its agent wrote no heap graph (the JVM's stderr says why)");
   Mapped stream(fd);
