@@ -230,41 +230,13 @@ HeapAnalysis analyze_heap(const HeapGraph& g, std::string_view stream, size_t to
   }
   std::sort(points.begin(), points.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
 
-  // Their shortest paths from the roots: breadth first, in the roots' order.
-  std::vector<ObjectId> parent(g.size(), kNoObject), queue{kRoots};
-  parent[kRoots] = kRoots;
-  for (size_t at = 0; at < queue.size(); ++at)
-    for (ObjectId w : g.refs(queue[at]))
-      if (parent[w] == kNoObject) {
-        parent[w] = queue[at];
-        queue.push_back(w);
-      }
-  std::vector<ObjectId>().swap(queue);
-  std::vector<std::vector<ObjectId>> chains;
-  std::vector<std::pair<ObjectId, ObjectId>> links;
+  // Each one with what it holds: the classes of the objects it dominates.
   for (uint32_t p : points) {
-    std::vector<ObjectId> chain;
-    for (ObjectId o = t.order[p]; o != kRoots && o != kNoObject && chain.size() <= g.size(); o = parent[o])
-      chain.push_back(o);
-    std::reverse(chain.begin(), chain.end());
-    for (size_t i = 0; i + 1 < chain.size(); ++i) links.emplace_back(chain[i], chain[i + 1]);
-    chains.push_back(std::move(chain));
-  }
-  std::vector<Reference> found = find_references(stream, links);
-  size_t link_at = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
-    uint32_t p = points[i];
     Retainer r;
     r.object = t.order[p];
     r.name = label_name(g, label_of(g, r.object));
     r.retained = retained[p];
     r.objects = dominated[p];
-    const std::vector<ObjectId>& chain = chains[i];
-    std::vector<Reference> chain_links(found.begin() + static_cast<long>(link_at),
-                                       found.begin() + static_cast<long>(link_at + (chain.empty() ? 0 : chain.size() - 1)));
-    link_at += chain_links.size();
-    r.path = describe_path(g, chain.empty() ? nullptr : root_reference(g, chain.front()), chain, chain_links);
-    // What it holds: the classes of the objects it dominates.
     std::unordered_map<ObjectId, ClassSize> held;
     std::vector<uint32_t> walk{p};
     while (!walk.empty()) {
@@ -284,6 +256,42 @@ HeapAnalysis analyze_heap(const HeapGraph& g, std::string_view stream, size_t to
     });
     if (r.holds.size() > kHoldsShown) r.holds.resize(kHoldsShown);
     a.retainers.push_back(std::move(r));
+  }
+  // The dominator tree is done with: its memory goes before the paths'.
+  t = {};
+  for (auto* v : {&dominated, &child_at, &children}) std::vector<uint32_t>().swap(*v);
+  std::vector<uint64_t>().swap(retained);
+
+  // Their shortest paths from the roots: breadth first, in the roots' order.
+  std::vector<std::vector<ObjectId>> chains;
+  std::vector<std::pair<ObjectId, ObjectId>> links;
+  {
+    std::vector<ObjectId> parent(g.size(), kNoObject), queue{kRoots};
+    parent[kRoots] = kRoots;
+    for (size_t at = 0; at < queue.size(); ++at)
+      for (ObjectId w : g.refs(queue[at]))
+        if (parent[w] == kNoObject) {
+          parent[w] = queue[at];
+          queue.push_back(w);
+        }
+    for (const Retainer& r : a.retainers) {
+      std::vector<ObjectId> chain;
+      for (ObjectId o = r.object; o != kRoots && o != kNoObject && chain.size() <= g.size(); o = parent[o])
+        chain.push_back(o);
+      std::reverse(chain.begin(), chain.end());
+      for (size_t i = 0; i + 1 < chain.size(); ++i) links.emplace_back(chain[i], chain[i + 1]);
+      chains.push_back(std::move(chain));
+    }
+  }
+  std::vector<Reference> found = find_references(stream, links);
+  size_t link_at = 0;
+  for (size_t i = 0; i < a.retainers.size(); ++i) {
+    const std::vector<ObjectId>& chain = chains[i];
+    size_t n = chain.empty() ? 0 : chain.size() - 1;
+    std::vector<Reference> chain_links(found.begin() + static_cast<long>(link_at),
+                                       found.begin() + static_cast<long>(link_at + n));
+    link_at += n;
+    a.retainers[i].path = describe_path(g, chain.empty() ? nullptr : root_reference(g, chain.front()), chain, chain_links);
   }
   return a;
 }
