@@ -14,6 +14,7 @@
 #     took gone again (the walk's JVMTI environment disposed of); a second
 #     walk, to folded stacks and a page, finds the same;
 #   - a snapshot saved (--save) and a smaller JVM diffed against it (--diff);
+#   - a JVM in its own pid and mount namespace (a container);
 #   - the classes' allocation sites from `ember record -e alloc --live` of a
 #     JVM that fills its cache while recorded (--alloc);
 #   - errors: not a JVM, a heap of unknown size without --force (then with
@@ -117,6 +118,26 @@ if [ "$(id -u)" = 0 ] && [ -e /sys/kernel/btf/vmlinux ]; then
 	echo "allocation sites: the payloads from HeapLeak.main, their bytes from Payload.<init>"
 else
 	echo "allocation sites skipped: ember record needs root and BTF"
+fi
+
+# A JVM in a sandbox like a container: pid 1 of its pid namespace, its own
+# /tmp (the agent is copied there, the graph written and read there).
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+	ct=$(mktemp -d /var/tmp/ember-heap.XXXXXX)
+	cp "$TMP"/classes/HeapLeak*.class "$ct"/
+	unshare --pid --mount --fork --kill-child --mount-proc sh -c \
+		"mount -t tmpfs tmpfs /tmp && exec java -cp $ct HeapLeak 200 20 4000 60" >"$TMP/ct.out" 2>&1 &
+	sandbox=$!
+	trap 'kill -KILL "$sandbox" 2>/dev/null; cleanup; rm -rf "$ct"' EXIT
+	for _ in $(seq 300); do grep -q '^held ' "$TMP/ct.out" && break; sleep 0.1; done
+	inside=$(pgrep -f "$ct HeapLeak" | tail -1)
+	[ -n "$inside" ] && grep -q $'NSpid:\t'"$inside"$'\t1$' /proc/"$inside"/status || fail "the sandboxed JVM is not pid 1 inside"
+	"$EMBER" jvm "$inside" --heap -n 1 >"$TMP/ct.report" 2>"$TMP/err" || fail "sandbox: $(cat "$TMP/err")"
+	assert_contains "$TMP/ct.report" '^        path:  static HeapLeak\$Cache.ENTRIES → java.util.HashMap.table → java.util.HashMap\$Node\[\]$'
+	! ls -d /proc/"$inside"/root/tmp/ember-* 2>/dev/null || fail "sandbox: an agent directory is left in its /tmp"
+	echo "sandboxed JVM $inside (pid 1 inside): the same first retainer, nothing left in its /tmp but the agent's copy"
+else
+	echo "sandbox part skipped: needs root and unshare"
 fi
 
 # Errors: each names the cause and the fix, exit status 1.
