@@ -417,3 +417,39 @@ TEST_CASE("allocation sites of the classes that retain most, from an allocation 
   none.classes = {{"Other", 1, 8, 8}};
   CHECK(ember::heap::allocation_sites(none, alloc, "x", 10).find("none of these classes is in it") != std::string::npos);
 }
+
+TEST_CASE("each object's references, whatever groups' sizes and where they start") {
+  // Groups of 1 to 200 references, so that they start and end on either
+  // side of 64-reference words, the last one too.
+  // 51: the last group starts at reference 319, the last of a 64-bit word.
+  for (uint32_t first_size : {1u, 51u, 62u, 63u, 64u, 65u, 127u}) {
+    Stream s;
+    s.klass(1, "X").begin(2);
+    const uint32_t objects = 400;
+    for (uint32_t k = 0; k < objects; ++k) s.object(1, 16);
+    std::vector<std::vector<uint32_t>> want(objects + 2);
+    s.from(0);
+    for (uint32_t k = 0; k < first_size; ++k) {
+      s.ref(hs::kJniGlobal, 2 + k);
+      want[0].push_back(2 + k);
+    }
+    uint32_t holder = 2;
+    for (uint32_t size : {1u, 200u, 3u, 64u, 150u}) {
+      s.from(holder);
+      for (uint32_t k = 0; k < size; ++k) {
+        uint32_t to = 2 + (holder * 7 + k) % objects;
+        s.ref(hs::kArrayElement, to, {k});
+        want[holder].push_back(to);
+      }
+      holder += 3;
+    }
+    s.end();
+    auto g = ember::heap::read_heap_graph(s.str());
+    REQUIRE(g);
+    INFO("roots' group of " << first_size);
+    for (uint32_t id = 0; id < want.size(); ++id) {
+      auto refs = g->refs(id);
+      REQUIRE(std::vector<uint32_t>(refs.begin(), refs.end()) == want[id]);
+    }
+  }
+}

@@ -2,7 +2,8 @@
 
 namespace ember::heap {
 
-DominatorTree dominator_tree(size_t nodes, uint32_t root, const Successors& successors) {
+DominatorTree dominator_tree(size_t nodes, uint32_t root, const Successors& successors,
+                             const std::function<void()>& successors_done) {
   constexpr uint32_t kUnseen = UINT32_MAX;
   DominatorTree t;
   // Depth-first preorder, iteratively: a frame is a node and how many of
@@ -44,6 +45,7 @@ DominatorTree dominator_tree(size_t nodes, uint32_t root, const Successors& succ
     for (uint32_t w : successors(t.order[i])) preds[--pred_at[number[w]]] = static_cast<uint32_t>(i);
   pred_at[m] = static_cast<uint32_t>(preds.size());
   std::vector<uint32_t>().swap(number);
+  if (successors_done) successors_done();
 
   // Semidominators. `ancestor` starts as the DFS parent and is compressed;
   // a position is linked into the forest once processed (>= last_linked).

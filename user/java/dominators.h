@@ -28,7 +28,11 @@ using Successors = std::function<std::span<const uint32_t>(uint32_t)>;
 // path-compressed forest, then each immediate dominator as the nearest
 // common ancestor of its semidominator's and its parent's. Near-linear in
 // practice; no recursion, so a chain of millions of objects is fine.
-// Memory: 24 bytes per node reached and 4 per edge, besides the result.
-DominatorTree dominator_tree(size_t nodes, uint32_t root, const Successors& successors);
+// Memory: 24 bytes per node reached and 4 per edge besides the result,
+// whose 8 bytes per node reached come first.
+// `successors_done`, if given, is called once the successors will not be
+// asked for again: their memory may go.
+DominatorTree dominator_tree(size_t nodes, uint32_t root, const Successors& successors,
+                             const std::function<void()>& successors_done = {});
 
 }  // namespace ember::heap

@@ -1,6 +1,7 @@
 #include "user/java/heap_graph.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "agent/heap_stream.h"
@@ -192,8 +193,8 @@ class GraphBuilder {
     g.class_of_.reserve(ids);
     g.words_.reserve(ids);
     g.begin_.reserve(ids);
-    g.count_.reserve(ids);
     g.refs_.reserve(refs);
+    g.group_starts_.reserve(refs / 64 + 1);
   }
 
   void klass(ObjectId id, HeapClass c) { g.classes_[id] = std::move(c); }
@@ -203,7 +204,6 @@ class GraphBuilder {
     g.class_of_.assign(first, kNoObject);
     g.words_.assign(first, 0);
     g.begin_.assign(first, kNoObject);
-    g.count_.assign(first, 0);
     g.class_of_[kRoots] = 0;
   }
   std::expected<void, std::string> object(ObjectId id, ObjectId klass, uint64_t size) {
@@ -211,7 +211,6 @@ class GraphBuilder {
       g.class_of_.push_back(kNoObject);
       g.words_.push_back(0);
       g.begin_.push_back(kNoObject);
-      g.count_.push_back(0);
     } else if (g.class_of_[id] != kNoObject) {
       return std::unexpected("object " + std::to_string(id) + " recorded twice");
     }
@@ -224,7 +223,9 @@ class GraphBuilder {
   std::expected<void, std::string> from(ObjectId id) {
     if (!g.present(id)) return std::unexpected("references held by object " + std::to_string(id) + ", never recorded");
     if (g.begin_[id] != kNoObject) return std::unexpected("the references of object " + std::to_string(id) + " come in two groups");
-    g.begin_[id] = static_cast<uint32_t>(g.refs_.size());
+    close_group();
+    group_ = id;
+    group_size_ = 0;
     return {};
   }
   std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
@@ -234,12 +235,18 @@ class GraphBuilder {
       return {};
     }
     if (g.refs_.size() >= UINT32_MAX - 1) return std::unexpected("more than 4 G references");
+    if (group_size_++ == 0) {  // the group's first reference marks where it begins
+      g.begin_[from] = static_cast<uint32_t>(g.refs_.size());
+      if (g.group_starts_.size() <= g.refs_.size() / 64) g.group_starts_.resize(g.refs_.size() / 64 + 1, 0);
+      g.group_starts_[g.refs_.size() / 64] |= uint64_t{1} << (g.refs_.size() % 64);
+    }
     g.refs_.push_back(r.object);
-    ++g.count_[from];
     if (from == kRoots) g.roots_.push_back(r);
     return {};
   }
   std::expected<void, std::string> end(uint64_t objects, uint64_t references, uint64_t pause, uint64_t unknown) {
+    close_group();
+    g.reference_count_ = g.refs_.size();
     uint64_t held = g.refs_.size() + g.referents_;
     if (objects != g.objects_ || references != held)
       return std::unexpected("the end record counts " + std::to_string(objects) + " objects and " +
@@ -251,6 +258,14 @@ class GraphBuilder {
   }
 
  private:
+  // A group without references (all of them referents) leaves its object none.
+  void close_group() {
+    if (group_ != kNoObject && group_size_ == 0) g.begin_[group_] = kNoObject;
+    group_ = kNoObject;
+  }
+  ObjectId group_ = kNoObject;
+  uint64_t group_size_ = 0;
+
   // The index of the field `referent` in objects of class `klass`, if it
   // is a weak or phantom reference; else none (UINT32_MAX). Soft and
   // finalizer references do keep their referent through a GC (until
@@ -345,6 +360,23 @@ std::vector<Reference> find_references(std::string_view stream, std::span<const 
   out.reserve(pairs.size());
   for (const auto& p : pairs) out.push_back(finder.wanted[pair_key(p)]);
   return out;
+}
+
+std::span<const ObjectId> HeapGraph::refs(ObjectId id) const {
+  if (id >= begin_.size() || begin_[id] == kNoObject) return {};
+  size_t begin = begin_[id], end = refs_.size();
+  for (size_t word = (begin + 1) / 64, bit = (begin + 1) % 64; word < group_starts_.size(); ++word, bit = 0)
+    if (uint64_t bits = group_starts_[word] & (~uint64_t{0} << bit)) {
+      end = word * 64 + static_cast<size_t>(std::countr_zero(bits));
+      break;
+    }
+  return std::span(refs_).subspan(begin, end - begin);
+}
+
+void HeapGraph::drop_references() {
+  std::vector<uint32_t>().swap(begin_);
+  std::vector<uint64_t>().swap(group_starts_);
+  std::vector<ObjectId>().swap(refs_);
 }
 
 const HeapClass* HeapGraph::find_class(ObjectId id) const {

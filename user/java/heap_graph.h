@@ -51,10 +51,11 @@ class HeapGraph {
   ObjectId class_of(ObjectId id) const { return class_of_[id]; }  // 0: unknown
   uint64_t shallow(ObjectId id) const { return uint64_t{words_[id]} * 8; }
   // The objects `id` references (the roots' for kRoots), as reported.
-  std::span<const ObjectId> refs(ObjectId id) const {
-    return begin_[id] == kNoObject ? std::span<const ObjectId>{} : std::span(refs_).subspan(begin_[id], count_[id]);
-  }
-  size_t reference_count() const { return refs_.size(); }
+  std::span<const ObjectId> refs(ObjectId id) const;
+  size_t reference_count() const { return reference_count_; }
+  // Frees the references (refs() answers none after): an analysis that
+  // has taken what it needs from them makes room for what comes next.
+  void drop_references();
 
   // A class by the id of its java.lang.Class object; its name, or
   // "[unknown class]".
@@ -81,8 +82,13 @@ class HeapGraph {
   friend class GraphBuilder;
   std::vector<ObjectId> class_of_;  // per id; kNoObject: absent
   std::vector<uint32_t> words_;     // shallow size in 8-byte words
-  std::vector<uint32_t> begin_, count_;  // each id's references in refs_
+  // Each id's references are refs_[begin_[id]] up to the next group's
+  // start: a bit per reference in group_starts_ (4 bytes an object less
+  // than a count each).
+  std::vector<uint32_t> begin_;
+  std::vector<uint64_t> group_starts_;
   std::vector<ObjectId> refs_;
+  uint64_t reference_count_ = 0;
   std::unordered_map<ObjectId, HeapClass> classes_;
   std::unordered_map<ObjectId, std::string> threads_;
   std::unordered_map<uint64_t, std::string> methods_;

@@ -119,14 +119,27 @@ std::string describe_path(const HeapGraph& g, const Reference* root, const std::
 
 }  // namespace
 
-HeapAnalysis analyze_heap(const HeapGraph& g, std::string_view stream, size_t top) {
+HeapAnalysis analyze_heap(HeapGraph& g, std::string_view stream, size_t top) {
   HeapAnalysis a;
   a.objects = g.objects();
-  a.references = g.reference_count();
+  a.references = g.reference_count();  // before they go
   a.pause_ns = g.pause_ns();
   a.unknown_class = g.unknown_class();
 
-  DominatorTree t = dominator_tree(g.size(), kRoots, [&](uint32_t n) { return g.refs(n); });
+  // The shortest paths from the roots (breadth first, in the roots' order)
+  // for the retainers found later: taken before the references go.
+  std::vector<ObjectId> parent(g.size(), kNoObject);
+  {
+    std::vector<ObjectId> queue{kRoots};
+    parent[kRoots] = kRoots;
+    for (size_t at = 0; at < queue.size(); ++at)
+      for (ObjectId w : g.refs(queue[at]))
+        if (parent[w] == kNoObject) {
+          parent[w] = queue[at];
+          queue.push_back(w);
+        }
+  }
+  DominatorTree t = dominator_tree(g.size(), kRoots, [&](uint32_t n) { return g.refs(n); }, [&] { g.drop_references(); });
   const size_t m = t.order.size();
   std::vector<uint64_t> retained(m);
   std::vector<uint32_t> dominated(m, 1);
@@ -262,27 +275,18 @@ HeapAnalysis analyze_heap(const HeapGraph& g, std::string_view stream, size_t to
   for (auto* v : {&dominated, &child_at, &children}) std::vector<uint32_t>().swap(*v);
   std::vector<uint64_t>().swap(retained);
 
-  // Their shortest paths from the roots: breadth first, in the roots' order.
+  // Their shortest paths from the roots.
   std::vector<std::vector<ObjectId>> chains;
   std::vector<std::pair<ObjectId, ObjectId>> links;
-  {
-    std::vector<ObjectId> parent(g.size(), kNoObject), queue{kRoots};
-    parent[kRoots] = kRoots;
-    for (size_t at = 0; at < queue.size(); ++at)
-      for (ObjectId w : g.refs(queue[at]))
-        if (parent[w] == kNoObject) {
-          parent[w] = queue[at];
-          queue.push_back(w);
-        }
-    for (const Retainer& r : a.retainers) {
-      std::vector<ObjectId> chain;
-      for (ObjectId o = r.object; o != kRoots && o != kNoObject && chain.size() <= g.size(); o = parent[o])
-        chain.push_back(o);
-      std::reverse(chain.begin(), chain.end());
-      for (size_t i = 0; i + 1 < chain.size(); ++i) links.emplace_back(chain[i], chain[i + 1]);
-      chains.push_back(std::move(chain));
-    }
+  for (const Retainer& r : a.retainers) {
+    std::vector<ObjectId> chain;
+    for (ObjectId o = r.object; o != kRoots && o != kNoObject && chain.size() <= g.size(); o = parent[o])
+      chain.push_back(o);
+    std::reverse(chain.begin(), chain.end());
+    for (size_t i = 0; i + 1 < chain.size(); ++i) links.emplace_back(chain[i], chain[i + 1]);
+    chains.push_back(std::move(chain));
   }
+  std::vector<ObjectId>().swap(parent);
   std::vector<Reference> found = find_references(stream, links);
   size_t link_at = 0;
   for (size_t i = 0; i < a.retainers.size(); ++i) {

@@ -55,8 +55,10 @@ struct HeapAnalysis {
 };
 
 // `stream` is the one `graph` was read from (for the paths' field names);
-// `top`: how many retainers to find.
-HeapAnalysis analyze_heap(const HeapGraph& graph, std::string_view stream, size_t top);
+// `top`: how many retainers to find. The graph's references are dropped
+// on the way (HeapGraph::drop_references), once the dominator tree has
+// what it needs of them: the rest of the analysis needs that memory.
+HeapAnalysis analyze_heap(HeapGraph& graph, std::string_view stream, size_t top);
 
 // The text report: totals, retainers with their paths, `top` classes.
 std::string heap_report(const HeapAnalysis& analysis, size_t top);
