@@ -2,9 +2,9 @@
 # The heap walker's cost: `ember jvm PID --heap` beside `jcmd PID
 # GC.heap_dump` (the dump Eclipse MAT users start from) on the same JVM,
 # for heaps of many small objects (bench/java/HeapGrid.java: three objects
-# a cell). For each size: the JVM's pause for the walk (the agent's figure)
-# and for the dump (jcmd's time: the dump runs at a safepoint, jcmd adds
-# its own start-up, ~0.3 s, measured on an empty command and subtracted),
+# a cell). For each size: the JVM's pauses as its own safepoint log tells
+# them (-Xlog:safepoint: the walk's HeapWalkOperation, the dump's
+# HeapDumper, which includes the full GC jcmd asks for by default),
 # the graph's size beside the dump's, ember's time to read and analyse the
 # graph (issue 18's target: under 2 s per million objects) and its peak
 # memory per object (target: under 40 bytes; the mapped graph counts).
@@ -21,20 +21,18 @@ BIN=${JAVA_BIN:+$JAVA_BIN/}
 
 printf '%-10s %-10s %9s %9s %9s %9s %10s %9s %9s\n' cells objects "walk s" "dump s" "graph MB" "dump MB" "analyse s" "s/M obj" "B/obj"
 for cells in ${CELLS:-1000000 6000000}; do
-	"${BIN}java" -Xmx4g -cp "$T/classes" HeapGrid 1000 $((cells / 1000)) 3600 >"$T/out" &
+	"${BIN}java" -Xmx4g -Xlog:safepoint:file="$T/safepoints" -cp "$T/classes" HeapGrid 1000 $((cells / 1000)) 3600 >"$T/out" &
 	jvm=$!
 	for _ in $(seq 600); do grep -q '^cells ' "$T/out" && break; sleep 0.1; done
-	start=$(date +%s.%N)
-	"${BIN}jcmd" "$jvm" VM.version >/dev/null
-	jcmd_cost=$(echo "$(date +%s.%N) - $start" | bc)
+	# The Total of the last safepoint of that name, in seconds.
+	pause() { grep "Safepoint \"$1\"" "$T/safepoints" | tail -1 | sed -E 's/.*Total: ([0-9]+) ns.*/\1/' | awk '{ printf "%.3f", $1 / 1e9 }'; }
 	for run in $(seq "${RUNS:-2}"); do
 		build/ember jvm "$jvm" --heap --force -n 1 >"$T/report" 2>"$T/err"
-		walk=$(grep -oE 'paused the JVM for [0-9.]+' "$T/report" | awk '{ print $NF }')
+		walk=$(pause HeapWalkOperation)
 		read -r graph objects analyse peak < <(sed -nE 's/.*graph \(([0-9.]+) MiB, ([0-9]+) objects\) read and analysed in ([0-9.]+) s; .* ([0-9]+) MiB$/\1 \2 \3 \4/p' "$T/err")
 		rm -f "$T/dump.hprof"
-		start=$(date +%s.%N)
 		"${BIN}jcmd" "$jvm" GC.heap_dump "$T/dump.hprof" >/dev/null
-		dump=$(echo "$(date +%s.%N) - $start - $jcmd_cost" | bc)
+		dump=$(pause HeapDumper)
 		awk -v c="$cells" -v o="$objects" -v w="$walk" -v d="$dump" -v g="$graph" -v h="$(stat -c %s "$T/dump.hprof")" \
 			-v a="$analyse" -v p="$peak" 'BEGIN { printf "%-10d %-10d %9.2f %9.2f %9.1f %9.1f %10.2f %9.2f %9.1f\n",
 				c, o, w, d, g * 1.048576, h / 1e6, a, a / (o / 1e6), p * 1048576 / o }'
