@@ -22,6 +22,29 @@
 #include "user/java/java_attach.h"
 
 namespace ember {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "ember: %s\n", message.c_str());
+  return 1;
+}
+
+std::string utc_now() {
+  time_t now = time(nullptr);
+  struct tm tm {};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::expected<std::string, std::string> read_saved(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::unexpected("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 namespace {
 
 // A heap word on a 64-bit JVM: the unit of the sun.gc.tlab counters
@@ -183,11 +206,6 @@ void print_line(const JvmTelemetry& from, const JvmTelemetry& to, const JvmAlloc
   std::fflush(stdout);
 }
 
-int fail(const std::string& message) {
-  std::fprintf(stderr, "ember: %s\n", message.c_str());
-  return 1;
-}
-
 // What was allocated between two cumulative figures.
 JvmAllocation since(const JvmAllocation& now, const JvmAllocation& base) {
   return {now.known, now.bytes - base.bytes, now.gcs - base.gcs, now.estimated_gcs - base.estimated_gcs};
@@ -229,15 +247,6 @@ std::string signed_number(int64_t v) {
   return buf;
 }
 
-std::string utc_now() {
-  time_t now = time(nullptr);
-  struct tm tm {};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
-
 // The comment lines at the top of a saved histogram, without their '#'.
 std::string first_comment(std::string_view text) {
   std::string_view line = text.substr(0, text.find('\n'));
@@ -275,14 +284,12 @@ int run_histo(const JvmOptions& o) {
   std::optional<ClassHistogram> before;
   std::string before_label;
   if (!o.diff.empty()) {
-    std::ifstream in(o.diff, std::ios::binary);
-    if (!in) return fail("cannot read " + o.diff + ": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto parsed = parse_histogram(text.str(), o.diff);
+    auto text = read_saved(o.diff);
+    if (!text) return fail(text.error());
+    auto parsed = parse_histogram(*text, o.diff);
     if (!parsed) return fail(parsed.error());
     before = std::move(*parsed);
-    before_label = first_comment(text.str());
+    before_label = first_comment(*text);
   }
 
   auto jvm = java::inspect_jvm(o.pid);

@@ -45,6 +45,14 @@ int run_jvm(const JvmOptions& options);
 int run_heap(const JvmOptions& options);
 int run_track(const JvmOptions& options);
 
+// Shared by the modes of `ember jvm`: "ember: MESSAGE" on stderr, and 1
+// (the exit status); the time now as saved files and pages give it
+// ("2026-11-27 01:52:26 UTC").
+int fail(const std::string& message);
+std::string utc_now();
+// The text of a file saved for --diff, or why it cannot be read.
+std::expected<std::string, std::string> read_saved(const std::string& path);
+
 
 // Bytes; -1 where the JVM has no such counter (ZGC has no eden, ...).
 struct JvmSpace {

@@ -9,10 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "agent/heap_stream.h"
 #include "flamegraph/input.h"
@@ -30,11 +27,6 @@ namespace {
 // The attach command returns when the walk has: minutes on a big heap.
 constexpr int kHeapWalkTimeoutMs = 600'000;
 constexpr char kStreamName[] = "heap";
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "ember: %s\n", message.c_str());
-  return 1;
-}
 
 std::string mib(int64_t bytes) {
   char buf[32];
@@ -88,14 +80,12 @@ int run_heap(const JvmOptions& o) {
   std::optional<std::vector<heap::ClassSize>> before;
   std::string before_label;
   if (!o.diff.empty()) {
-    std::ifstream in(o.diff, std::ios::binary);
-    if (!in) return fail("cannot read " + o.diff + ": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto parsed = heap::parse_heap_snapshot(text.str(), o.diff);
+    auto text = read_saved(o.diff);
+    if (!text) return fail(text.error());
+    auto parsed = heap::parse_heap_snapshot(*text, o.diff);
     if (!parsed) return fail(parsed.error());
     before = std::move(*parsed);
-    before_label = snapshot_comment(text.str());
+    before_label = snapshot_comment(*text);
   }
   std::optional<flamegraph::Profile> alloc;
   if (!o.alloc.empty()) {
@@ -163,12 +153,7 @@ int run_heap(const JvmOptions& o) {
   }
   std::fflush(stdout);
   if (!o.save.empty()) {
-    char when[32];
-    time_t now = time(nullptr);
-    struct tm tm {};
-    gmtime_r(&now, &tm);
-    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-    std::string comment = jvm_name + main_class + ", " + when;
+    std::string comment = jvm_name + main_class + ", " + utc_now();
     if (auto w = flamegraph::write_atomically(o.save, heap::heap_snapshot_text(analysis.classes, comment)); !w)
       return fail(w.error());
     std::fprintf(stderr, "ember: saved the classes' sizes to %s\n", o.save.c_str());

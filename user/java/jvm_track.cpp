@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -27,21 +26,6 @@ constexpr std::string_view kPlaceholder = "@EMBER_TRACK@";
 
 std::atomic<bool> g_stop{false};
 void on_stop(int) { g_stop = true; }
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "ember: %s\n", message.c_str());
-  return 1;
-}
-
-bool ends_with(const std::string& s, std::string_view suffix) { return s.ends_with(suffix); }
-
-std::string utc(time_t t) {
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
 
 // The classes of most bytes at their peak, at most kMaxSeries; how many were left out.
 size_t keep_biggest(ClassTrack& track) {
@@ -95,7 +79,7 @@ int run_track(const JvmOptions& o) {
     return fail("--track '" + o.track + "': not a regular expression (" + e.what() + ")");
   }
   if (!o.output.empty()) {
-    if (!ends_with(o.output, ".html") && !ends_with(o.output, ".csv"))
+    if (!o.output.ends_with(".html") && !o.output.ends_with(".csv"))
       return fail("--track writes .html (a chart) or .csv, not " + o.output);
     if (auto w = flamegraph::check_writable(o.output); !w) return fail(w.error());
   }
@@ -115,7 +99,7 @@ int run_track(const JvmOptions& o) {
                o.duration > 0 ? "" : "; Ctrl-C ends it");
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const time_t started = time(nullptr);
+  const std::string started = utc_now();
   const auto every = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.every));
   ClassTrack track;
   std::string ended;
@@ -146,14 +130,14 @@ int run_track(const JvmOptions& o) {
   if (track.series.empty()) std::fprintf(stderr, "ember: no class of %s matched /%s/\n", jvm_name.c_str(), o.track.c_str());
   if (o.output.empty()) return 0;
   std::string contents;
-  if (ends_with(o.output, ".csv")) {
+  if (o.output.ends_with(".csv")) {
     contents = track_csv(track);
   } else {
     nlohmann::json facts = {{"jvm", jvm_name},
                             {"pattern", o.track},
                             {"every", o.every},
                             {"live", o.live},
-                            {"started", utc(started)},
+                            {"started", started},
                             {"note", dropped ? std::to_string(dropped) + " smaller classes left out" : ""}};
     contents = track_html(track, "Classes of " + jvm_name + " matching /" + o.track + "/", facts.dump());
   }
