@@ -37,6 +37,15 @@ std::string utc_now() {
   return buf;
 }
 
+std::expected<void, std::string> check_attachable(pid_t pid, std::string_view what) {
+  // The attach layer's own message also offers -agentpath, which is for
+  // recordings: these modes ask the JVM itself.
+  if (java::jvm_flag(pid, "DisableAttachMechanism") == true)
+    return std::unexpected("JVM " + std::to_string(pid) + " runs with -XX:+DisableAttachMechanism: " +
+                           std::string(what) + " needs to attach to it; restart it without that flag");
+  return {};
+}
+
 std::expected<std::string, std::string> read_saved(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::unexpected("cannot read " + path + ": " + std::strerror(errno));
@@ -294,6 +303,7 @@ int run_histo(const JvmOptions& o) {
 
   auto jvm = java::inspect_jvm(o.pid);
   if (!jvm) return fail(jvm.error());
+  if (auto a = check_attachable(o.pid, "--histo"); !a) return fail(a.error());
   auto now = class_histogram(o.pid, o.live);
   if (!now) return fail(now.error());
   std::string objects = o.live ? "live objects" : "all objects";

@@ -50,6 +50,9 @@ int run_track(const JvmOptions& options);
 // ("2026-11-27 01:52:26 UTC").
 int fail(const std::string& message);
 std::string utc_now();
+// Fails for a JVM that refuses attach (-XX:+DisableAttachMechanism), naming
+// the option that needs it (`what`: "--heap").
+std::expected<void, std::string> check_attachable(pid_t pid, std::string_view what);
 // The text of a file saved for --diff, or why it cannot be read.
 std::expected<std::string, std::string> read_saved(const std::string& path);
 

@@ -101,6 +101,7 @@ int run_heap(const JvmOptions& o) {
   }
   auto jvm = java::inspect_jvm(o.pid);
   if (!jvm) return fail(jvm.error());
+  if (auto a = check_attachable(o.pid, "--heap"); !a) return fail(a.error());
   std::string jvm_name = "JVM " + std::to_string(o.pid);
   auto telemetry = read_telemetry(o.pid);
   int64_t used = telemetry ? telemetry->heap().used : -1;

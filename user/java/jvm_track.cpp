@@ -85,6 +85,7 @@ int run_track(const JvmOptions& o) {
   }
   auto jvm = java::inspect_jvm(o.pid);
   if (!jvm) return fail(jvm.error());
+  if (auto a = check_attachable(o.pid, "--track"); !a) return fail(a.error());
   auto telemetry = read_jvm_telemetry(o.pid);
   std::string jvm_name = "JVM " + std::to_string(o.pid) +
                          (telemetry && !telemetry->main_class.empty() ? " (" + telemetry->main_class + ")" : "");
