@@ -141,6 +141,14 @@ void new_object(Walk& w, jlong* tag_ptr, jlong class_tag, jlong size) {
   if (class_tag <= 0 || class_tag >= w.first_object) ++w.unknown_class;
 }
 
+// Where a stack or JNI local root is held: its thread, frame and method.
+void frame_root(Walk& w, jlong thread_tag, jint depth, jmethodID method) {
+  w.out.varint(static_cast<uint64_t>(thread_tag));
+  w.out.varint(static_cast<uint32_t>(depth));
+  w.out.varint(reinterpret_cast<uintptr_t>(method));
+  w.methods.add(method);
+}
+
 // Called in the VM thread, at the walk's safepoint, once per reference:
 // no JVMTI or JNI here.
 jint JNICALL on_reference(jvmtiHeapReferenceKind kind, const jvmtiHeapReferenceInfo* info, jlong class_tag,
@@ -186,16 +194,10 @@ jint JNICALL on_reference(jvmtiHeapReferenceKind kind, const jvmtiHeapReferenceI
       w.out.varint(static_cast<uint32_t>(info->constant_pool.index));
       break;
     case JVMTI_HEAP_REFERENCE_STACK_LOCAL:
-      w.out.varint(static_cast<uint64_t>(info->stack_local.thread_tag));
-      w.out.varint(static_cast<uint32_t>(info->stack_local.depth));
-      w.out.varint(reinterpret_cast<uintptr_t>(info->stack_local.method));
-      w.methods.add(info->stack_local.method);
+      frame_root(w, info->stack_local.thread_tag, info->stack_local.depth, info->stack_local.method);
       break;
     case JVMTI_HEAP_REFERENCE_JNI_LOCAL:
-      w.out.varint(static_cast<uint64_t>(info->jni_local.thread_tag));
-      w.out.varint(static_cast<uint32_t>(info->jni_local.depth));
-      w.out.varint(reinterpret_cast<uintptr_t>(info->jni_local.method));
-      w.methods.add(info->jni_local.method);
+      frame_root(w, info->jni_local.thread_tag, info->jni_local.depth, info->jni_local.method);
       break;
     default:
       break;
