@@ -163,7 +163,9 @@ assert_contains "$TMP/forced" "^ +-[0-9.]+ MiB +-$((payloads - 100)) .* HeapLeak
 assert_contains "$TMP/err" "^ember: JVM $noattach runs with -XX:\\+DisableAttachMechanism: --heap needs to attach to it; restart it without that flag$"
 # A JVM killed during a walk of 4 million objects (about 2 s): said, and
 # nothing left in its /tmp.
-java -cp "$TMP/classes" HeapLeak 2000 1000 16 60 >"$TMP/big.out" &
+# -Xmx1g: its garbage must not take the heap in use past --heap's limit
+# (2048 MiB, garbage included), which would refuse it before any walk.
+java -Xmx1g -cp "$TMP/classes" HeapLeak 2000 1000 16 60 >"$TMP/big.out" &
 big=$!
 BACKGROUND+=($big)
 for _ in $(seq 600); do grep -q '^held ' "$TMP/big.out" && break; sleep 0.1; done
@@ -173,6 +175,7 @@ for _ in $(seq 100); do ls -d /tmp/ember-"$walker"-* >/dev/null 2>&1 && break; s
 sleep 0.3
 kill -KILL "$big"
 wait "$walker" && fail "a walk of a JVM killed meanwhile succeeded"
-assert_contains "$TMP/err" "^ember: JVM $big exited during the walk; its agent directory is removed$"
+assert_contains "$TMP/err" "^ember: JVM $big exited during the walk; its agent directory is removed$" \
+	"a JVM killed during the walk: $(cat "$TMP/err")"
 ! ls -d /tmp/ember-"$walker"-* 2>/dev/null || fail "the agent directory of the killed JVM is left"
 echo "errors: not a JVM, unknown size (walked with --force), attach disabled, a JVM killed during the walk"
