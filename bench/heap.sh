@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The heap walker's cost: `ember jvm PID --heap` beside `jcmd PID
 # GC.heap_dump` (the dump Eclipse MAT users start from) on the same JVM,
-# for heaps of many small objects (bench/java/HeapGrid.java: three objects
+# for heaps of many small objects (bench/java/HeapGrid.java: two objects
 # a cell). For each size: the JVM's pauses as its own safepoint log tells
 # them (-Xlog:safepoint: the walk's HeapWalkOperation, the dump's
 # HeapDumper, which includes the full GC jcmd asks for by default),
 # the graph's size beside the dump's, ember's time to read and analyse the
 # graph (issue 18's target: under 2 s per million objects) and its peak
 # memory per object (target: under 40 bytes; the mapped graph counts).
-# Environment: CELLS (1000000 6000000: ~3 and ~18 million objects, about
-# 100 MB and 600 MB of heap), RUNS (2), JAVA_BIN (the JDK's bin directory;
+# Environment: CELLS (1000000 6000000: ~2 and ~12 million objects, about
+# 60 MB and 350 MB of heap), RUNS (2), JAVA_BIN (the JDK's bin directory;
 # default: java and jcmd on the PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,7 +3,7 @@ import java.util.List;
 
 /**
  * A heap of many small objects for bench/heap.sh: ROWS lists of COLS
- * cells, each cell an object with a long[2] (three objects a cell), held
+ * cells, each cell an object with a long[2] (two objects a cell), held
  * by a static field; it prints "cells N" once built, then idles SECONDS.
  * Usage: java HeapGrid ROWS COLS SECONDS
  */

@@ -10,6 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view stream(reinterpret_cast<const char*>(data), size);
   auto g = ember::heap::read_heap_graph(stream);
-  if (g) ember::heap::heap_report(ember::heap::analyze_heap(*g, stream, 5), 5);
+  if (g)
+    if (auto a = ember::heap::analyze_heap(*g, stream, 5)) ember::heap::heap_report(*a, 5);
   return 0;
 }

@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <set>
 #include <string>
@@ -17,6 +20,7 @@ using ember::heap::DominatorTree;
 using ember::heap::dominator_tree;
 using ember::heap::HeapAnalysis;
 using ember::heap::HeapGraph;
+using ember::heap::Successors;
 
 namespace {
 
@@ -100,6 +104,13 @@ std::vector<std::vector<uint32_t>> random_graph(std::mt19937& rng, uint32_t n) {
   return succ;
 }
 
+ember::heap::EachEdge edges_of(const std::vector<std::vector<uint32_t>>& succ) {
+  return [&succ](const std::function<void(uint32_t, uint32_t)>& edge) {
+    for (uint32_t v = 0; v < succ.size(); ++v)
+      for (uint32_t w : succ[v]) edge(v, w);
+  };
+}
+
 }  // namespace
 
 TEST_CASE("dominator_tree agrees with removing each node in turn, on random graphs") {
@@ -107,7 +118,16 @@ TEST_CASE("dominator_tree agrees with removing each node in turn, on random grap
   for (int round = 0; round < 400; ++round) {
     uint32_t n = std::uniform_int_distribution<uint32_t>(1, 30)(rng);
     auto succ = random_graph(rng, n);
-    DominatorTree t = dominator_tree(n, 0, [&](uint32_t v) { return std::span<const uint32_t>(succ[v]); });
+    // Some nodes' first successor is handed apart, as a heap object's class is.
+    std::vector<bool> apart(n);
+    for (uint32_t v = 0; v < n; ++v) apart[v] = !succ[v].empty() && rng() % 2;
+    DominatorTree t = dominator_tree(
+        n, 0,
+        [&](uint32_t v) {
+          std::span<const uint32_t> all(succ[v]);
+          return apart[v] ? Successors{all[0], all.subspan(1)} : Successors{Successors::kNone, all};
+        },
+        {}, edges_of(succ));
     std::vector<bool> reachable = reached_without(succ, 0, {});
     REQUIRE(t.order.size() == static_cast<size_t>(std::count(reachable.begin(), reachable.end(), true)));
     REQUIRE(t.order[0] == 0);
@@ -135,57 +155,82 @@ TEST_CASE("dominator_tree walks a chain of a million nodes without recursion") {
   const uint32_t n = 1'000'000;
   std::vector<uint32_t> next(n);
   for (uint32_t i = 0; i < n; ++i) next[i] = (i + 1) % n;  // a cycle back to the root
-  DominatorTree t = dominator_tree(n, 0, [&](uint32_t v) { return std::span<const uint32_t>(&next[v], 1); });
+  DominatorTree t = dominator_tree(
+      n, 0, [&](uint32_t v) { return Successors{Successors::kNone, {&next[v], 1}}; }, {},
+      [&](const std::function<void(uint32_t, uint32_t)>& edge) {
+        for (uint32_t v = 0; v < n; ++v) edge(v, next[v]);
+      });
   REQUIRE(t.order.size() == n);
   for (uint32_t i = 1; i < n; ++i) REQUIRE(t.idom[i] == i - 1);
 }
 
 namespace {
 
-// A random heap: objects 1..n (ids `first` on) of a few classes and sizes,
-// random references and roots; the same graph for the naive computation.
+// A random heap: class objects 1..4, then objects 5..n+4 of classes 1 to 3
+// (4 is the class of classes), of a few sizes, each referencing its class
+// as the walk reports it; random references and roots, some classes among
+// the roots (system classes), some held by their instances only. The same
+// graph for the naive computation, with node k for id k and 0 the roots.
 struct RandomHeap {
   Stream stream;
-  std::vector<std::vector<uint32_t>> succ;  // by node: 0 the roots, object k at node k
+  std::vector<std::vector<uint32_t>> succ;
   std::vector<uint64_t> size;
   std::vector<uint32_t> klass;  // class id per node
 };
 
 RandomHeap random_heap(std::mt19937& rng, uint32_t n) {
   RandomHeap h;
-  constexpr uint32_t kClasses = 3, first = kClasses + 1;
+  constexpr uint32_t kClasses = 4, first = kClasses + 1;
+  const uint32_t nodes = n + first;
   for (uint32_t c = 1; c <= kClasses; ++c) h.stream.klass(c, "C" + std::to_string(c));
   h.stream.begin(first);
-  h.succ.assign(n + 1, {});
-  h.size.assign(n + 1, 0);
-  h.klass.assign(n + 1, 0);
-  std::uniform_int_distribution<uint32_t> node(1, n);
+  h.succ.assign(nodes, {});
+  h.size.assign(nodes, 0);
+  h.klass.assign(nodes, 0);
+  for (uint32_t c = 1; c <= kClasses; ++c) {
+    h.size[c] = 8 * (1 + rng() % 10);
+    h.klass[c] = kClasses;
+    h.stream.known(c, kClasses, h.size[c]);
+    if (rng() % 2) h.succ[0].push_back(c);
+  }
+  std::uniform_int_distribution<uint32_t> node(1, nodes - 1);
+  std::vector<uint32_t> class_refs(nodes);  // per object: its first references, to its class
   // Every object is first referenced by the roots or by an object
   // recorded before it, as the walk reports them.
-  for (uint32_t k = 1; k <= n; ++k) {
-    uint32_t holder = k == 1 || rng() % 4 == 0 ? 0 : std::uniform_int_distribution<uint32_t>(1, k - 1)(rng);
+  for (uint32_t k = first; k < nodes; ++k) {
+    uint32_t holder = k == first || rng() % 4 == 0 ? 0 : std::uniform_int_distribution<uint32_t>(first, k - 1)(rng);
     h.succ[holder].push_back(k);
     h.size[k] = 8 * (1 + rng() % 10);
-    h.klass[k] = 1 + rng() % kClasses;
+    h.klass[k] = 1 + rng() % (kClasses - 1);
+    h.succ[k].push_back(h.klass[k]);
+    if (rng() % 10 == 0) h.succ[k].push_back(h.klass[k]);  // twice: the second kept as a reference
+    class_refs[k] = static_cast<uint32_t>(h.succ[k].size());
   }
   for (uint32_t e = 0, extra = rng() % (2 * n + 1); e < extra; ++e) h.succ[node(rng)].push_back(node(rng));
-  // Written holder by holder; an object's record before the first reference to it.
-  std::vector<bool> recorded(n + 1);
-  auto record = [&](uint32_t k) {
-    if (!recorded[k]) {
-      recorded[k] = true;
-      h.stream.object(h.klass[k], h.size[k]);
-    }
-  };
-  // Ids are given in record order: write objects 1..n first, in order.
-  for (uint32_t k = 1; k <= n; ++k) record(k);
-  for (uint32_t holder = 0; holder <= n; ++holder) {
+  // Ids are given in record order: objects first, in order, then their references.
+  for (uint32_t k = first; k < nodes; ++k) h.stream.object(h.klass[k], h.size[k]);
+  for (uint32_t holder = 0; holder < nodes; ++holder) {
     if (h.succ[holder].empty()) continue;
-    h.stream.from(holder ? holder + first - 1 : 0);
-    for (uint32_t k : h.succ[holder]) h.stream.ref(holder ? hs::kField : hs::kJniGlobal, k + first - 1, holder ? std::vector<uint64_t>{0} : std::vector<uint64_t>{});
+    h.stream.from(holder);
+    for (size_t i = 0; i < h.succ[holder].size(); ++i) {
+      uint32_t to = h.succ[holder][i];
+      if (!holder)
+        h.stream.ref(to < first ? hs::kSystemClass : hs::kJniGlobal, to);
+      else if (i < class_refs[holder])
+        h.stream.ref(hs::kClassRef, to);
+      else
+        h.stream.ref(hs::kField, to, {0});
+    }
   }
   h.stream.end();
   return h;
+}
+
+uint64_t dominated_by(const RandomHeap& h, uint32_t x) {
+  std::vector<bool> all = reached_without(h.succ, 0, {}), kept = reached_without(h.succ, 0, {x});
+  uint64_t n = 0;
+  for (size_t k = 1; k < h.succ.size(); ++k) n += all[k] && !kept[k];
+  return n;
 }
 
 uint64_t bytes_cut_off(const RandomHeap& h, const std::set<uint32_t>& removed) {
@@ -205,7 +250,7 @@ TEST_CASE("retained bytes per class and per retainer agree with removing them, o
     RandomHeap h = random_heap(rng, n);
     auto g = ember::heap::read_heap_graph(h.stream.str());
     REQUIRE(g);
-    HeapAnalysis a = ember::heap::analyze_heap(*g, h.stream.str(), 10);
+    HeapAnalysis a = ember::heap::analyze_heap(*g, h.stream.str(), 10).value();
     uint64_t all = bytes_cut_off(h, {0});
     INFO("round " << round);
     REQUIRE(a.bytes == all);
@@ -214,7 +259,7 @@ TEST_CASE("retained bytes per class and per retainer agree with removing them, o
     for (const auto& c : a.classes) {
       uint32_t id = static_cast<uint32_t>(std::stoul(c.name.substr(1)));
       std::set<uint32_t> instances;
-      for (uint32_t k = 1; k <= n; ++k)
+      for (uint32_t k = 1; k < h.succ.size(); ++k)
         if (h.klass[k] == id && reachable[k]) instances.insert(k);
       // The instances no other instance dominates, each with what it alone holds.
       uint64_t expected = 0;
@@ -227,7 +272,10 @@ TEST_CASE("retained bytes per class and per retainer agree with removing them, o
       // What all instances hold together is at least that.
       REQUIRE(c.retained <= bytes_cut_off(h, instances));
     }
-    for (const auto& r : a.retainers) REQUIRE(r.retained == bytes_cut_off(h, {r.object - 3}));
+    for (const auto& r : a.retainers) {
+      REQUIRE(r.retained == bytes_cut_off(h, {r.object}));
+      REQUIRE(r.objects == dominated_by(h, r.object));
+    }
   }
 }
 
@@ -273,7 +321,7 @@ TEST_CASE("a cache held by a static field: retained bytes, path with field names
   CHECK(g->field_name(4, 2) == "keySet");
   CHECK(g->field_name(4, 1).empty());     // an interface's field: not named
   CHECK(g->referents() == 1);
-  HeapAnalysis a = ember::heap::analyze_heap(*g, s.str(), 5);
+  HeapAnalysis a = ember::heap::analyze_heap(*g, s.str(), 5).value();
   CHECK(a.weak_objects == 1);
   CHECK(a.weak_bytes == 104);
   CHECK(a.pause_ns == 5'000'000);
@@ -305,6 +353,67 @@ TEST_CASE("a cache held by a static field: retained bytes, path with field names
   CHECK(found);
 }
 
+TEST_CASE("no pass over a stream reads the bytes it said it was done with") {
+  // A stream of some megabytes (several windows): a static array of lists,
+  // each a chain of nodes with a payload, each list's first payload shared
+  // with the next list.
+  Stream s;
+  s.klass(1, "java.lang.Object").klass(2, "Holder", 1, 0, {{"LISTS", true}}).klass(3, "Node", 1, 0, {{"next", false}, {"payload", false}})
+      .klass(4, "byte[]").klass(5, "Node[]").begin(6);
+  s.known(2, 0, 504).known(3, 0, 304).from(0).ref(hs::kSystemClass, 2);  // Node's class: held by its instances
+  constexpr uint32_t kLists = 2000, kLength = 100;
+  s.from(2).object(5, 16 + 4 * kLists).ref(hs::kStaticField, 6, {0});
+  // Ids go by record: each list's first node, then list by list.
+  uint32_t next = 7, shared_payload = 0;
+  std::vector<uint32_t> first(kLists);
+  s.from(6);
+  for (uint32_t l = 0; l < kLists; ++l) s.object(3, 24).ref(hs::kArrayElement, first[l] = next++, {l});
+  for (uint32_t l = 0; l < kLists; ++l)
+    for (uint32_t k = 0, node = first[l]; k < kLength; ++k) {
+      uint32_t payload = next++;
+      s.from(node).ref(hs::kClassRef, 3).object(4, 64).ref(hs::kField, payload, {1});
+      if (k == 0 && l) s.ref(hs::kField, shared_payload, {1});  // the previous list's first payload
+      if (k == 0) shared_payload = payload;
+      if (k + 1 < kLength) {
+        node = next++;
+        s.object(3, 24).ref(hs::kField, node, {0});
+      }
+    }
+  s.end();
+  const std::string& whole = s.str();
+  REQUIRE(whole.size() > (size_t{4} << 20));  // past a window of 4 MiB
+
+  // Its bytes in pages of their own, made unreadable below each offset a
+  // pass is done with, readable again when a pass ends (it says so with the
+  // stream's size): a read of a released byte faults.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), span = (whole.size() + page - 1) / page * page;
+  void* mem = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  std::memcpy(mem, whole.data(), whole.size());
+  std::string_view guarded(static_cast<const char*>(mem), whole.size());
+  std::vector<size_t> offsets;
+  auto done_with = [&](size_t offset) {
+    offsets.push_back(offset);
+    if (offset == whole.size())
+      mprotect(mem, span, PROT_READ);
+    else
+      mprotect(mem, offset / page * page, PROT_NONE);
+  };
+  auto g = ember::heap::read_heap_graph(guarded, done_with);
+  INFO((g ? "" : g.error()));
+  REQUIRE(g);
+  HeapAnalysis a = ember::heap::analyze_heap(*g, guarded, 5, done_with).value();
+  munmap(mem, span);
+  // Each pass let go of the bytes before a window's end on its way.
+  auto ends = static_cast<size_t>(std::count(offsets.begin(), offsets.end(), whole.size()));
+  CHECK(ends >= 2);
+  CHECK(offsets.size() - ends >= ends);
+
+  CHECK(a.bytes == 504 + 16 + 4 * kLists + kLists * kLength * (24 + 64) + 304);
+  REQUIRE(!a.retainers.empty());
+  CHECK(a.retainers[0].path == "static Holder.LISTS → Node[]");
+}
+
 TEST_CASE("find_references answers each pair, a pair asked twice too") {
   Stream s = cache_heap();
   std::vector<std::pair<uint32_t, uint32_t>> pairs{{13, 14}, {3, 13}, {13, 14}, {14, 13}};
@@ -325,7 +434,7 @@ TEST_CASE("a stack root is named by its method and thread") {
   s.method(0x99, "HeapLeak.hold").end();
   auto g = ember::heap::read_heap_graph(s.str());
   REQUIRE(g);
-  HeapAnalysis a = ember::heap::analyze_heap(*g, s.str(), 5);
+  HeapAnalysis a = ember::heap::analyze_heap(*g, s.str(), 5).value();
   REQUIRE(a.retainers.size() == 1);
   CHECK(a.retainers[0].path == "local in HeapLeak.hold (thread \"holder\") → int[]");
 }

@@ -24,17 +24,34 @@ bool is_kind(unsigned char b) {
 // flaw ends it with a message.
 class Decoder {
  public:
-  explicit Decoder(std::string_view s) : s_(s) {}
+  Decoder(std::string_view s, const DoneWith& done_with) : s_(s), done_with_(done_with) {}
 
   template <class Visitor>
   std::expected<void, std::string> run(Visitor& v) {
+    auto r = decode(v);
+    if (done_with_) done_with_(s_.size());
+    return r;
+  }
+
+ private:
+  // The window of the stream a pass holds: a few bytes an object at a
+  // million objects, a madvise() call per window.
+  static constexpr size_t kWindow = size_t{4} << 20;
+
+  template <class Visitor>
+  std::expected<void, std::string> decode(Visitor& v) {
     if (!s_.starts_with(hs::kHeader)) return std::unexpected("not an ember heap stream (no \"ember-heap 1\" header)");
     at_ = std::strlen(hs::kHeader);
     bool begun = false;
     ObjectId from = kNoObject, last_to = 0;
     uint64_t next = 0;  // the id of the next O record
+    size_t window_end = kWindow;
     while (at_ < s_.size()) {
       size_t record = at_;
+      if (record >= window_end && done_with_) {
+        done_with_(record);
+        window_end = record + kWindow;
+      }
       unsigned char tag = static_cast<unsigned char>(s_[at_++]);
       if (is_kind(tag)) {
         if (from == kNoObject) return flaw(record, "a reference before any F record");
@@ -151,7 +168,6 @@ class Decoder {
     return std::unexpected("the stream ends before its end record (the JVM exited during the walk, or the file was cut)");
   }
 
- private:
   uint64_t number() {
     uint64_t v = 0;
     for (int shift = 0; shift < 64 && at_ < s_.size(); shift += 7) {
@@ -177,36 +193,105 @@ class Decoder {
   }
 
   std::string_view s_;
+  const DoneWith& done_with_;
   size_t at_ = 0;
   bool ok_ = true;
 };
 
+// Which references the graph leaves out: the referents of weak and phantom
+// references, which do not keep an object alive through a GC (HotSpot
+// reports them as plain fields).
+class Referents {
+ public:
+  explicit Referents(const HeapGraph& g) : g_(g) {}
+  bool dropped(ObjectId from, const Reference& r) {
+    return r.kind == hs::kField && r.index == referent_index(g_.class_of(from));
+  }
+
+ private:
+  // The index of the field `referent` in objects of class `klass`, if it
+  // is a weak or phantom reference; else none (UINT32_MAX). Soft and
+  // finalizer references do keep their referent through a GC (until
+  // memory runs short; until it is finalized): they stay in the graph.
+  uint32_t referent_index(ObjectId klass) {
+    auto [it, added] = referent_.try_emplace(klass, UINT32_MAX);
+    if (!added) return it->second;
+    const HeapClass* c = g_.find_class(klass);
+    bool weak = false;
+    const HeapClass* reference = nullptr;
+    int depth = 0;  // a corrupt stream may loop its superclasses
+    for (const HeapClass* k = c; k && depth < 256 && !reference; k = k->super ? g_.find_class(k->super) : nullptr, ++depth) {
+      weak |= k->name == "java.lang.ref.WeakReference" || k->name == "java.lang.ref.PhantomReference";
+      if (k->name == "java.lang.ref.Reference") reference = k;
+    }
+    if (!weak || !reference) return it->second;
+    // Counted from java.lang.Object's fields: those of the classes above Reference first.
+    uint32_t above = 0;
+    for (const HeapClass* s = reference->super ? g_.find_class(reference->super) : nullptr; s && depth < 256;
+         s = s->super ? g_.find_class(s->super) : nullptr, ++depth)
+      above += static_cast<uint32_t>(s->fields.size());
+    for (uint32_t i = 0; i < reference->fields.size(); ++i)
+      if (reference->fields[i].name == "referent") it->second = c->field_base + above + i;
+    return it->second;
+  }
+  const HeapGraph& g_;
+  std::unordered_map<ObjectId, uint32_t> referent_;
+};
+
 }  // namespace
 
+// Builds a graph from a stream; or, given one read from it already, parts
+// it dropped (HeapGraph::Part) again.
 class GraphBuilder {
  public:
-  HeapGraph g;
+  GraphBuilder() : g(own_) {}
+  GraphBuilder(HeapGraph& graph, unsigned parts) : g(graph), reload_(parts) {
+    if (parts & HeapGraph::kReferences) {
+      g.reference_count_ = g.referents_ = 0;
+      g.roots_.clear();
+      g.begin_.assign(g.size(), kNoObject);
+      g.refs_.reserve(g.dropped_refs_);
+      g.group_starts_.reserve(g.dropped_refs_ / 64 + 1);
+      g.class_refs_.resize(g.size() / 64 + 1);
+    }
+    if (parts & HeapGraph::kSizes) g.words_.assign(g.size(), 0);
+  }
+  HeapGraph& g;
 
   // Room for exactly what a stream holds (a first pass counts it): grown by
   // doubling, the biggest arrays would hold up to three times that at once.
-  void reserve(size_t ids, size_t refs) {
+  // Objects' references to their classes are counted apart: they are bits.
+  void reserve(size_t ids, size_t refs, size_t class_refs) {
     g.class_of_.reserve(ids);
     g.words_.reserve(ids);
     g.begin_.reserve(ids);
-    g.refs_.reserve(refs);
-    g.group_starts_.reserve(refs / 64 + 1);
+    g.refs_.reserve(refs - class_refs);
+    g.group_starts_.reserve((refs - class_refs) / 64 + 1);
+    g.class_refs_.resize(ids / 64 + 1);
   }
 
-  void klass(ObjectId id, HeapClass c) { g.classes_[id] = std::move(c); }
-  void thread(ObjectId id, std::string name) { g.threads_[id] = std::move(name); }
-  void method(uint64_t key, std::string name) { g.methods_[key] = std::move(name); }
+  void klass(ObjectId id, HeapClass c) {
+    if (!reload_) g.classes_[id] = std::move(c);
+  }
+  void thread(ObjectId id, std::string name) {
+    if (!reload_) g.threads_[id] = std::move(name);
+  }
+  void method(uint64_t key, std::string name) {
+    if (!reload_) g.methods_[key] = std::move(name);
+  }
   void begin(ObjectId first) {
+    if (reload_) return;
     g.class_of_.assign(first, kNoObject);
     g.words_.assign(first, 0);
     g.begin_.assign(first, kNoObject);
     g.class_of_[kRoots] = 0;
   }
   std::expected<void, std::string> object(ObjectId id, ObjectId klass, uint64_t size) {
+    uint32_t words = static_cast<uint32_t>(std::min<uint64_t>((size + 7) / 8, UINT32_MAX));
+    if (reload_) {
+      if (reload_ & HeapGraph::kSizes) g.words_[id] = words;
+      return {};
+    }
     if (id >= g.class_of_.size()) {
       g.class_of_.push_back(kNoObject);
       g.words_.push_back(0);
@@ -215,12 +300,13 @@ class GraphBuilder {
       return std::unexpected("object " + std::to_string(id) + " recorded twice");
     }
     g.class_of_[id] = klass;
-    g.words_[id] = static_cast<uint32_t>(std::min<uint64_t>((size + 7) / 8, UINT32_MAX));
-    g.bytes_ += uint64_t{g.words_[id]} * 8;
+    g.words_[id] = words;
+    g.bytes_ += uint64_t{words} * 8;
     ++g.objects_;
     return {};
   }
   std::expected<void, std::string> from(ObjectId id) {
+    if (reload_ && !(reload_ & HeapGraph::kReferences)) return {};
     if (!g.present(id)) return std::unexpected("references held by object " + std::to_string(id) + ", never recorded");
     if (g.begin_[id] != kNoObject) return std::unexpected("the references of object " + std::to_string(id) + " come in two groups");
     close_group();
@@ -229,9 +315,16 @@ class GraphBuilder {
     return {};
   }
   std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
+    if (reload_ && !(reload_ & HeapGraph::kReferences)) return {};
     if (!g.present(r.object)) return std::unexpected("a reference to object " + std::to_string(r.object) + ", never recorded");
-    if (r.kind == hs::kField && r.index == referent_index(g.class_of(from))) {
+    if (referents_.dropped(from, r)) {
       ++g.referents_;
+      return {};
+    }
+    ++g.reference_count_;
+    if (r.kind == hs::kClassRef && from != kRoots && r.object == g.class_of(from) && g.class_ref(from) == kNoObject) {
+      if (g.class_refs_.size() <= from / 64) g.class_refs_.resize(from / 64 + 1);
+      g.class_refs_[from / 64] |= uint64_t{1} << (from % 64);
       return {};
     }
     if (g.refs_.size() >= UINT32_MAX - 1) return std::unexpected("more than 4 G references");
@@ -245,9 +338,9 @@ class GraphBuilder {
     return {};
   }
   std::expected<void, std::string> end(uint64_t objects, uint64_t references, uint64_t pause, uint64_t unknown) {
+    if (reload_ && !(reload_ & HeapGraph::kReferences)) return {};
     close_group();
-    g.reference_count_ = g.refs_.size();
-    uint64_t held = g.refs_.size() + g.referents_;
+    uint64_t held = g.reference_count_ + g.referents_;
     if (objects != g.objects_ || references != held)
       return std::unexpected("the end record counts " + std::to_string(objects) + " objects and " +
                              std::to_string(references) + " references, the stream held " + std::to_string(g.objects_) +
@@ -266,39 +359,16 @@ class GraphBuilder {
   ObjectId group_ = kNoObject;
   uint64_t group_size_ = 0;
 
-  // The index of the field `referent` in objects of class `klass`, if it
-  // is a weak or phantom reference; else none (UINT32_MAX). Soft and
-  // finalizer references do keep their referent through a GC (until
-  // memory runs short; until it is finalized): they stay in the graph.
-  uint32_t referent_index(ObjectId klass) {
-    auto [it, added] = referent_.try_emplace(klass, UINT32_MAX);
-    if (!added) return it->second;
-    const HeapClass* c = g.find_class(klass);
-    bool weak = false;
-    const HeapClass* reference = nullptr;
-    int depth = 0;  // a corrupt stream may loop its superclasses
-    for (const HeapClass* k = c; k && depth < 256 && !reference; k = k->super ? g.find_class(k->super) : nullptr, ++depth) {
-      weak |= k->name == "java.lang.ref.WeakReference" || k->name == "java.lang.ref.PhantomReference";
-      if (k->name == "java.lang.ref.Reference") reference = k;
-    }
-    if (!weak || !reference) return it->second;
-    // Counted from java.lang.Object's fields: those of the classes above Reference first.
-    uint32_t above = 0;
-    for (const HeapClass* s = reference->super ? g.find_class(reference->super) : nullptr; s && depth < 256;
-         s = s->super ? g.find_class(s->super) : nullptr, ++depth)
-      above += static_cast<uint32_t>(s->fields.size());
-    for (uint32_t i = 0; i < reference->fields.size(); ++i)
-      if (reference->fields[i].name == "referent") it->second = c->field_base + above + i;
-    return it->second;
-  }
-  std::unordered_map<ObjectId, uint32_t> referent_;
+  Referents referents_{g};
+  HeapGraph own_;
+  unsigned reload_ = 0;  // the parts read again; 0: a whole graph
 };
 
 namespace {
 
 // Counts a stream's ids and references (read_heap_graph's first pass).
 struct Counter {
-  uint64_t ids = 0, refs = 0;
+  uint64_t ids = 0, refs = 0, class_refs = 0;
 
   void klass(ObjectId, HeapClass) {}
   void thread(ObjectId, std::string) {}
@@ -309,8 +379,9 @@ struct Counter {
     return {};
   }
   std::expected<void, std::string> from(ObjectId) { return {}; }
-  std::expected<void, std::string> reference(ObjectId, const Reference&) {
+  std::expected<void, std::string> reference(ObjectId, const Reference& r) {
     ++refs;
+    class_refs += r.kind == hs::kClassRef;
     return {};
   }
   std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
@@ -318,16 +389,39 @@ struct Counter {
 
 }  // namespace
 
-std::expected<HeapGraph, std::string> read_heap_graph(std::string_view stream) {
+std::expected<HeapGraph, std::string> read_heap_graph(std::string_view stream, const DoneWith& done_with) {
   Counter counter;
-  if (auto r = Decoder(stream).run(counter); !r) return std::unexpected(r.error());
+  if (auto r = Decoder(stream, done_with).run(counter); !r) return std::unexpected(r.error());
   GraphBuilder builder;
-  builder.reserve(counter.ids, counter.refs);
-  if (auto r = Decoder(stream).run(builder); !r) return std::unexpected(r.error());
+  builder.reserve(counter.ids, counter.refs, counter.class_refs);
+  if (auto r = Decoder(stream, done_with).run(builder); !r) return std::unexpected(r.error());
   return std::move(builder.g);
 }
 
+std::expected<void, std::string> HeapGraph::reload(std::string_view stream, unsigned parts, const DoneWith& done_with) {
+  GraphBuilder builder(*this, parts);
+  return Decoder(stream, done_with).run(builder);
+}
+
 namespace {
+
+// Hands on each reference a graph holds (HeapGraph::for_each_reference).
+struct EachReference {
+  const std::function<void(ObjectId, ObjectId)>& f;
+  Referents referents;
+
+  void klass(ObjectId, HeapClass) {}
+  void thread(ObjectId, std::string) {}
+  void method(uint64_t, std::string) {}
+  void begin(ObjectId) {}
+  std::expected<void, std::string> object(ObjectId, ObjectId, uint64_t) { return {}; }
+  std::expected<void, std::string> from(ObjectId) { return {}; }
+  std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
+    if (!referents.dropped(from, r)) f(from, r.object);
+    return {};
+  }
+  std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
+};
 
 // Finds how given pairs of objects are linked (find_references).
 struct RefFinder {
@@ -351,11 +445,18 @@ uint64_t pair_key(const std::pair<ObjectId, ObjectId>& p) { return uint64_t{p.fi
 
 }  // namespace
 
-std::vector<Reference> find_references(std::string_view stream, std::span<const std::pair<ObjectId, ObjectId>> pairs) {
+std::expected<void, std::string> HeapGraph::for_each_reference(std::string_view stream,
+                                                              const std::function<void(ObjectId, ObjectId)>& f,
+                                                              const DoneWith& done_with) const {
+  EachReference each{f, Referents(*this)};
+  return Decoder(stream, done_with).run(each);
+}
+
+std::vector<Reference> find_references(std::string_view stream, std::span<const std::pair<ObjectId, ObjectId>> pairs,
+                                       const DoneWith& done_with) {
   RefFinder finder;
   for (const auto& p : pairs) finder.wanted.emplace(pair_key(p), Reference{});
-  Decoder decoder(stream);
-  (void)decoder.run(finder);
+  (void)Decoder(stream, done_with).run(finder);
   std::vector<Reference> out;
   out.reserve(pairs.size());
   for (const auto& p : pairs) out.push_back(finder.wanted[pair_key(p)]);
@@ -373,10 +474,15 @@ std::span<const ObjectId> HeapGraph::refs(ObjectId id) const {
   return std::span(refs_).subspan(begin, end - begin);
 }
 
-void HeapGraph::drop_references() {
-  std::vector<uint32_t>().swap(begin_);
-  std::vector<uint64_t>().swap(group_starts_);
-  std::vector<ObjectId>().swap(refs_);
+void HeapGraph::drop(unsigned parts) {
+  if (parts & kReferences) {
+    dropped_refs_ = refs_.size();
+    std::vector<uint32_t>().swap(begin_);
+    std::vector<uint64_t>().swap(group_starts_);
+    std::vector<ObjectId>().swap(refs_);
+    std::vector<uint64_t>().swap(class_refs_);
+  }
+  if (parts & kSizes) std::vector<uint32_t>().swap(words_);
 }
 
 const HeapClass* HeapGraph::find_class(ObjectId id) const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,12 @@
 #include <vector>
 
 namespace ember::heap {
+
+// Told, as a pass over a stream goes, that it is done with the bytes before
+// `offset`: a mapped stream can let their pages go, so that ember holds a
+// window of the stream, not all of it (a next pass maps them again, from
+// the page cache).
+using DoneWith = std::function<void(size_t offset)>;
 
 // Objects are known by their id in the stream; id 0 stands for the GC roots.
 using ObjectId = uint32_t;
@@ -49,13 +56,28 @@ class HeapGraph {
   size_t size() const { return class_of_.size(); }
   bool present(ObjectId id) const { return id < size() && class_of_[id] != kNoObject; }
   ObjectId class_of(ObjectId id) const { return class_of_[id]; }  // 0: unknown
-  uint64_t shallow(ObjectId id) const { return uint64_t{words_[id]} * 8; }
-  // The objects `id` references (the roots' for kRoots), as reported.
+  uint64_t shallow(ObjectId id) const { return id < words_.size() ? uint64_t{words_[id]} * 8 : 0; }
+  // The objects `id` references (the roots' for kRoots), as reported, but
+  // for its reference to its class: that is class_ref(id).
   std::span<const ObjectId> refs(ObjectId id) const;
+  // Its class, if the walk reported that `id` references it (JVMTI reports
+  // it for every object but a class); else kNoObject. Kept as a bit: each
+  // object has one, and storing it would cost 4 bytes an object.
+  ObjectId class_ref(ObjectId id) const {
+    return id / 64 < class_refs_.size() && class_refs_[id / 64] >> (id % 64) & 1 ? class_of_[id] : kNoObject;
+  }
   size_t reference_count() const { return reference_count_; }
-  // Frees the references (refs() answers none after): an analysis that
-  // has taken what it needs from them makes room for what comes next.
-  void drop_references();
+  // Parts of the graph an analysis can let go of while it needs the memory
+  // (refs() and class_ref(), or shallow(), answer nothing meanwhile), and
+  // read again from the stream the graph was read from.
+  enum Part : unsigned { kReferences = 1, kSizes = 2 };
+  void drop(unsigned parts);
+  std::expected<void, std::string> reload(std::string_view stream, unsigned parts, const DoneWith& done_with = {});
+  // Each reference the graph holds (those refs() and class_ref() give) as
+  // (from, to), read from the stream again: references dropped or not.
+  std::expected<void, std::string> for_each_reference(std::string_view stream,
+                                                      const std::function<void(ObjectId, ObjectId)>& f,
+                                                      const DoneWith& done_with = {}) const;
 
   // A class by the id of its java.lang.Class object; its name, or
   // "[unknown class]".
@@ -88,6 +110,8 @@ class HeapGraph {
   std::vector<uint32_t> begin_;
   std::vector<uint64_t> group_starts_;
   std::vector<ObjectId> refs_;
+  std::vector<uint64_t> class_refs_;  // a bit per id: it references its class
+  size_t dropped_refs_ = 0;           // refs_.size() when they were dropped
   uint64_t reference_count_ = 0;
   std::unordered_map<ObjectId, HeapClass> classes_;
   std::unordered_map<ObjectId, std::string> threads_;
@@ -98,13 +122,14 @@ class HeapGraph {
 
 // Reads a whole stream, or says why it is refused (truncated, corrupt, or
 // the walk failed in the JVM).
-std::expected<HeapGraph, std::string> read_heap_graph(std::string_view stream);
+std::expected<HeapGraph, std::string> read_heap_graph(std::string_view stream, const DoneWith& done_with = {});
 
 // For each (from, to) pair, how `from` references `to` in the stream (the
 // first such reference); kind 0 where it does not. A second pass over a
 // stream read_heap_graph accepted: the graph keeps no per-reference
 // details, which few references ever need (the paths shown).
-std::vector<Reference> find_references(std::string_view stream, std::span<const std::pair<ObjectId, ObjectId>> pairs);
+std::vector<Reference> find_references(std::string_view stream, std::span<const std::pair<ObjectId, ObjectId>> pairs,
+                                       const DoneWith& done_with = {});
 
 // The name JVMTI's reference kind is shown by ("static field", "JNI global").
 std::string_view kind_name(uint8_t kind);

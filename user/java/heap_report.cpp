@@ -117,46 +117,48 @@ std::string describe_path(const HeapGraph& g, const Reference* root, const std::
   return out;
 }
 
+Successors successors(const HeapGraph& g, ObjectId id) { return {g.class_ref(id), g.refs(id)}; }
+
 }  // namespace
 
-HeapAnalysis analyze_heap(HeapGraph& g, std::string_view stream, size_t top) {
+std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_view stream, size_t top,
+                                                      const DoneWith& done_with) {
   HeapAnalysis a;
   a.objects = g.objects();
   a.references = g.reference_count();  // before they go
   a.pause_ns = g.pause_ns();
   a.unknown_class = g.unknown_class();
 
-  // The shortest paths from the roots (breadth first, in the roots' order)
-  // for the retainers found later: taken before the references go.
-  std::vector<ObjectId> parent(g.size(), kNoObject);
-  {
-    std::vector<ObjectId> queue{kRoots};
-    parent[kRoots] = kRoots;
-    for (size_t at = 0; at < queue.size(); ++at)
-      for (ObjectId w : g.refs(queue[at]))
-        if (parent[w] == kNoObject) {
-          parent[w] = queue[at];
-          queue.push_back(w);
-        }
-  }
-  DominatorTree t = dominator_tree(g.size(), kRoots, [&](uint32_t n) { return g.refs(n); }, [&] { g.drop_references(); });
+  // The dominator tree needs the references (and the classes: each object
+  // references its own), in memory for its depth-first walk, from the
+  // stream after.
+  g.drop(HeapGraph::kSizes);
+  std::expected<void, std::string> edges_read;
+  DominatorTree t = dominator_tree(
+      g.size(), kRoots, [&](uint32_t n) { return successors(g, n); }, [&] { g.drop(HeapGraph::kReferences); },
+      [&](const std::function<void(uint32_t, uint32_t)>& edge) {
+        if (edges_read) edges_read = g.for_each_reference(stream, edge, done_with);
+      });
+  if (!edges_read) return std::unexpected(edges_read.error());
+  if (auto r = g.reload(stream, HeapGraph::kSizes, done_with); !r) return std::unexpected(r.error());
   const size_t m = t.order.size();
+  // Children in the dominator tree, by position: p's are children[child_at[p]
+  // .. child_at[p + 1]), each after p. The immediate dominators then go.
+  std::vector<uint32_t> child_at(m + 1, 0), children(m ? m - 1 : 0);
+  for (size_t i = 1; i < m; ++i) ++child_at[t.idom[i]];
+  for (size_t k = 1; k <= m; ++k) child_at[k] += child_at[k - 1];
+  for (size_t i = m; i-- > 1;) children[--child_at[t.idom[i]]] = static_cast<uint32_t>(i);
+  std::vector<uint32_t>().swap(t.idom);
   std::vector<uint64_t> retained(m);
-  std::vector<uint32_t> dominated(m, 1);
-  for (size_t i = 0; i < m; ++i) retained[i] = i ? g.shallow(t.order[i]) : 0;
-  for (size_t i = m; i-- > 1;) {
-    retained[t.idom[i]] += retained[i];
-    dominated[t.idom[i]] += dominated[i];
+  for (size_t i = m; i-- > 0;) {
+    uint64_t bytes = i ? g.shallow(t.order[i]) : 0;
+    for (uint32_t k = child_at[i]; k < child_at[i + 1]; ++k) bytes += retained[children[k]];
+    retained[i] = bytes;
   }
   a.bytes = retained[0];
   a.objects = m - 1;
   a.weak_objects = g.objects() - a.objects;
   a.weak_bytes = g.bytes() - a.bytes;
-  // Children in the dominator tree, by position.
-  std::vector<uint32_t> child_at(m + 1, 0), children(m ? m - 1 : 0);
-  for (size_t i = 1; i < m; ++i) ++child_at[t.idom[i]];
-  for (size_t k = 1; k <= m; ++k) child_at[k] += child_at[k - 1];
-  for (size_t i = m; i-- > 1;) children[--child_at[t.idom[i]]] = static_cast<uint32_t>(i);
 
   // Classes: instances and shallow bytes of the objects reached.
   std::unordered_map<ObjectId, ClassSize> by_class;
@@ -165,6 +167,13 @@ HeapAnalysis analyze_heap(HeapGraph& g, std::string_view stream, size_t top) {
     ++c.instances;
     c.shallow += g.shallow(t.order[i]);
   }
+  // The sizes go: retained bytes tell them from here on.
+  g.drop(HeapGraph::kSizes);
+  auto shallow_at = [&](uint32_t p) {
+    uint64_t bytes = retained[p];
+    for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k) bytes -= retained[children[k]];
+    return bytes;
+  };
   std::unordered_map<ObjectId, uint32_t> active;  // instances of the class on the way down
 
   // One walk down the dominator tree: classes' retained bytes, and the
@@ -196,7 +205,7 @@ HeapAnalysis analyze_heap(HeapGraph& g, std::string_view stream, size_t top) {
       if (added) trie.push_back({node, label, trie[node].depth + 1, 0});
       node = it->second;
     }
-    trie[node].self += g.shallow(o);
+    trie[node].self += shallow_at(c);
     stack.push_back({c, child_at[c], node});
   }
   for (auto& [klass, c] : by_class) {
@@ -249,15 +258,15 @@ HeapAnalysis analyze_heap(HeapGraph& g, std::string_view stream, size_t top) {
     r.object = t.order[p];
     r.name = label_name(g, label_of(g, r.object));
     r.retained = retained[p];
-    r.objects = dominated[p];
     std::unordered_map<ObjectId, ClassSize> held;
     std::vector<uint32_t> walk{p};
     while (!walk.empty()) {
       uint32_t q = walk.back();
       walk.pop_back();
+      ++r.objects;
       ClassSize& c = held[g.class_of(t.order[q])];
       ++c.instances;
-      c.shallow += g.shallow(t.order[q]);
+      c.shallow += shallow_at(q);
       for (uint32_t k = child_at[q]; k < child_at[q + 1]; ++k) walk.push_back(children[k]);
     }
     for (auto& [klass, c] : held) {
@@ -272,10 +281,26 @@ HeapAnalysis analyze_heap(HeapGraph& g, std::string_view stream, size_t top) {
   }
   // The dominator tree is done with: its memory goes before the paths'.
   t = {};
-  for (auto* v : {&dominated, &child_at, &children}) std::vector<uint32_t>().swap(*v);
+  for (auto* v : {&child_at, &children}) std::vector<uint32_t>().swap(*v);
   std::vector<uint64_t>().swap(retained);
 
-  // Their shortest paths from the roots.
+  // Their shortest paths from the roots: breadth first, in the roots' order,
+  // over the references read again.
+  if (auto r = g.reload(stream, HeapGraph::kReferences, done_with); !r) return std::unexpected(r.error());
+  std::vector<ObjectId> parent(g.size(), kNoObject);
+  {
+    std::vector<ObjectId> queue{kRoots};
+    queue.reserve(g.size());  // never regrown; the pages it does not reach stay untouched
+    parent[kRoots] = kRoots;
+    for (size_t at = 0; at < queue.size(); ++at)
+      successors(g, queue[at]).for_each([&](ObjectId w) {
+        if (parent[w] == kNoObject) {
+          parent[w] = queue[at];
+          queue.push_back(w);
+        }
+      });
+  }
+  g.drop(HeapGraph::kReferences);
   std::vector<std::vector<ObjectId>> chains;
   std::vector<std::pair<ObjectId, ObjectId>> links;
   for (const Retainer& r : a.retainers) {
@@ -287,7 +312,7 @@ HeapAnalysis analyze_heap(HeapGraph& g, std::string_view stream, size_t top) {
     chains.push_back(std::move(chain));
   }
   std::vector<ObjectId>().swap(parent);
-  std::vector<Reference> found = find_references(stream, links);
+  std::vector<Reference> found = find_references(stream, links, done_with);
   size_t link_at = 0;
   for (size_t i = 0; i < a.retainers.size(); ++i) {
     const std::vector<ObjectId>& chain = chains[i];

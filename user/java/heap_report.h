@@ -54,11 +54,13 @@ struct HeapAnalysis {
   flamegraph::Profile profile;
 };
 
-// `stream` is the one `graph` was read from (for the paths' field names);
-// `top`: how many retainers to find. The graph's references are dropped
-// on the way (HeapGraph::drop_references), once the dominator tree has
-// what it needs of them: the rest of the analysis needs that memory.
-HeapAnalysis analyze_heap(HeapGraph& graph, std::string_view stream, size_t top);
+// `stream` is the one `graph` was read from; `top`: how many retainers to
+// find. Parts of the graph are dropped while the dominator tree is built
+// (its arrays need the memory) and read again from the stream after; it
+// is left without its references and sizes. An error is the stream's, if
+// it no longer reads as it did.
+std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& graph, std::string_view stream, size_t top,
+                                                      const DoneWith& done_with = {});
 
 // The text report: totals, retainers with their paths, `top` classes.
 std::string heap_report(const HeapAnalysis& analysis, size_t top);
