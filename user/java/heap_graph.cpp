@@ -366,25 +366,32 @@ class GraphBuilder {
 
 namespace {
 
-// Counts a stream's ids and references (read_heap_graph's first pass).
-struct Counter {
-  uint64_t ids = 0, refs = 0, class_refs = 0;
-
+// A visitor's base: every record passes by. Visitors define what they want.
+struct SkipRecords {
   void klass(ObjectId, HeapClass) {}
   void thread(ObjectId, std::string) {}
   void method(uint64_t, std::string) {}
+  void begin(ObjectId) {}
+  std::expected<void, std::string> object(ObjectId, ObjectId, uint64_t) { return {}; }
+  std::expected<void, std::string> from(ObjectId) { return {}; }
+  std::expected<void, std::string> reference(ObjectId, const Reference&) { return {}; }
+  std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
+};
+
+// Counts a stream's ids and references (read_heap_graph's first pass).
+struct Counter : SkipRecords {
+  uint64_t ids = 0, refs = 0, class_refs = 0;
+
   void begin(ObjectId first) { ids = first; }
   std::expected<void, std::string> object(ObjectId id, ObjectId, uint64_t) {
     ids = std::max<uint64_t>(ids, uint64_t{id} + 1);
     return {};
   }
-  std::expected<void, std::string> from(ObjectId) { return {}; }
   std::expected<void, std::string> reference(ObjectId, const Reference& r) {
     ++refs;
     class_refs += r.kind == hs::kClassRef;
     return {};
   }
-  std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
 };
 
 }  // namespace
@@ -406,39 +413,25 @@ std::expected<void, std::string> HeapGraph::reload(std::string_view stream, unsi
 namespace {
 
 // Hands on each reference a graph holds (HeapGraph::for_each_reference).
-struct EachReference {
+struct EachReference : SkipRecords {
   const std::function<void(ObjectId, ObjectId)>& f;
   Referents referents;
 
-  void klass(ObjectId, HeapClass) {}
-  void thread(ObjectId, std::string) {}
-  void method(uint64_t, std::string) {}
-  void begin(ObjectId) {}
-  std::expected<void, std::string> object(ObjectId, ObjectId, uint64_t) { return {}; }
-  std::expected<void, std::string> from(ObjectId) { return {}; }
   std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
     if (!referents.dropped(from, r)) f(from, r.object);
     return {};
   }
-  std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
 };
 
 // Finds how given pairs of objects are linked (find_references).
-struct RefFinder {
+struct RefFinder : SkipRecords {
   std::unordered_map<uint64_t, Reference> wanted;  // from << 32 | to -> the first such reference (kind 0: none yet)
 
-  void klass(ObjectId, HeapClass) {}
-  void thread(ObjectId, std::string) {}
-  void method(uint64_t, std::string) {}
-  void begin(ObjectId) {}
-  std::expected<void, std::string> object(ObjectId, ObjectId, uint64_t) { return {}; }
-  std::expected<void, std::string> from(ObjectId) { return {}; }
   std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
     auto it = wanted.find(uint64_t{from} << 32 | r.object);
     if (it != wanted.end() && it->second.kind == 0) it->second = r;
     return {};
   }
-  std::expected<void, std::string> end(uint64_t, uint64_t, uint64_t, uint64_t) { return {}; }
 };
 
 uint64_t pair_key(const std::pair<ObjectId, ObjectId>& p) { return uint64_t{p.first} << 32 | p.second; }
@@ -448,7 +441,7 @@ uint64_t pair_key(const std::pair<ObjectId, ObjectId>& p) { return uint64_t{p.fi
 std::expected<void, std::string> HeapGraph::for_each_reference(std::string_view stream,
                                                               const std::function<void(ObjectId, ObjectId)>& f,
                                                               const DoneWith& done_with) const {
-  EachReference each{f, Referents(*this)};
+  EachReference each{{}, f, Referents(*this)};
   return Decoder(stream, done_with).run(each);
 }
 

@@ -37,8 +37,11 @@ struct JvmOptions {
 };
 
 // `ember jvm --heap` walks heaps up to this much in use without --force: the
-// JVM is paused for the walk (about 1 s per 2 GiB on 2 cores), and keeps a
-// tag per object meanwhile (~60 bytes each in JDK 17 and 21).
+// JVM is paused for the walk (0.5 to 1 s per million objects reached, on 2
+// cores: bench/heap.sh), and keeps a tag per object meanwhile (~60 bytes
+// each in JDK 17 and 21). The pause goes with the objects, but the heap in
+// use is what a JVM tells without stopping: a heap of small objects is
+// walked longest (HeapGrid's 2 GiB: about 60 million objects).
 inline constexpr int64_t kHeapWalkCap = int64_t{2} << 30;
 
 int run_jvm(const JvmOptions& options);
