@@ -4,7 +4,8 @@
 # for heaps of many small objects (bench/java/HeapGrid.java: two objects
 # a cell). For each size: the JVM's pauses as its own safepoint log tells
 # them (-Xlog:safepoint: the walk's HeapWalkOperation, the dump's
-# HeapDumper, which includes the full GC jcmd asks for by default),
+# HeapDumper, which includes the full GC jcmd asks for by default, and the
+# same without it, `-all`: the shortest pause HotSpot's dumper can take),
 # the graph's size beside the dump's, ember's time to read and analyse the
 # graph (issue 18's target: under 2 s per million objects) and its peak
 # memory per object (target: under 40 bytes; the mapped graph counts).
@@ -19,7 +20,7 @@ trap '[ -n "$jvm" ] && kill "$jvm" 2>/dev/null; rm -rf "$T"' EXIT
 BIN=${JAVA_BIN:+$JAVA_BIN/}
 "${BIN}javac" -d "$T/classes" bench/java/HeapGrid.java
 
-printf '%-10s %-10s %9s %9s %9s %9s %10s %9s %9s\n' cells objects "walk s" "dump s" "graph MB" "dump MB" "analyse s" "s/M obj" "B/obj"
+printf '%-10s %-10s %9s %9s %9s %9s %9s %10s %9s %9s\n' cells objects "walk s" "dump s" "-all s" "graph MB" "dump MB" "analyse s" "s/M obj" "B/obj"
 for cells in ${CELLS:-1000000 6000000}; do
 	"${BIN}java" -Xmx4g -Xlog:safepoint:file="$T/safepoints" -cp "$T/classes" HeapGrid 1000 $((cells / 1000)) 3600 >"$T/out" &
 	jvm=$!
@@ -30,12 +31,15 @@ for cells in ${CELLS:-1000000 6000000}; do
 		build/ember jvm "$jvm" --heap --force -n 1 >"$T/report" 2>"$T/err"
 		walk=$(pause HeapWalkOperation)
 		read -r graph objects analyse peak < <(sed -nE 's/.*graph \(([0-9.]+) MiB, ([0-9]+) objects\) read and analysed in ([0-9.]+) s; .* ([0-9]+) MiB$/\1 \2 \3 \4/p' "$T/err")
-		rm -f "$T/dump.hprof"
+		rm -f "$T/all.hprof" "$T/dump.hprof"
+		"${BIN}jcmd" "$jvm" GC.heap_dump -all "$T/all.hprof" >/dev/null
+		all=$(pause HeapDumper)
+		rm -f "$T/all.hprof"
 		"${BIN}jcmd" "$jvm" GC.heap_dump "$T/dump.hprof" >/dev/null
 		dump=$(pause HeapDumper)
-		awk -v c="$cells" -v o="$objects" -v w="$walk" -v d="$dump" -v g="$graph" -v h="$(stat -c %s "$T/dump.hprof")" \
-			-v a="$analyse" -v p="$peak" 'BEGIN { printf "%-10d %-10d %9.2f %9.2f %9.1f %9.1f %10.2f %9.2f %9.1f\n",
-				c, o, w, d, g * 1.048576, h / 1e6, a, a / (o / 1e6), p * 1048576 / o }'
+		awk -v c="$cells" -v o="$objects" -v w="$walk" -v d="$dump" -v x="$all" -v g="$graph" -v h="$(stat -c %s "$T/dump.hprof")" \
+			-v a="$analyse" -v p="$peak" 'BEGIN { printf "%-10d %-10d %9.2f %9.2f %9.2f %9.1f %9.1f %10.2f %9.2f %9.1f\n",
+				c, o, w, d, x, g * 1.048576, h / 1e6, a, a / (o / 1e6), p * 1048576 / o }'
 	done
 	kill "$jvm"
 	wait "$jvm" 2>/dev/null || true

@@ -35,8 +35,8 @@ read -r _ entries payloads held_bytes <<<"$(grep '^cache ' "$TMP/leak.out")"
 "$EMBER" jvm "$jvm" --heap -n 100000 >"$TMP/report" 2>"$TMP/err" || fail "--heap: exit $?: $(cat "$TMP/err")"
 jcmd "$jvm" GC.class_histogram >"$TMP/histo" || fail "jcmd GC.class_histogram failed"
 sed -n '1,/^Classes by retained/p' "$TMP/report" | sed 's/^/  /'
-assert_contains "$TMP/err" "^ember: walking the heap of JVM $jvm \([0-9]+ MiB in use\): the JVM is paused until the walk ends$"
-assert_contains "$TMP/report" "^JVM $jvm \(HeapLeak\): [0-9,]+ objects, .* reachable, [0-9,]+ references; the walk paused the JVM for [0-9.]+ s$"
+assert_contains "$TMP/err" "^ember: walking the heap of JVM $jvm \([0-9]+ MiB in use\): the JVM is paused until the walk ends, and again while it frees the walk's tags$"
+assert_contains "$TMP/report" "^JVM $jvm \(HeapLeak\): [0-9,]+ objects, .* reachable, [0-9,]+ references; the walk paused the JVM for [0-9.]+ s, freeing its tags for up to [0-9.]+ s more$"
 
 # The first retainer: the cache's table, held by the static field.
 first=$(grep -m1 -A2 '^Where memory accumulates' "$TMP/report" | tail -2)

@@ -337,7 +337,10 @@ TEST_CASE("a cache held by a static field: retained bytes, path with field names
   // The root's biggest child is the class; its one big child the map; the
   // map's the table, where the memory spreads out.
   std::string report = ember::heap::heap_report(a, 10);
-  CHECK(report.find("paused the JVM for 0.005 s") != std::string::npos);
+  CHECK(report.find("paused the JVM for 0.005 s\n") != std::string::npos);
+  a.free_ns = 250'000'000;
+  CHECK(ember::heap::heap_report(a, 10).find("paused the JVM for 0.005 s, freeing its tags for up to 0.250 s more\n") !=
+        std::string::npos);
   CHECK(report.find("1 objects (104 B) reachable only through weak or phantom references") != std::string::npos);
   // The profile: root -> dominators -> class, weights are shallow bytes.
   CHECK(a.profile.total() == a.bytes);

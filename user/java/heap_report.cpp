@@ -328,10 +328,15 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
 std::string heap_report(const HeapAnalysis& a, size_t top) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%s objects, %s reachable, %s references; the walk paused the JVM for %.3f s\n",
+  std::snprintf(line, sizeof line, "%s objects, %s reachable, %s references; the walk paused the JVM for %.3f s",
                 grouped(a.objects).c_str(), human_bytes(a.bytes).c_str(), grouped(a.references).c_str(),
                 static_cast<double>(a.pause_ns) / 1e9);
   out += line;
+  if (a.free_ns) {
+    std::snprintf(line, sizeof line, ", freeing its tags for up to %.3f s more", static_cast<double>(a.free_ns) / 1e9);
+    out += line;
+  }
+  out += "\n";
   if (a.weak_objects)
     out += grouped(a.weak_objects) + " objects (" + human_bytes(a.weak_bytes) +
            ") reachable only through weak or phantom references are left out: the next GC frees them\n";

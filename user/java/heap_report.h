@@ -44,6 +44,9 @@ struct Retainer {
 
 struct HeapAnalysis {
   uint64_t objects = 0, bytes = 0, references = 0, pause_ns = 0, unknown_class = 0;
+  // At most how long the JVM then stopped to free the walk's tags (0: not
+  // measured): the safepoint ember brought for it took this long.
+  uint64_t free_ns = 0;
   // Objects reached only through the referents of weak or phantom
   // references: the next GC frees them, they count for nothing here.
   uint64_t weak_objects = 0, weak_bytes = 0;
