@@ -132,10 +132,11 @@ int run_heap(const JvmOptions& o) {
     if (java::has_exited(o.pid)) return fail(jvm_name + " exited during the walk; its agent directory is removed");
     return fail(r.error());
   }
-  // HotSpot frees a disposed JVMTI environment's tags at its next safepoint,
-  // whatever brings it: 1.9 s more for 8 M objects on JDK 25, 0.3 s on JDK
-  // 17. A thread dump brings that safepoint now, where the walk's cost is
-  // reported, rather than into the application's next GC.
+  // HotSpot (JDK 25) frees a disposed JVMTI environment's tags at its next
+  // safepoint, whatever brings it: 1.8-2.5 s more for 8 M objects. A thread
+  // dump brings that safepoint now, where the walk's cost is reported,
+  // rather than into the application's next GC. (JDK 17 frees them outside
+  // safepoints: its thread dump takes milliseconds.)
   auto freeing = std::chrono::steady_clock::now();
   bool freed = java::attach_command(o.pid, "threaddump", {}, kHeapWalkTimeoutMs).has_value();
   uint64_t free_ns = freed ? static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
