@@ -345,6 +345,24 @@ TEST_CASE("processes that are not JVMs", "[java_attach]") {
   CHECK(missing.error() == "no process with pid 2147483632");
 }
 
+TEST_CASE("has_exited: alive, killed and not reaped, gone", "[java_attach]") {
+  CHECK_FALSE(has_exited(getpid()));
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  CHECK_FALSE(has_exited(child));
+  kill(child, SIGKILL);
+  // A zombie, or on its way to one, until reaped.
+  for (int i = 0; i < 100 && !has_exited(child); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(has_exited(child));
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(has_exited(child));
+}
+
 TEST_CASE("the request and reply, against a fake JVM", "[java_attach]") {
   TempDir dir;
   std::string path = (dir.path / "sock").string();

@@ -398,7 +398,18 @@ std::expected<void, std::string> check_request(std::string_view command, std::sp
 
 bool has_exited(pid_t pid) {
   auto st = read_status(pid);
-  return !st || st->state == 'Z' || st->state == 'X';
+  if (!st || st->state == 'Z' || st->state == 'X') return true;
+  // A killed process closes its files (its attach socket) before it turns
+  // zombie; its leader is marked exiting (PF_EXITING, in the flags of
+  // /proc/PID/stat) from the start of its exit.
+  constexpr unsigned long kPfExiting = 0x4;
+  auto stat = read_file(proc_path(pid, "stat"));
+  if (!stat) return true;
+  size_t paren = stat->rfind(')');
+  if (paren == std::string::npos) return false;
+  // After "(comm)": state ppid pgrp session tty_nr tpgid flags.
+  std::string_view after = std::string_view(*stat).substr(paren + 1);
+  return number<unsigned long>(field(after, 6)) & kPfExiting;
 }
 
 std::optional<bool> jvm_flag(pid_t pid, std::string_view name) {

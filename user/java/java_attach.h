@@ -68,7 +68,8 @@ std::expected<AttachResult, std::string> attach_command(pid_t pid, std::string_v
                                                         std::span<const std::string> args,
                                                         int timeout_ms = 5000);
 
-// The process is gone, or a zombie.
+// The process is gone, a zombie, or on its way out (killed: its files,
+// the attach socket among them, may be closed already).
 bool has_exited(pid_t pid);
 
 // Loads a JVMTI agent into the JVM and runs its Agent_OnAttach; fails unless
