@@ -74,22 +74,6 @@ double monotonic_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-// Whether the process exists and has not exited (zombies have).
-bool alive(pid_t pid) {
-  std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
-  char state = stat[paren + 2];
-  return state != 'Z' && state != 'X';
-}
-
 std::string jvm_gone(pid_t pid) { return "JVM " + std::to_string(pid) + " exited"; }
 
 // The display name of HotSpot's GC policy (sun.gc.policy.name).
@@ -134,7 +118,7 @@ std::expected<JvmTelemetry, std::string> read_whole(hsperf::File& file, pid_t pi
     } else {
       last_error = snap ? file.path() + ": the JVM has not finished creating its counters" : snap.error();
     }
-    if (!alive(pid)) return std::unexpected(jvm_gone(pid));
+    if (java::has_exited(pid)) return std::unexpected(jvm_gone(pid));
     if (now >= deadline && !last_error.empty()) return std::unexpected(last_error);
     std::this_thread::sleep_for(kPollPeriod);
   }
@@ -238,7 +222,7 @@ int run_live(const JvmOptions& o) {
     std::this_thread::sleep_until(std::min(next, Clock::now() + kPollPeriod));
     if (auto polled = watch->poll(); !polled) return fail(polled.error());
     if (Clock::now() < next) continue;
-    if (!alive(o.pid)) return fail(jvm_gone(o.pid));
+    if (java::has_exited(o.pid)) return fail(jvm_gone(o.pid));
     print_line(line_start, watch->last(), since(watch->allocated(), line_base));
     line_start = watch->last();
     line_base = watch->allocated();
@@ -646,7 +630,7 @@ std::expected<void, std::string> JvmWatch::poll() {
     }
     return {};
   }
-  if (!alive(first_.pid)) return std::unexpected(jvm_gone(first_.pid));
+  if (java::has_exited(first_.pid)) return std::unexpected(jvm_gone(first_.pid));
   if (++failures_ * kPollPeriod <= std::chrono::seconds(2)) return {};
   return std::unexpected(snap ? file_.path() + ": the JVM marked its counters inaccessible" : snap.error());
 }
