@@ -138,11 +138,9 @@ int run_heap(const JvmOptions& o) {
   // rather than into the application's next GC. (JDK 17 frees them outside
   // safepoints: its thread dump takes milliseconds.)
   auto freeing = std::chrono::steady_clock::now();
-  bool freed = java::attach_command(o.pid, "threaddump", {}, kHeapWalkTimeoutMs).has_value();
-  uint64_t free_ns = freed ? static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                       std::chrono::steady_clock::now() - freeing)
-                                                       .count())
-                           : 0;
+  std::chrono::nanoseconds free_time{0};  // 0: not measured (the dump failed)
+  if (java::attach_command(o.pid, "threaddump", {}, kHeapWalkTimeoutMs))
+    free_time = std::chrono::steady_clock::now() - freeing;
   int fd = dir->open_file(kStreamName);
   if (fd < 0) return fail(jvm_name + ": its agent wrote no heap graph (the JVM's stderr says why)");
   Mapped stream(fd);
@@ -160,7 +158,7 @@ int run_heap(const JvmOptions& o) {
   auto analyzed = heap::analyze_heap(*graph, stream.view(), std::min<size_t>(o.top, 50), done_with);
   if (!analyzed) return fail(jvm_name + ": " + analyzed.error());
   heap::HeapAnalysis& analysis = *analyzed;
-  analysis.free_ns = free_ns;
+  analysis.free_ns = static_cast<uint64_t>(free_time.count());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
