@@ -36,8 +36,6 @@
 #include <cstring>
 
 #include "agent/code_heap.h"
-#include "agent/heap_stream.h"
-#include "agent/heap_walk.h"
 #include "agent/jitmap_writer.h"
 #include "agent/jvmti_names.h"
 #include "agent/live_objects.h"
@@ -108,7 +106,6 @@ thread_local bool t_replaying = false;
 
 struct Options {
   char out[4096] = {};
-  char heap[4096] = {};  // heap=PATH: a heap walk, nothing else
   bool stop = false;
   bool lease = false;
   uint64_t alloc = 0;  // sampling interval in bytes; 0: off
@@ -193,8 +190,6 @@ void parse_options(const char* text, Options& o) {
     size_t path_len;
     if (is_option(p, len, protocol::args::kOut, &path, &path_len)) {
       expand_path(path, path_len, o.out, sizeof o.out);
-    } else if (is_option(p, len, heap_stream::kOption, &path, &path_len)) {
-      expand_path(path, path_len, o.heap, sizeof o.heap);
     } else if (is_option(p, len, protocol::args::kStop)) {
       o.stop = true;
     } else if (is_option(p, len, protocol::args::kLive)) {
@@ -1017,15 +1012,6 @@ void start_locked(JavaVM* vm, const Options& o, bool attached) {
 jint start(JavaVM* vm, const char* text, bool attached) {
   Options o;
   parse_options(text, o);
-  // A heap walk touches neither the stream nor the agent's own JVMTI
-  // environment (agent/heap_walk.h).
-  if (o.heap[0]) {
-    if (attached)
-      walk_heap(vm, o.heap);
-    else
-      std::fprintf(stderr, "ember-agent: heap= is for an agent attached to a running JVM\n");
-    return JNI_OK;
-  }
   pthread_mutex_lock(&g_control);
   jint r = init_jvmti(vm);
   if (r == JNI_OK) start_locked(vm, o, attached);

@@ -33,9 +33,6 @@
 //                Waits shorter than NS (default 10000) are sampled: one per
 //                NS of such waiting (async-profiler's lock=10us default);
 //                lock=0 records every one.
-//   heap=PATH    instead of all the above: one walk of the heap, written to
-//                PATH (agent/heap_stream.h); the stream being published, if
-//                any, goes on untouched
 //   stop         stop publishing and close the file (the "detach": HotSpot
 //                never unloads an agent library, so a later attach restarts it)
 // Attaching again while publishing starts a fresh stream with the new

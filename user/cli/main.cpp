@@ -170,13 +170,13 @@ int main(int argc, char** argv) {
   jvm_histo->excludes(jvm_interval)->excludes(jvm_count);
   auto* jvm_heap = jvm->add_flag(
       "--heap", jvm_opt.heap,
-      "Walk the heap from its GC roots (the JVM is paused meanwhile): retained bytes per class, the objects where "
-      "memory accumulates and the shortest path that holds each");
+      "Dump the heap and read it from its GC roots (the JVM is paused for a full GC and the dump): retained bytes per "
+      "class, the objects where memory accumulates and the shortest path that holds each");
   jvm->add_option("-o,--output", jvm_opt.output,
                   "With --heap: the dominator tree as a flamegraph (root -> dominators -> class, width: retained bytes): " +
                       ember::flamegraph::output_extensions_text() + ". With --track: a chart (.html) or .csv");
   jvm->add_flag("--force", jvm_opt.force,
-                "With --heap: walk a heap of more than " + std::to_string(ember::kHeapWalkCap >> 20) +
+                "With --heap: dump a heap of more than " + std::to_string(ember::kHeapWalkCap >> 20) +
                     " MiB in use, or of unknown size, all the same")
       ->needs(jvm_heap);
   jvm->add_option("--alloc", jvm_opt.alloc,

@@ -5,13 +5,10 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "agent/heap_stream.h"
 #include "user/java/dominators.h"
 
 namespace ember::heap {
 namespace {
-
-namespace hs = agent::heap_stream;
 
 // Going down from a big object, a child that retains this much of it is
 // where the memory is, not the object itself.
@@ -66,11 +63,14 @@ const Reference* root_reference(const HeapGraph& g, ObjectId object) {
 std::string describe_root(const HeapGraph& g, const Reference& r) {
   std::string thread = r.thread ? std::string(g.thread_name(r.thread)) : "";
   switch (r.kind) {
-    case hs::kStackLocal:
-    case hs::kJniLocal:
-      return std::string(r.kind == hs::kJniLocal ? "JNI local" : "local") + " in " +
+    case kStackLocal:
+    case kJniLocal:
+      return std::string(r.kind == kJniLocal ? "JNI local" : "local") + " in " +
              std::string(g.method_name(r.method)) + (thread.empty() ? "" : " (thread \"" + thread + "\")");
-    case hs::kThreadRoot:
+    case kNativeStack:
+    case kThreadBlock:
+      return std::string(kind_name(r.kind)) + (thread.empty() ? "" : " of thread \"" + thread + "\"");
+    case kThreadRoot:
       return "thread" + (thread.empty() ? std::string() : " \"" + thread + "\"");
     default:
       return std::string(kind_name(r.kind));
@@ -92,19 +92,19 @@ std::string describe_path(const HeapGraph& g, const Reference* root, const std::
     }
     const Reference& link = links[i];
     switch (link.kind) {
-      case hs::kStaticField: {
+      case kStaticField: {
         // What holds a class (its loader) says little: the path starts here.
-        std::string_view field = g.field_name(o, link.index);
+        std::string_view field = g.static_field_name(o, link.index);
         steps.assign(1, "static " + std::string(g.class_name(o)) + "." +
                             (field.empty() ? "#" + std::to_string(link.index) : std::string(field)));
         break;
       }
-      case hs::kField: {
+      case kField: {
         std::string_view field = g.field_name(g.class_of(o), link.index);
         steps.push_back(name + "." + (field.empty() ? "#" + std::to_string(link.index) : std::string(field)));
         break;
       }
-      case hs::kArrayElement:
+      case kArrayElement:
         steps.push_back(name + " [" + std::to_string(link.index) + "]");
         break;
       default:
@@ -121,26 +121,24 @@ Successors successors(const HeapGraph& g, ObjectId id) { return {g.class_ref(id)
 
 }  // namespace
 
-std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_view stream, size_t top,
+std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_view dump, size_t top,
                                                       const DoneWith& done_with) {
   HeapAnalysis a;
   a.objects = g.objects();
   a.references = g.reference_count();  // before they go
-  a.pause_ns = g.pause_ns();
-  a.unknown_class = g.unknown_class();
 
   // The dominator tree needs the references (and the classes: each object
   // references its own), in memory for its depth-first walk, from the
-  // stream after.
+  // dump after.
   g.drop(HeapGraph::kSizes);
   std::expected<void, std::string> edges_read;
   DominatorTree t = dominator_tree(
       g.size(), kRoots, [&](uint32_t n) { return successors(g, n); }, [&] { g.drop(HeapGraph::kReferences); },
       [&](const std::function<void(uint32_t, uint32_t)>& edge) {
-        if (edges_read) edges_read = g.for_each_reference(stream, edge, done_with);
+        if (edges_read) edges_read = g.for_each_reference(dump, edge, done_with);
       });
   if (!edges_read) return std::unexpected(edges_read.error());
-  if (auto r = g.reload(stream, HeapGraph::kSizes, done_with); !r) return std::unexpected(r.error());
+  if (auto r = g.reload(dump, HeapGraph::kSizes, done_with); !r) return std::unexpected(r.error());
   const size_t m = t.order.size();
   // Children in the dominator tree, by position: p's are children[child_at[p]
   // .. child_at[p + 1]), each after p. The immediate dominators then go.
@@ -157,8 +155,8 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   }
   a.bytes = retained[0];
   a.objects = m - 1;
-  a.weak_objects = g.objects() - a.objects;
-  a.weak_bytes = g.bytes() - a.bytes;
+  a.unreached_objects = g.objects() - a.objects;
+  a.unreached_bytes = g.bytes() - a.bytes;
 
   // Classes: instances and shallow bytes of the objects reached.
   std::unordered_map<ObjectId, ClassSize> by_class;
@@ -286,7 +284,7 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
 
   // Their shortest paths from the roots: breadth first, in the roots' order,
   // over the references read again.
-  if (auto r = g.reload(stream, HeapGraph::kReferences, done_with); !r) return std::unexpected(r.error());
+  if (auto r = g.reload(dump, HeapGraph::kReferences, done_with); !r) return std::unexpected(r.error());
   std::vector<ObjectId> parent(g.size(), kNoObject);
   {
     std::vector<ObjectId> queue{kRoots};
@@ -312,7 +310,7 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
     chains.push_back(std::move(chain));
   }
   std::vector<ObjectId>().swap(parent);
-  std::vector<Reference> found = find_references(stream, links, done_with);
+  std::vector<Reference> found = g.find_references(dump, links, done_with);
   size_t link_at = 0;
   for (size_t i = 0; i < a.retainers.size(); ++i) {
     const std::vector<ObjectId>& chain = chains[i];
@@ -328,20 +326,19 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
 std::string heap_report(const HeapAnalysis& a, size_t top) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%s objects, %s reachable, %s references; the walk paused the JVM for %.3f s",
-                grouped(a.objects).c_str(), human_bytes(a.bytes).c_str(), grouped(a.references).c_str(),
-                static_cast<double>(a.pause_ns) / 1e9);
+  std::snprintf(line, sizeof line, "%s objects, %s reachable, %s references", grouped(a.objects).c_str(),
+                human_bytes(a.bytes).c_str(), grouped(a.references).c_str());
   out += line;
-  if (a.free_ns) {
-    std::snprintf(line, sizeof line, ", freeing its tags for up to %.3f s more", static_cast<double>(a.free_ns) / 1e9);
+  if (a.pause_ns) {
+    std::snprintf(line, sizeof line, "; the dump paused the JVM for %s%.3f s", a.pause_at_most ? "up to " : "",
+                  static_cast<double>(a.pause_ns) / 1e9);
     out += line;
   }
   out += "\n";
-  if (a.weak_objects)
-    out += grouped(a.weak_objects) + " objects (" + human_bytes(a.weak_bytes) +
-           ") reachable only through weak or phantom references are left out: the next GC frees them\n";
-  if (a.unknown_class)
-    out += grouped(a.unknown_class) + " objects of classes loaded while the walk was being prepared are \"[unknown class]\"\n";
+  if (a.unreached_objects)
+    out += grouped(a.unreached_objects) + " objects (" + human_bytes(a.unreached_bytes) +
+           ") that no GC root reaches are left out: held only through weak or phantom references, or by the JVM "
+           "itself\n";
   out += "\nWhere memory accumulates (retained bytes, objects, what holds it):\n";
   if (a.retainers.empty()) out += "  nothing retains 1% of the heap or more\n";
   for (const Retainer& r : a.retainers) {

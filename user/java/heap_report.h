@@ -43,13 +43,16 @@ struct Retainer {
 };
 
 struct HeapAnalysis {
-  uint64_t objects = 0, bytes = 0, references = 0, pause_ns = 0, unknown_class = 0;
-  // At most how long the JVM then stopped to free the walk's tags (0: not
-  // measured): the safepoint ember brought for it took this long.
-  uint64_t free_ns = 0;
-  // Objects reached only through the referents of weak or phantom
-  // references: the next GC frees them, they count for nothing here.
-  uint64_t weak_objects = 0, weak_bytes = 0;
+  uint64_t objects = 0, bytes = 0, references = 0;
+  // How long the dump stopped the JVM, its GC included (0: not known); the
+  // caller measures it. At most that long, where only the dump's whole time
+  // is known.
+  uint64_t pause_ns = 0;
+  bool pause_at_most = false;
+  // Objects of the dump no GC root reaches: held only through weak or
+  // phantom references (the next GC frees them), or by the JVM's own
+  // structures, which the dump does not show. They count for nothing here.
+  uint64_t unreached_objects = 0, unreached_bytes = 0;
   std::vector<ClassSize> classes;  // by retained bytes, then shallow
   std::vector<Retainer> retainers;  // by retained bytes
   // The dominator tree by class: root → dominators → class, each frame's
@@ -57,12 +60,12 @@ struct HeapAnalysis {
   flamegraph::Profile profile;
 };
 
-// `stream` is the one `graph` was read from; `top`: how many retainers to
+// `dump` is the one `graph` was read from; `top`: how many retainers to
 // find. Parts of the graph are dropped while the dominator tree is built
-// (its arrays need the memory) and read again from the stream after; it
-// is left without its references and sizes. An error is the stream's, if
+// (its arrays need the memory) and read again from the dump after; it
+// is left without its references and sizes. An error is the dump's, if
 // it no longer reads as it did.
-std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& graph, std::string_view stream, size_t top,
+std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& graph, std::string_view dump, size_t top,
                                                       const DoneWith& done_with = {});
 
 // The text report: totals, retainers with their paths, `top` classes.

@@ -16,11 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Whether JIT frames carry frame pointers: -XX:+PreserveFramePointer.
-bool preserves_frame_pointer(pid_t pid) {
-  std::string flag = "PreserveFramePointer";
-  auto r = java::attach_command(pid, "printflag", std::span(&flag, 1), 2000);
-  return r && r->code == 0 && r->output.find("-XX:+PreserveFramePointer") != std::string::npos;
-}
+bool preserves_frame_pointer(pid_t pid) { return java::printflag(pid, "PreserveFramePointer") == "true"; }
 
 // The files a JVM's stream goes on in, in its agent directory `dir`. The
 // collector holds the directory (and its lease) while it reads the JVM.

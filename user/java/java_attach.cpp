@@ -412,6 +412,19 @@ bool has_exited(pid_t pid) {
   return number<unsigned long>(field(after, 6)) & kPfExiting;
 }
 
+std::optional<std::string> printflag(pid_t pid, const std::string& name) {
+  auto r = attach_command(pid, "printflag", std::span(&name, 1), 2000);
+  if (!r || r->code != 0) return std::nullopt;
+  // "-XX:+Name", "-XX:-Name" or "-XX:Name=value", then a newline.
+  std::string_view out = r->output;
+  out = out.substr(0, out.find('\n'));
+  if (out == "-XX:+" + name) return "true";
+  if (out == "-XX:-" + name) return "false";
+  std::string prefix = "-XX:" + name + "=";
+  if (out.starts_with(prefix)) return std::string(out.substr(prefix.size()));
+  return std::nullopt;
+}
+
 std::optional<bool> jvm_flag(pid_t pid, std::string_view name) {
   std::string env = read_file(proc_path(pid, "environ")).value_or("");
   auto env_var = [&](std::string_view var) {

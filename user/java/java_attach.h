@@ -38,6 +38,11 @@ std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid);
 // _JAVA_OPTIONS. Nothing if not given.
 std::optional<bool> jvm_flag(pid_t pid, std::string_view name);
 
+// A flag's value as the JVM runs with it, ergonomics included ("true",
+// "false", "8"), asked over the attach socket; nothing if the JVM has no
+// such flag or does not answer.
+std::optional<std::string> printflag(pid_t pid, const std::string& name);
+
 // The pids of the running HotSpot JVMs that ember may inspect.
 std::vector<pid_t> find_jvms();
 

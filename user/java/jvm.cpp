@@ -469,6 +469,7 @@ JvmTelemetry telemetry_from(const hsperf::Snapshot& s, pid_t pid, double read_at
   t.gc = gc_name(policy ? *policy : "");
   t.frequency = s.number("sun.os.hrt.frequency").value_or(0);
   t.ticks = s.number("sun.os.hrt.ticks").value_or(0);
+  t.safepoint_ticks = s.number("sun.rt.safepointTime").value_or(-1);
   t.sampled_spaces = t.gc != "G1";
 
   auto space = [&](const std::string& prefix) {

@@ -27,21 +27,19 @@ struct JvmOptions {
   std::string save;     // write the histogram here
   std::string diff;     // print the change since this saved histogram
   size_t top = 20;      // rows of the histogram or the diff
-  bool heap = false;    // walk the heap: retained sizes, what holds them (user/java/jvm_heap.cpp)
+  bool heap = false;    // dump the heap: retained sizes, what holds them (user/java/jvm_heap.cpp)
   std::string output;   // with heap: the dominator tree as a flamegraph (.html, .folded, .pb.gz)
-  bool force = false;   // with heap: walk one above kHeapWalkCap, or of unknown size
+  bool force = false;   // with heap: dump one above kHeapWalkCap, or of unknown size
   std::string alloc;    // with heap: a recording of `record -e alloc --live` of the JVM, for allocation sites
   std::string track;    // a regex: instances and bytes of the matching classes over time (user/java/jvm_track.cpp)
   double every = 10;    // with track: seconds between histograms
   double duration = 0;  // with track: seconds to track; 0: until Ctrl-C or the JVM exits
 };
 
-// `ember jvm --heap` walks heaps up to this much in use without --force: the
-// JVM is paused for the walk (0.5 to 1 s per million objects reached, on 2
-// cores: bench/heap.sh), and keeps a tag per object meanwhile (~60 bytes
-// each in JDK 17 and 21). The pause goes with the objects, but the heap in
-// use is what a JVM tells without stopping: a heap of small objects is
-// walked longest (HeapGrid's 2 GiB: about 60 million objects).
+// `ember jvm --heap` dumps heaps up to this much in use without --force: the
+// JVM is paused for a full GC and the dump (about 0.6 s for 350 MB on 2
+// cores: bench/heap.sh), and the dump, as big as the heap's live objects,
+// is written in the JVM's /tmp (which may be memory) until ember has read it.
 inline constexpr int64_t kHeapWalkCap = int64_t{2} << 30;
 
 int run_jvm(const JvmOptions& options);
@@ -100,6 +98,7 @@ struct JvmTelemetry {
   JvmSpace eden, survivors, old, metaspace;
   std::vector<JvmCollector> collectors;
   JvmTlabEpoch tlab;
+  int64_t safepoint_ticks = -1;  // sun.rt.safepointTime: time at safepoints since the JVM started
 
   // Some collector has entered and not yet left a pause: the counters are
   // half updated.

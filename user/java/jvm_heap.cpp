@@ -1,4 +1,4 @@
-// `ember jvm PID --heap`: the agent walks the JVM's heap (agent/heap_walk.h)
+// `ember jvm PID --heap`: the JVM dumps its heap (HPROF, user/java/hprof.h)
 // and ember works out what keeps its memory alive (user/java/heap_report.h).
 #include <fcntl.h>
 #include <malloc.h>
@@ -12,7 +12,6 @@
 #include <cstring>
 #include <optional>
 
-#include "agent/heap_stream.h"
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
 #include "user/java/agent_dir.h"
@@ -25,9 +24,9 @@
 namespace ember {
 namespace {
 
-// The attach command returns when the walk has: minutes on a big heap.
-constexpr int kHeapWalkTimeoutMs = 600'000;
-constexpr char kStreamName[] = "heap";
+// The attach command returns when the dump is written: minutes on a big heap.
+constexpr int kHeapDumpTimeoutMs = 600'000;
+constexpr char kDumpName[] = "heap.hprof";
 
 std::string mib(int64_t bytes) {
   char buf[32];
@@ -64,6 +63,27 @@ class Mapped {
   const char* data_ = nullptr;
   size_t size_ = 0;
 };
+
+// How the JVM lays out its objects, from its flags: the dump does not say.
+heap::HeapLayout heap_layout(pid_t pid) {
+  heap::HeapLayout l;
+  auto flag = [pid](const char* name) { return java::printflag(pid, name); };
+  if (flag("UseCompressedOops") == "false") l.reference = 8;
+  if (flag("UseCompactObjectHeaders") == "true") {  // JDK 24 on: the class pointer is in the mark word
+    l.header = 8;
+    l.array_header = 12;
+  } else if (flag("UseCompressedClassPointers") == "false") {
+    l.header = 16;
+    l.array_header = 20;
+  }
+  if (auto a = flag("ObjectAlignmentInBytes")) l.alignment = static_cast<uint32_t>(std::max(8L, std::atol(a->c_str())));
+  // java.lang.Class objects hold fields HotSpot injects, which the dump
+  // does not list (javaClasses.hpp: the Klass* and array Klass*, the
+  // object's size, its count of static references; the protection domain,
+  // signers and source file as references).
+  l.mirror_extra = 2 * 8 + 2 * 4 + 3 * l.reference;
+  return l;
+}
 
 // What a saved snapshot's first comment says, without its '#' and our prefix.
 std::string snapshot_comment(std::string_view text) {
@@ -110,40 +130,45 @@ int run_heap(const JvmOptions& o) {
     if (used < 0)
       return fail("the heap size of " + jvm_name + " is unknown (" +
                   (telemetry ? std::string("its collector publishes no heap counters") : telemetry.error()) +
-                  "): add --force to walk it all the same");
+                  "): add --force to dump it all the same");
     if (used > kHeapWalkCap)
       return fail(jvm_name + " has " + mib(used) + " of heap in use, above --heap's limit of " + mib(kHeapWalkCap) +
-                  ": the walk pauses the JVM for seconds and keeps a tag of ~60 bytes per object in it; add --force "
-                  "to walk it all the same");
+                  ": the dump pauses the JVM for seconds and writes a file about as big as its live objects in its "
+                  "/tmp; add --force to dump it all the same");
   }
-  auto agent = agent_for(*jvm, default_agent_path());
-  if (!agent) return fail(jvm_name + ": " + agent.error());
   // What a killed ember left behind goes first.
   sweep_agent_dirs(jvm->own_mount_ns ? jvm->root : "");
   auto dir = AgentDir::create(jvm->own_mount_ns ? jvm->root : "", jvm->uid, jvm->gid);
   if (!dir) return fail(jvm_name + ": " + dir.error());
+  heap::HeapLayout layout = heap_layout(o.pid);
 
-  std::fprintf(stderr,
-               "ember: walking the heap of %s (%s in use): the JVM is paused until the walk ends, and again while "
-               "it frees the walk's tags\n",
+  std::fprintf(stderr, "ember: dumping the heap of %s (%s in use): the JVM is paused for a full GC and the dump\n",
                jvm_name.c_str(), used >= 0 ? mib(used).c_str() : "size unknown");
-  std::string options = std::string(agent::heap_stream::kOption) + "=" + dir->path() + "/" + kStreamName;
-  if (auto r = java::load_agent(o.pid, *agent, options, kHeapWalkTimeoutMs); !r) {
-    if (java::has_exited(o.pid)) return fail(jvm_name + " exited during the walk; its agent directory is removed");
-    return fail(r.error());
+  // The pause is the JVM's own time at safepoints across the dump; the
+  // command's time where the JVM publishes no counters.
+  auto ahead = read_telemetry(o.pid);
+  auto asked = std::chrono::steady_clock::now();
+  std::vector<std::string> args{dir->path() + "/" + kDumpName, "-live"};
+  auto dumped = java::attach_command(o.pid, "dumpheap", args, kHeapDumpTimeoutMs);
+  std::chrono::nanoseconds pause = std::chrono::steady_clock::now() - asked;
+  bool pause_at_most = true;
+  if (!dumped) {
+    if (java::has_exited(o.pid)) return fail(jvm_name + " exited during the dump; nothing of it is left in its /tmp");
+    return fail(dumped.error());
   }
-  // HotSpot (JDK 25) frees a disposed JVMTI environment's tags at its next
-  // safepoint, whatever brings it: 1.8-2.5 s more for 8 M objects. A thread
-  // dump brings that safepoint now, where the walk's cost is reported,
-  // rather than into the application's next GC. (JDK 17 frees them outside
-  // safepoints: its thread dump takes milliseconds.)
-  auto freeing = std::chrono::steady_clock::now();
-  std::chrono::nanoseconds free_time{0};  // 0: not measured (the dump failed)
-  if (java::attach_command(o.pid, "threaddump", {}, kHeapWalkTimeoutMs))
-    free_time = std::chrono::steady_clock::now() - freeing;
-  int fd = dir->open_file(kStreamName);
-  if (fd < 0) return fail(jvm_name + ": its agent wrote no heap graph (the JVM's stderr says why)");
-  Mapped stream(fd);
+  if (dumped->code != 0) return fail(jvm_name + " did not dump its heap: " + dumped->output);
+  if (auto after = read_telemetry(o.pid);
+      ahead && after && ahead->safepoint_ticks >= 0 && after->safepoint_ticks >= ahead->safepoint_ticks &&
+      after->frequency > 0) {
+    pause = std::chrono::nanoseconds(static_cast<int64_t>(
+        static_cast<double>(after->safepoint_ticks - ahead->safepoint_ticks) * 1e9 / static_cast<double>(after->frequency)));
+    pause_at_most = false;
+  }
+  int fd = dir->open_file(kDumpName);
+  if (fd < 0) return fail(jvm_name + " wrote no heap dump: " + dumped->output);
+  // Mapped, the dump needs no name: a killed ember leaves it nowhere.
+  Mapped dump(fd);
+  dir->remove_file(kDumpName);
   // The analysis allocates and frees arrays of tens or hundreds of MB in
   // stages. Each gets a mapping of its own, returned to the system when
   // freed: glibc would otherwise raise its threshold to the first freed
@@ -151,20 +176,21 @@ int run_heap(const JvmOptions& o) {
   // (215 MiB of peak memory against 185, measured at 5 M objects).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   auto start = std::chrono::steady_clock::now();
-  // The stream is read in passes, each holding a window of it.
-  auto done_with = [&stream](size_t offset) { stream.done_with(offset); };
-  auto graph = heap::read_heap_graph(stream.view(), done_with);
+  // The dump is read in passes, each holding a window of it.
+  auto done_with = [&dump](size_t offset) { dump.done_with(offset); };
+  auto graph = heap::read_heap_graph(dump.view(), layout, done_with);
   if (!graph) return fail(jvm_name + ": " + graph.error());
-  auto analyzed = heap::analyze_heap(*graph, stream.view(), std::min<size_t>(o.top, 50), done_with);
+  auto analyzed = heap::analyze_heap(*graph, dump.view(), std::min<size_t>(o.top, 50), done_with);
   if (!analyzed) return fail(jvm_name + ": " + analyzed.error());
   heap::HeapAnalysis& analysis = *analyzed;
-  analysis.free_ns = static_cast<uint64_t>(free_time.count());
+  analysis.pause_ns = static_cast<uint64_t>(pause.count());
+  analysis.pause_at_most = pause_at_most;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  // The graph stream is mapped, not read: the pages of its window count in the peak.
-  std::fprintf(stderr, "ember: the graph (%.1f MiB, %llu objects) read and analysed in %.2f s; ember's peak memory %ld MiB\n",
-               static_cast<double>(stream.view().size()) / (1 << 20), static_cast<unsigned long long>(graph->objects()),
+  // The dump is mapped, not read: the pages of its window count in the peak.
+  std::fprintf(stderr, "ember: the dump (%.1f MiB, %llu objects) read and analysed in %.2f s; ember's peak memory %ld MiB\n",
+               static_cast<double>(dump.view().size()) / (1 << 20), static_cast<unsigned long long>(graph->objects()),
                seconds, usage.ru_maxrss / 1024);
   std::string main_class = telemetry && !telemetry->main_class.empty() ? " (" + telemetry->main_class + ")" : "";
   std::printf("%s%s: ", jvm_name.c_str(), main_class.c_str());
