@@ -213,6 +213,11 @@ TEST_CASE("attach to a running JVM", "[java_attach]") {
   REQUIRE(printflag);
   CHECK(printflag->code == 0);
   CHECK(printflag->output == "-XX:-PreserveFramePointer\n");
+  // The value, ergonomics included; nothing for a flag this JDK lacks.
+  CHECK(ember::java::printflag(jvm.pid(), "PreserveFramePointer") == "false");
+  CHECK(ember::java::printflag(jvm.pid(), "UseCompressedOops") == "true");
+  CHECK(ember::java::printflag(jvm.pid(), "ObjectAlignmentInBytes") == "8");
+  CHECK(ember::java::printflag(jvm.pid(), "NoSuchFlagAnywhere") == std::nullopt);
 
   // Its socket replaced by a dead one (as a killed JVM with the same pid
   // leaves): ember removes it and HotSpot, signalled again, opens a new one.

@@ -1,6 +1,7 @@
 #include "user/java/heap_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <optional>
 #include <unordered_set>
@@ -148,17 +149,21 @@ class HeapIndex {
   std::unordered_map<ObjectId, std::string> threads;
   std::unordered_map<uint64_t, std::string> methods;  // by frame id
 
+  // How to read the instances of the class at `klass`; nothing if the dump
+  // holds no such class. Asked for every object of every pass: a small
+  // cache by address before the table.
   const Reading* reading(uint64_t klass) const {
-    if (klass == last_klass_) return last_reading_;
-    auto it = readings.find(klass);
-    last_klass_ = klass;
-    last_reading_ = it == readings.end() ? nullptr : &it->second;
-    return last_reading_;
+    auto& [address, found] = cache_[(klass >> 3) % cache_.size()];
+    if (address != klass) {
+      auto it = readings.find(klass);
+      address = klass;
+      found = it == readings.end() ? nullptr : &it->second;
+    }
+    return found;
   }
 
  private:
-  mutable uint64_t last_klass_ = 0;
-  mutable const Reading* last_reading_ = nullptr;
+  mutable std::array<std::pair<uint64_t, const Reading*>, 1024> cache_{};  // address 0: no class
 };
 
 namespace {
@@ -776,8 +781,10 @@ struct EachReference : SkipGraph {
 // Finds how given pairs of objects are linked (find_references).
 struct RefFinder : SkipGraph {
   std::unordered_map<uint64_t, Reference> wanted;  // from << 32 | to -> the first such reference (kind 0: none yet)
-  std::expected<void, std::string> reference(ObjectId from, const Reference& r) {
-    auto it = wanted.find(uint64_t{from} << 32 | r.object);
+  std::vector<bool> holders;                       // by id: some pair starts there (most references are not looked up)
+  std::expected<void, std::string> reference(ObjectId holder, const Reference& r) {
+    if (!holders[holder]) return {};
+    auto it = wanted.find(uint64_t{holder} << 32 | r.object);
     if (it != wanted.end() && it->second.kind == 0) it->second = r;
     return {};
   }
@@ -798,7 +805,11 @@ std::vector<Reference> HeapGraph::find_references(std::string_view dump,
                                                   std::span<const std::pair<ObjectId, ObjectId>> pairs,
                                                   const DoneWith& done_with) const {
   RefFinder finder;
-  for (const auto& p : pairs) finder.wanted.emplace(pair_key(p), Reference{});
+  finder.holders.assign(size(), false);
+  for (const auto& p : pairs) {
+    finder.wanted.emplace(pair_key(p), Reference{});
+    if (p.first < size()) finder.holders[p.first] = true;
+  }
   (void)GraphPass(*index_, finder, roots_).run(dump, done_with);
   std::vector<Reference> out;
   out.reserve(pairs.size());

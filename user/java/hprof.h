@@ -66,11 +66,26 @@ struct ClassDump {
   std::string_view fields;   // u2 count, then (id name, u1 type) each
 };
 
-// Big-endian numbers of a dump's bytes; an id is 4 or 8 bytes.
+// Big-endian numbers of a dump's bytes; an id is 4 or 8 bytes. Every
+// reference of every pass is read here: whole words, not bytes.
 inline uint64_t be(const char* p, uint32_t n) {
-  uint64_t v = 0;
-  for (uint32_t i = 0; i < n; ++i) v = v << 8 | static_cast<unsigned char>(p[i]);
-  return v;
+  switch (n) {
+    case 8: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return __builtin_bswap64(v);
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return __builtin_bswap32(v);
+    }
+    default: {
+      uint64_t v = 0;
+      for (uint32_t i = 0; i < n; ++i) v = v << 8 | static_cast<unsigned char>(p[i]);
+      return v;
+    }
+  }
 }
 
 // The records of a dump, handed to a visitor in the file's order. A
