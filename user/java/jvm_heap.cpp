@@ -156,7 +156,9 @@ int run_heap(const JvmOptions& o) {
     if (java::has_exited(o.pid)) return fail(jvm_name + " exited during the dump; nothing of it is left in its /tmp");
     return fail(dumped.error());
   }
-  if (dumped->code != 0) return fail(jvm_name + " did not dump its heap: " + dumped->output);
+  // HotSpot answers 0 whether the dump was made or not; its words tell.
+  if (dumped->code != 0 || dumped->output.find("Heap dump file created") == std::string::npos)
+    return fail(jvm_name + " did not dump its heap: " + dumped->output);
   if (auto after = read_telemetry(o.pid);
       ahead && after && ahead->safepoint_ticks >= 0 && after->safepoint_ticks >= ahead->safepoint_ticks &&
       after->frequency > 0) {
