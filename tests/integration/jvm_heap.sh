@@ -131,6 +131,19 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
 	assert_contains "$TMP/ct.report" '^        path:  static HeapLeak\$Cache.ENTRIES → java.util.HashMap.table → java.util.HashMap\$Node\[\]$'
 	! ls /proc/"$inside"/root/tmp/ | grep -q ember || fail "sandbox: left in its /tmp: $(ls /proc/"$inside"/root/tmp/)"
 	echo "sandboxed JVM $inside (pid 1 inside): the same first retainer, nothing left in its /tmp"
+	# One whose /tmp (4 MiB) cannot hold its dump: HotSpot's reason, and
+	# nothing of the dump left.
+	unshare --pid --mount --fork --kill-child --mount-proc sh -c \
+		"mount -t tmpfs -o size=4m tmpfs /tmp && exec java -cp $ct HeapLeak 200 20 4000 60" >"$TMP/small.out" 2>&1 &
+	small=$!
+	trap 'kill -KILL "$sandbox" "$small" 2>/dev/null; cleanup; rm -rf "$ct"' EXIT
+	for _ in $(seq 300); do grep -q '^held ' "$TMP/small.out" && break; sleep 0.1; done
+	cramped=$(pgrep -f "$ct HeapLeak" | grep -vx "$inside" | tail -1)
+	[ -n "$cramped" ] || fail "the second sandboxed JVM did not start: $(cat "$TMP/small.out")"
+	"$EMBER" jvm "$cramped" --heap -n 1 >/dev/null 2>"$TMP/err" && fail "a dump into a full /tmp succeeded"
+	assert_contains "$TMP/err" "^ember: JVM $cramped did not dump its heap: Dump file is incomplete: No space left on device$"
+	! ls /proc/"$cramped"/root/tmp/ | grep -q ember || fail "full /tmp: left in it: $(ls /proc/"$cramped"/root/tmp/)"
+	echo "sandboxed JVM $cramped with a 4 MiB /tmp: $(tail -1 "$TMP/err")"
 else
 	echo "sandbox part skipped: needs root and unshare"
 fi

@@ -156,9 +156,13 @@ int run_heap(const JvmOptions& o) {
     if (java::has_exited(o.pid)) return fail(jvm_name + " exited during the dump; nothing of it is left in its /tmp");
     return fail(dumped.error());
   }
-  // HotSpot answers 0 whether the dump was made or not; its words tell.
-  if (dumped->code != 0 || dumped->output.find("Heap dump file created") == std::string::npos)
-    return fail(jvm_name + " did not dump its heap: " + dumped->output);
+  // HotSpot answers 0 whether the dump was made or not; its words tell,
+  // the reason last ("Dump file is incomplete: No space left on device").
+  if (dumped->code != 0 || dumped->output.find("Heap dump file created") == std::string::npos) {
+    std::string_view said = dumped->output;
+    while (said.ends_with('\n')) said.remove_suffix(1);
+    return fail(jvm_name + " did not dump its heap: " + std::string(said.substr(said.rfind('\n') + 1)));
+  }
   if (auto after = read_telemetry(o.pid);
       ahead && after && ahead->safepoint_ticks >= 0 && after->safepoint_ticks >= ahead->safepoint_ticks &&
       after->frequency > 0) {
