@@ -185,14 +185,15 @@ void each_static(std::string_view statics, uint32_t id_size, F&& f) {
 
 // Reads a dump's records for its graph: each object with its class and
 // size, then (if it has any) its references, the roots' first. Referents of
-// weak and phantom references and references to objects the dump does not
-// hold are left out and counted.
+// weak and phantom references are left out, and counted; so are references
+// to objects the dump does not hold (CDS's archived objects of classes not
+// loaded yet), uncounted.
 template <class Sink>
 class GraphPass : public hp::Records::Skip {
  public:
   GraphPass(const HeapIndex& index, Sink& sink, const std::vector<Reference>& roots)
       : x_(index), sink_(sink), roots_(roots) {}
-  uint64_t referents = 0, dangling = 0;
+  uint64_t referents = 0;
 
   std::expected<void, std::string> run(std::string_view dump, const DoneWith& done_with) {
     sink_.from(kRoots);
@@ -267,10 +268,7 @@ class GraphPass : public hp::Records::Skip {
   std::expected<void, std::string> refer(ObjectId from, uint64_t address, uint8_t kind, uint32_t index) {
     if (!address) return {};
     ObjectId to = x_.ids.id(address);
-    if (to == kNoObject) {
-      ++dangling;
-      return {};
-    }
+    if (to == kNoObject) return {};
     return sink_.reference(from, {.object = to, .kind = kind, .index = index});
   }
 
@@ -369,7 +367,6 @@ class FirstPass : public hp::Records::Skip {
  public:
   explicit FirstPass(HeapIndex& index) : x_(index) {}
   uint64_t references = 0;  // at most: non-null reference values and classes
-  uint64_t dangling = 0;    // roots of objects the dump does not hold
   std::vector<uint64_t> threads;  // the threads' objects (ROOT THREAD OBJECT)
 
   void header(uint32_t id_size) { x_.id_size = id_size; }
@@ -574,10 +571,7 @@ std::expected<std::vector<Reference>, std::string> FirstPass::finish() {
   std::vector<Reference> roots;
   for (const RawRoot& raw : raw_roots_) {
     Reference r{.object = x_.ids.id(raw.object)};
-    if (r.object == kNoObject) {
-      ++dangling;
-      continue;
-    }
+    if (r.object == kNoObject) continue;  // not in the dump
     auto thread = threads.find(raw.a);
     switch (raw.tag) {
       case hp::kRootJniGlobal: r.kind = kJniGlobal; break;
@@ -745,7 +739,6 @@ std::expected<HeapGraph, std::string> read_heap_graph(std::string_view dump, con
     auto roots = first.finish();
     if (!roots) return std::unexpected(roots.error());
     g.roots_ = std::move(*roots);
-    g.dangling_ = first.dangling;
     references = first.references;
     if (auto r = name_threads(x, first.threads, dump, done_with); !r) return std::unexpected(r.error());
   }
@@ -755,7 +748,6 @@ std::expected<HeapGraph, std::string> read_heap_graph(std::string_view dump, con
   if (auto r = pass.run(dump, done_with); !r) return std::unexpected(r.error());
   builder.end();
   g.referents_ = pass.referents;
-  g.dangling_ += pass.dangling;
   return g;
 }
 

@@ -102,7 +102,6 @@ class HeapGraph {
 
   // Ids run to size(): the roots, then the objects.
   size_t size() const { return class_of_.size(); }
-  bool present(ObjectId id) const { return id < size() && id != kRoots; }
   ObjectId class_of(ObjectId id) const { return class_of_[id]; }
   uint64_t shallow(ObjectId id) const { return id < words_.size() ? uint64_t{words_[id]} * 8 : 0; }
   // The objects `id` references (the roots' for kRoots), in the dump's
@@ -154,8 +153,6 @@ class HeapGraph {
   // references, which do not keep an object alive through a GC (HotSpot
   // dumps them as plain fields).
   uint64_t referents() const { return referents_; }
-  // References to objects the dump does not hold, left out.
-  uint64_t dangling() const { return dangling_; }
 
  private:
   friend class GraphBuilder;
@@ -173,7 +170,7 @@ class HeapGraph {
   size_t dropped_refs_ = 0;           // refs_.size() when they were dropped
   uint64_t reference_count_ = 0;
   std::vector<Reference> roots_;
-  uint64_t bytes_ = 0, referents_ = 0, dangling_ = 0;
+  uint64_t bytes_ = 0, referents_ = 0;
 };
 
 // Reads a whole dump, or says why it is refused (not HPROF, truncated or
