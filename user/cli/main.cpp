@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
                   "With --heap: the dominator tree as a flamegraph (root -> dominators -> class, width: retained bytes): " +
                       ember::flamegraph::output_extensions_text() + ". With --track: a chart (.html) or .csv");
   jvm->add_flag("--force", jvm_opt.force,
-                "With --heap: dump a heap of more than " + std::to_string(ember::kHeapWalkCap >> 20) +
+                "With --heap: dump a heap of more than " + std::to_string(ember::kHeapDumpCap >> 20) +
                     " MiB in use, or of unknown size, all the same")
       ->needs(jvm_heap);
   jvm->add_option("--alloc", jvm_opt.alloc,

@@ -29,7 +29,7 @@ struct JvmOptions {
   size_t top = 20;      // rows of the histogram or the diff
   bool heap = false;    // dump the heap: retained sizes, what holds them (user/java/jvm_heap.cpp)
   std::string output;   // with heap: the dominator tree as a flamegraph (.html, .folded, .pb.gz)
-  bool force = false;   // with heap: dump one above kHeapWalkCap, or of unknown size
+  bool force = false;   // with heap: dump one above kHeapDumpCap, or of unknown size
   std::string alloc;    // with heap: a recording of `record -e alloc --live` of the JVM, for allocation sites
   std::string track;    // a regex: instances and bytes of the matching classes over time (user/java/jvm_track.cpp)
   double every = 10;    // with track: seconds between histograms
@@ -40,7 +40,7 @@ struct JvmOptions {
 // JVM is paused for a full GC and the dump (about 0.6 s for 350 MB on 2
 // cores: bench/heap.sh), and the dump, as big as the heap's live objects,
 // is written in the JVM's /tmp (which may be memory) until ember has read it.
-inline constexpr int64_t kHeapWalkCap = int64_t{2} << 30;
+inline constexpr int64_t kHeapDumpCap = int64_t{2} << 30;
 
 int run_jvm(const JvmOptions& options);
 int run_heap(const JvmOptions& options);

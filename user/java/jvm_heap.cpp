@@ -131,8 +131,8 @@ int run_heap(const JvmOptions& o) {
       return fail("the heap size of " + jvm_name + " is unknown (" +
                   (telemetry ? std::string("its collector publishes no heap counters") : telemetry.error()) +
                   "): add --force to dump it all the same");
-    if (used > kHeapWalkCap)
-      return fail(jvm_name + " has " + mib(used) + " of heap in use, above --heap's limit of " + mib(kHeapWalkCap) +
+    if (used > kHeapDumpCap)
+      return fail(jvm_name + " has " + mib(used) + " of heap in use, above --heap's limit of " + mib(kHeapDumpCap) +
                   ": the dump pauses the JVM for seconds and writes a file about as big as its live objects in its "
                   "/tmp; add --force to dump it all the same");
   }
