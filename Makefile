@@ -113,7 +113,7 @@ AGENT := $(BUILD)/libember-agent.so
 AGENT_CXXFLAGS := -O2 -g -fPIC -std=c++2b $(WARN) -fno-exceptions -fno-rtti -fvisibility=hidden \
 	-I. -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all deps deps-test deps-bench deps-fuzz demo test bench fuzz clean
+.PHONY: all deps deps-test deps-bench deps-fuzz demo test test-build bench fuzz clean
 all: $(BUILD)/ember $(AGENT)
 
 deps:
@@ -410,9 +410,14 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) $< $(call archives,obj) $(LDLIBS) -o $@
 
-test: deps-test
+# Everything the tests run, built without running them: for
+# tests/run.sh GROUP while working on a part.
+test-build:
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
 		$(BUILD)/fuzz/replay $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn
+
+test: deps-test
+	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)tests/run.sh
 
 bench: deps-bench

@@ -311,10 +311,10 @@ void Symbolizer::admit_dwarf(std::vector<Module*>& modules) {
     m->dwarf_state = Module::Dwarf::kNone;
     if (dwarf_bytes_used_ + from->dwarf_bytes() > options_.dwarf_memory_bytes) {
       warnings_.push_back(m->path + ": its DWARF (" + mib(from->dwarf_bytes()) +
-                          ") does not fit in what is left of the symbolizer's memory bound (" +
-                          mib(options_.dwarf_memory_bytes) +
-                          ", --symbol-memory); its frames are named from the symbol table, without inlined calls "
-                          "or lines");
+                          ") does not fit in what is left of the symbolizer's " + mib(options_.dwarf_memory_bytes) +
+                          " for DWARF" +
+                          (options_.memory_knob.empty() ? "" : " (half of " + options_.memory_knob + ")") +
+                          "; its frames are named from the symbol table, without inlined calls or lines");
       continue;
     }
     m->dwarf = DwarfIndex::open(from->elf());

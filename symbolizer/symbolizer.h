@@ -52,8 +52,11 @@ struct Options {
   uint64_t memory_bytes = 512ull << 20;
   DebugSearch debug;
 
-  // The one knob users turn (--symbol-memory): everything held at most,
-  // DWARF half of it.
+  // How the caller's users set memory_bytes (record's --symbol-memory,
+  // the agent's symbol_memory), for the warnings that name it.
+  std::string memory_knob;
+
+  // The one knob users turn: everything held at most, DWARF half of it.
   void set_memory_bound(uint64_t bytes) {
     memory_bytes = bytes;
     dwarf_memory_bytes = bytes / 2;

@@ -11,7 +11,7 @@ events_help=$(awk '/^ *-e,--event/ { getline; print; exit }' "$TMP/help")
 help_events=$(sed 's/^.*comma-separated): //' <<<"$events_help" | tr ';' '\n' | sed -E 's/^ *([a-z-]+):.*/\1/' | sort)
 "$EMBER" record -e no-such-event -d 0.1 -o "$TMP/x.folded" >/dev/null 2>"$TMP/err" && fail "-e no-such-event accepted"
 assert_contains "$TMP/err" "unknown event 'no-such-event'" "no unknown-event error: $(cat "$TMP/err")"
-accepted=$(sed 's/.*samples //' "$TMP/err" | tr ',' '\n' | sed -E 's/ or /\n/; s/\([^)]*\)//g' | tr -d ' ' | grep . | sort)
+accepted=$(sed 's/.*give one of //' "$TMP/err" | tr ',' '\n' | sed -E 's/ or /\n/; s/\([^)]*\)//g' | tr -d ' ' | grep . | sort)
 echo "accepted: $(echo $accepted)"
 echo "in --help: $(echo $help_events)"
 [ "$help_events" = "$accepted" ] || fail "record --help's events differ from those accepted: $(diff <(echo "$help_events") <(echo "$accepted"))"

@@ -116,6 +116,11 @@ TEST_CASE("agent config: each mistake names the key, the line and the fix") {
   // toml++ asserted on this one (AFL): an error, not an abort.
   CHECK_THAT(in_file(" [,1"), Catch::Contains("agent.toml: not TOML"));
   CHECK_THAT(in_file("frequency = 0\n"), Catch::Contains("frequency: '0' is out of range: give 1 to 10000"));
+  CHECK_THAT(in_file("\nevents = [\"cpu\", \"gpu\"]\n"),
+             Catch::Contains(":2: events: unknown event 'gpu': give one of cpu-clock (or cpu), cycles,"));
+  CHECK_THAT(in_file("events = [\"wall\", \"wall\"]\n"), Catch::Contains(":1: events: 'wall' is given twice"));
+  CHECK_THAT(in_file("events = [\"alloc\"]\n[java]\nattach = false\n"),
+             Catch::Contains("'alloc' needs ember's Java agent: set java.attach = true"));
   CHECK_THAT(in_file("events = \"cpu\"\nframes = [1]\n"), Catch::Contains("unknown key 'frames'"));
   CHECK_THAT(in_file("pid_label = \"yes\"\n"), Catch::Contains("pid_label: 'yes' is not true or false"));
   CHECK_THAT(in_file("[[relabel]]\naction = \"rename\"\nlabel = \"x\"\nregex = \".*\"\n"),

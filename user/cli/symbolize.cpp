@@ -94,6 +94,7 @@ int run_symbolize(const SymbolizeOptions& o) {
   options.lines = o.lines;
   options.inlines = o.inlines;
   options.set_memory_bound(uint64_t(o.memory_mib) << 20);
+  options.memory_knob = "--symbol-memory";
   symbolizer::Symbolizer symbolizer(options);
   std::vector<symbolizer::Symbol> symbols;
   if (!o.elf.empty()) {

@@ -6,8 +6,10 @@
 namespace ember::events {
 namespace {
 
-std::expected<void, std::string> check(const Resolved&, const Scope& scope) {
-  if (!scope.java) return std::unexpected("-e alloc needs ember's Java agent: drop --no-java");
+std::expected<void, std::string> check(const Resolved& s, const Scope& scope) {
+  if (!scope.java)
+    return std::unexpected(s.spelling == Spelling::Option ? "-e alloc needs ember's Java agent: drop --no-java"
+                                                          : "'alloc' needs ember's Java agent: set java.attach = true");
   return {};
 }
 

@@ -48,10 +48,16 @@ struct Scope {
   bool java = true;                    // ember's agent may be attached
 };
 
+// How a command's messages name its settings: as record's options
+// (-e cpu, --min-block, --no-java) or as the fields of serve's requests and
+// the keys of the agent's configuration ('cpu', min_block, java.attach).
+enum class Spelling { Option, Field };
+
 // The settings as an event reads them: min_block parsed.
 struct Resolved {
   const Settings& settings;
   uint64_t min_block_ns = 0;
+  Spelling spelling = Spelling::Option;  // for the messages
 };
 
 // What an event's summary line reports on.
@@ -104,6 +110,11 @@ std::optional<double> parse_scaled(std::string_view text,
 // nanoseconds; nothing if it is not a duration.
 std::optional<uint64_t> parse_duration_ns(const std::string& text);
 
+// The events `names` asks for, in its order: each known (by name or
+// alias), given once, and one at most that samples the CPU.
+std::expected<std::vector<const Event*>, std::string> check_names(const std::vector<std::string>& names,
+                                                                  Spelling spelling);
+
 // The events of one recording, their settings checked, and what they ask
 // of the kernel and the agents.
 struct Plan {
@@ -114,9 +125,6 @@ struct Plan {
   uint64_t min_block_ns = 0;
 };
 
-// How errors name a setting: as record's option (--min-block) or as
-// serve's request field (min_block).
-enum class Spelling { Option, Field };
 
 // Checks the event names and the settings they take, once, by the events
 // that take them (a flag no event takes, --live or --waker, is refused),

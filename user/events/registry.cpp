@@ -93,29 +93,44 @@ std::optional<uint64_t> parse_duration_ns(const std::string& text) {
   return static_cast<uint64_t>(*ns);
 }
 
-std::expected<Plan, std::string> plan(const std::vector<std::string>& names, const Settings& settings,
-                                      const Scope& scope, const HostFacts& host, std::vector<std::string>& warnings,
-                                      Spelling spelling) {
-  Plan plan;
-  const Event* cpu = nullptr;
-  uint32_t taken = 0;
+std::expected<std::vector<const Event*>, std::string> check_names(const std::vector<std::string>& names,
+                                                                  Spelling spelling) {
+  auto named = [&](std::string_view name) {
+    return spelling == Spelling::Option ? "-e " + std::string(name) : "'" + std::string(name) + "'";
+  };
+  std::vector<const Event*> events;
+  const std::string* cpu = nullptr;  // as given
   for (const std::string& name : names) {
     const Event* e = find(name);
     if (!e) {
       std::string known;
-      for (const Event* k : kAll) known += (known.empty() ? "" : ", ") + std::string(k->name);
-      return std::unexpected("unknown event '" + name + "': ember record samples " + known);
+      for (const Event* k : kAll)
+        known += (known.empty() ? "" : ", ") + std::string(k->name) +
+                 (k->alias.empty() ? "" : " (or " + std::string(k->alias) + ")");
+      return std::unexpected("unknown event '" + name + "': give one of " + known);
     }
     if (e->samples_cpu) {
-      if (cpu) return std::unexpected("-e " + std::string(cpu->name) + " and -e " + name +
-                                      ": one CPU-sampling event per recording");
-      cpu = e;
+      if (cpu)
+        return std::unexpected(named(*cpu) + " and " + named(name) + ": one CPU-sampling event " +
+                               (spelling == Spelling::Option ? "per recording" : "at most"));
+      cpu = &name;
     }
-    if (std::find(plan.events.begin(), plan.events.end(), e) != plan.events.end())
-      return std::unexpected("-e " + name + " is given twice");
-    plan.events.push_back(e);
-    taken |= e->settings;
+    if (std::find(events.begin(), events.end(), e) != events.end())
+      return std::unexpected(named(name) + " is given twice");
+    events.push_back(e);
   }
+  return events;
+}
+
+std::expected<Plan, std::string> plan(const std::vector<std::string>& names, const Settings& settings,
+                                      const Scope& scope, const HostFacts& host, std::vector<std::string>& warnings,
+                                      Spelling spelling) {
+  Plan plan;
+  auto events = check_names(names, spelling);
+  if (!events) return std::unexpected(events.error());
+  plan.events = std::move(*events);
+  uint32_t taken = 0;
+  for (const Event* e : plan.events) taken |= e->settings;
   // Each setting is checked once, if an event takes it.
   for (const Flag& f : kFlags)
     if (taken & f.setting)
@@ -127,7 +142,7 @@ std::expected<Plan, std::string> plan(const std::vector<std::string>& names, con
     return std::unexpected("--waker applies to blocked threads: add " + takers(kWaker));
 
   plan.min_block_ns = taken & kMinBlock ? *parse_duration_ns(settings.min_block) : 0;
-  Resolved resolved{settings, plan.min_block_ns};
+  Resolved resolved{settings, plan.min_block_ns, spelling};
   for (size_t i = 0; i < plan.events.size(); ++i) {
     const Event* e = plan.events[i];
     if (e->check)

@@ -255,6 +255,7 @@ SessionConfig session_config(const AgentConfig& c) {
   s.symbol_memory_mib = c.symbol_memory_mib;
   s.java = c.java.attach;
   s.java_allowed = java_filter(c.java);
+  s.spelling = events::Spelling::Field;
   return s;
 }
 

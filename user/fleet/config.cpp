@@ -186,7 +186,11 @@ const std::vector<Key>& keys() {
       {{"frequency", "Samples per second per CPU", false},
        whole([](C& c) -> uint32_t& { return c.frequency; }, 1, 10000)},
       {{"events", "Profile types, as ember record's -e: cpu, offcpu, wall, lock, malloc, alloc", true},
-       strings([](C& c) -> std::vector<std::string>& { return c.events; })},
+       [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
+         if (auto known = events::check_names(v, events::Spelling::Field); !known) return known.error();
+         c.events = v;
+         return std::nullopt;
+       }},
       {{"unwind", "User stacks: auto, cfi or fp (as ember record --unwind)", false},
        one_of([](C& c) -> std::string& { return c.unwind; }, {"auto", "cfi", "fp"})},
       {{"unwind_memory", "MiB of kernel memory for unwind tables", false},
@@ -344,6 +348,15 @@ std::optional<std::string> check_whole(AgentConfig& c) {
   unlink(probe.c_str());
   if (c.events.empty()) return "events: needs at least one (cpu)";
   if (c.root.empty() || c.root[0] != '/') return "root: '" + c.root + "' is not an absolute path";
+  // What the events ask of the other keys and of this host (java.attach
+  // for alloc, the kernel's highest frequency), as a recording checks it.
+  events::Settings settings;
+  settings.frequency = c.frequency;
+  events::Scope scope;
+  scope.java = c.java.attach;
+  std::vector<std::string> warnings;
+  if (auto plan = events::plan(c.events, settings, scope, read_host_facts(), warnings, events::Spelling::Field); !plan)
+    return plan.error();
   return std::nullopt;
 }
 

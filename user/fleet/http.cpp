@@ -189,14 +189,11 @@ std::expected<std::unique_ptr<MetricsServer>, std::string> MetricsServer::start(
   if (!s->server_->bind_to_port(endpoint->host, endpoint->port))
     return std::unexpected("metrics.listen: cannot listen on " + listen + ": " + std::strerror(errno) +
                            "; give a free ADDRESS:PORT, or \"\" for no /metrics");
-  s->thread_ = std::thread([server = s->server_.get()] { server->listen_after_bind(); });
+  s->listener_ = std::make_unique<net::Listener>(*s->server_);
   return s;
 }
 
-MetricsServer::~MetricsServer() {
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
-}
+MetricsServer::~MetricsServer() = default;
 
 SendResult PyroscopeClient::send(const Spool::Entry& period, std::string_view body, size_t taken) {
   return server_.api == "ingest" ? ingest(period, body, taken) : push(body);

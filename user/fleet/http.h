@@ -16,12 +16,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "user/fleet/config.h"
 #include "user/fleet/metrics.h"
 #include "user/fleet/spool.h"
 #include "user/net/address.h"
+#include "user/net/listener.h"
 
 namespace httplib {
 class Client;
@@ -69,7 +69,7 @@ class MetricsServer {
  private:
   MetricsServer();
   std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<net::Listener> listener_;  // after server_: stopped first
 };
 
 // What a status code asks for (2xx done; 408, 429, 5xx again; else give up).

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -24,7 +23,6 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -38,6 +36,7 @@
 #include "user/serve/recorder.h"
 #include "user/serve/results.h"
 #include "user/net/address.h"
+#include "user/net/listener.h"
 
 extern "C" const char ember_serve_html[];
 extern "C" const char ember_serve_html_end[];
@@ -437,8 +436,6 @@ void add_spool_routes(httplib::Server& svr, const std::string& dir, Settings& se
   });
 }
 
-volatile sig_atomic_t g_signal = 0;
-
 }  // namespace
 
 namespace serve {
@@ -735,23 +732,14 @@ int run_serve(const ServeOptions& o) {
     secret = *made;
   }
 
-  // Ctrl-C and SIGTERM stop the server from a thread of their own, where
-  // stop() may be called; the running profile is then written.
+  // Ctrl-C and SIGTERM are taken by sigtimedwait() below, between looks
+  // at the listener; blocked here, before any thread starts, so that every
+  // thread inherits the mask and none is interrupted by them.
   sigset_t stops;
   sigemptyset(&stops);
   sigaddset(&stops, SIGINT);
   sigaddset(&stops, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stops, nullptr);
-  std::atomic<bool> listen_ended = false;
-  std::thread stopper([&] {
-    int sig = 0;
-    sigwait(&stops, &sig);
-    g_signal = sig;
-    // stop() does nothing until listen_after_bind() runs: a signal sent
-    // right after start-up would otherwise be lost, and the server run on.
-    while (!svr.is_running() && !listen_ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    svr.stop();
-  });
 
   std::string url = std::string(tls ? "https" : "http") + "://" +
                     (endpoint->host.find(':') != std::string::npos ? "[" + endpoint->host + "]" : endpoint->host) +
@@ -767,18 +755,20 @@ int run_serve(const ServeOptions& o) {
     std::fprintf(stderr, "ember: warning: listening beyond this host without TLS: the token crosses the network "
                          "in clear (--tls-cert, --tls-key)\n");
 
-  bool listened = svr.listen_after_bind();
-  listen_ended = true;
-  // Read before the waiter is woken: waking it sets g_signal.
-  bool signalled = g_signal != 0;
-  if (!signalled) pthread_kill(stopper.native_handle(), SIGTERM);  // the listener failed: end the waiter
-  stopper.join();
+  net::Listener listener(svr);
+  bool signalled = false;
+  while (!signalled && !listener.ended()) {
+    timespec slice{0, 200'000'000};
+    signalled = sigtimedwait(&stops, nullptr, &slice) > 0;
+  }
+  bool failed = listener.failed();
+  listener.stop();
   if (recorder && recorder->status().state != RecorderStatus::State::Idle) {
     std::fprintf(stderr, "ember: stopping profile %s and writing it\n", recorder->status().result.id.c_str());
     recorder->request_stop();
     recorder->wait_idle();
   }
-  if (!listened && !signalled) return fail("the server stopped listening");
+  if (failed) return fail("the server stopped listening");
   return 0;
 }
 

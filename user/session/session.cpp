@@ -54,6 +54,7 @@ symbolizer::Options symbol_options(const SessionConfig& c) {
   o.inlines = c.inlines;
   o.lines = c.lines;
   o.set_memory_bound(uint64_t(c.symbol_memory_mib) << 20);
+  o.memory_knob = c.spelling == events::Spelling::Option ? "--symbol-memory" : "symbol_memory";
   return o;
 }
 
@@ -78,7 +79,7 @@ std::expected<std::unique_ptr<Session>, std::string> Session::create(SessionConf
   scope.command = command;
   scope.java = config.java;
   HostFacts host = read_host_facts();
-  auto plan = events::plan(config.events, config.settings, scope, host, warnings);
+  auto plan = events::plan(config.events, config.settings, scope, host, warnings, config.spelling);
   if (!plan) return std::unexpected(plan.error());
   if (auto ok = check_can_record(host); !ok) return std::unexpected(ok.error());
   return std::unique_ptr<Session>(
@@ -108,7 +109,10 @@ Session::Session(SessionConfig config, events::Plan plan, HostFacts host, std::o
   else
     warnings_.push_back("no Java agent at " + agent +
                              ": Java frames will be unnamed; build it with `make` (needs "
-                             "openjdk-17-jdk-headless), or pass --no-java to silence this");
+                             "openjdk-17-jdk-headless), or " +
+                             (config_.spelling == events::Spelling::Option ? "pass --no-java"
+                                                                            : "set java.attach = false") +
+                             " to silence this");
 }
 
 Session::~Session() {

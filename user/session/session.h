@@ -56,6 +56,8 @@ struct SessionConfig {
   std::vector<uint32_t> java_attach;  // attach only to these JVMs
   std::function<bool(pid_t)> java_allowed;  // which JVMs found on the host get the agent (none: all)
   bool verbose = false;               // libbpf's own messages on stderr
+  // How messages name the settings: record's options, the agent's keys.
+  events::Spelling spelling = events::Spelling::Option;
 };
 
 // The name a command ember starts carries until it execs: its records
