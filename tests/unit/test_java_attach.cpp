@@ -3,9 +3,11 @@
 #include "tests/unit/temp_dir.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -278,6 +280,37 @@ TEST_CASE("attach to a running JVM", "[java_attach]") {
     close(out[0]);
     CHECK(contains(msg, "runs as uid 0"));
     CHECK(contains(msg, "attach as that user or as root"));
+  }
+
+  // The same uid without CAP_SYS_PTRACE, the JVM holding capabilities this
+  // ember lacks: the cause said, not advice to attach as root.
+  if (geteuid() == 0) {
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(out[0]);
+      __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct caps[2]{};
+      if (syscall(SYS_capget, &header, caps) != 0) _exit(1);
+      caps[0].effective &= ~(1u << CAP_SYS_PTRACE);
+      caps[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+      if (syscall(SYS_capset, &header, caps) != 0) _exit(1);
+      auto r = attach_command(jvm.pid(), "properties", {});
+      std::string msg = r ? "attached" : r.error();
+      if (write(out[1], msg.data(), msg.size()) < 0) _exit(1);
+      _exit(0);
+    }
+    Child other(pid);
+    close(out[1]);
+    std::string msg;
+    char buf[512];
+    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
+    close(out[0]);
+    INFO(msg);
+    CHECK(contains(msg, "it holds capabilities ember lacks, and ember lacks CAP_SYS_PTRACE (/proc/"));
+    CHECK(contains(msg, ": Permission denied)"));
+    CHECK_FALSE(contains(msg, "attach as that user or as root"));
   }
 
   // A JVM that has died (a zombie until reaped) is no longer a JVM.

@@ -68,6 +68,8 @@ struct Status {
   gid_t egid = 0;
   pid_t ns_pid = 0;
   uint64_t caught = 0;  // SigCgt: signals with a handler
+  uint64_t cap_permitted = 0;  // CapPrm
+  uint64_t cap_effective = 0;  // CapEff
 };
 
 // The n-th (0-based) whitespace-separated field of `s`, or its last if n < 0.
@@ -110,6 +112,8 @@ std::optional<Status> read_status(pid_t pid) {
     else if (key == "Gid") st.egid = number<gid_t>(field(value, 1));
     else if (key == "NSpid") st.ns_pid = number<pid_t>(field(value, -1));
     else if (key == "SigCgt") st.caught = number<uint64_t>(field(value, 0), 16);
+    else if (key == "CapPrm") st.cap_permitted = number<uint64_t>(field(value, 0), 16);
+    else if (key == "CapEff") st.cap_effective = number<uint64_t>(field(value, 0), 16);
   }
   return st;
 }
@@ -456,6 +460,31 @@ std::optional<bool> jvm_flag(pid_t pid, std::string_view name) {
   return value;
 }
 
+// Why the kernel's ptrace access check (which guards /proc/PID/maps, mem,
+// root) refused ember `target`, from what ember can see of both sides: the
+// uids, CAP_SYS_PTRACE, the capabilities each holds (Yama's scope is for
+// ptrace attach only, not these reads: kernel/ptrace.c, yama_lsm.c). A root
+// ember refused without any of these is behind a sandbox or security
+// module (Landlock, SELinux, AppArmor): `ember jvm 1` as root in a
+// Firecracker sandbox here was told "attach as that user or as root".
+std::string access_refusal(const std::string& path, const Status& target, int err) {
+  constexpr uint64_t kSysPtrace = 1ull << 19;  // CAP_SYS_PTRACE
+  std::string seen = path + ": " + std::strerror(err);
+  Status self = read_status(getpid()).value_or(Status{});
+  bool ptrace_cap = self.cap_effective & kSysPtrace;
+  if (target.euid != geteuid() && !ptrace_cap)
+    return "runs as uid " + std::to_string(target.euid) + " gid " + std::to_string(target.egid) + ", which ember (uid " +
+           std::to_string(geteuid()) + " gid " + std::to_string(getegid()) + ") may not inspect (" + seen +
+           "); attach as that user or as root";
+  if (!ptrace_cap && (target.cap_permitted & ~self.cap_permitted) != 0)
+    return "it holds capabilities ember lacks, and ember lacks CAP_SYS_PTRACE (" + seen +
+           "); give ember CAP_SYS_PTRACE, or run it as root with its full capabilities";
+  return std::string("the kernel refused ember access to it (") + seen + ") though ember runs as " +
+         (geteuid() == 0 ? "root" : "its user") + (ptrace_cap ? " with CAP_SYS_PTRACE" : "") +
+         ": a sandbox or security module (Landlock, SELinux, AppArmor), or a user namespace ember is not above, "
+         "separates the two; run ember where it can see the process (the same container or the host)";
+}
+
 std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid) {
   std::string who = "process " + std::to_string(pid);
   auto st = read_status(pid);
@@ -464,9 +493,7 @@ std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid) {
   if (st->state == 'Z' || st->state == 'X') return std::unexpected(who + " has exited");
   auto maps = read_file(proc_path(pid, "maps"));
   if (!maps && (maps.error() == EACCES || maps.error() == EPERM))
-    return std::unexpected(who + " runs as uid " + std::to_string(st->euid) + " gid " + std::to_string(st->egid) +
-                           ", which ember (uid " + std::to_string(geteuid()) + " gid " + std::to_string(getegid()) +
-                           ") may not inspect or attach to; attach as that user or as root");
+    return std::unexpected(who + ": " + access_refusal(proc_path(pid, "maps"), *st, maps.error()));
   if (!maps) return std::unexpected("no process with pid " + std::to_string(pid));
   // An exiting process drops its mappings before it turns zombie.
   if (maps->empty() && has_exited(pid)) return std::unexpected(who + " has exited");
@@ -479,6 +506,12 @@ std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid) {
     case Vm::hotspot:
       break;
   }
+  // The attach trigger goes through its root and working directory, which
+  // the kernel may refuse where it lets the maps be read (this 6.18 does,
+  // to a root without CAP_SYS_PTRACE).
+  for (const char* entry : {"root", "cwd"})
+    if (std::string path = proc_path(pid, entry); access(path.c_str(), X_OK) != 0 && (errno == EACCES || errno == EPERM))
+      return std::unexpected(who + ": " + access_refusal(path, *st, errno));
   JvmProcess jvm;
   jvm.pid = pid;
   jvm.ns_pid = st->ns_pid;
