@@ -38,10 +38,19 @@ bool is_thread_frame(std::string_view s) {
          all_digits(s.substr(at + 5, s.size() - at - 6));
 }
 
-// "name (123)"
+// A line's first frame, when more follow, names its process as ember and
+// perf's stackcollapse write it: "name (123)", or a bare name a process
+// can have (the kernel's comm: 15 bytes at most) that is not C++. Without
+// this, a folded file's report counted the process as one more function
+// than the same recording's HTML or pprof. A tool that starts its lines
+// with a short function (async-profiler's start_thread) has it read as a
+// process: it is then a root that weighs the same, coloured as one.
 bool is_process_frame(std::string_view s) {
   size_t at = s.rfind(" (");
-  return at != std::string_view::npos && at > 0 && s.back() == ')' && all_digits(s.substr(at + 2, s.size() - at - 3));
+  if (at != std::string_view::npos && at > 0 && s.back() == ')' && all_digits(s.substr(at + 2, s.size() - at - 3)))
+    return true;
+  constexpr size_t kCommBytes = 15;  // TASK_COMM_LEN less its NUL
+  return s.size() <= kCommBytes && s.find("::") == std::string_view::npos;
 }
 
 // Frame ids by their folded spelling, open addressing. A spelling is
@@ -196,8 +205,8 @@ class FoldedParser {
     keys_.resize(tokens_.size());
     for (size_t i = 1; i < tokens_.size(); ++i) spelled_.prefetch(keys_[i] = Spellings::key(tokens_[i]));
     ids_.clear();
-    // The root: a process frame only there.
-    ids_.push_back(profile_.intern(parse_folded_frame(tokens_[0], true)));
+    // The root: a process frame only there, with frames above it.
+    ids_.push_back(profile_.intern(parse_folded_frame(tokens_[0], tokens_.size() > 1)));
     for (size_t i = 1; i < tokens_.size(); ++i) {
       size_t slot = 0;
       FrameId id = spelled_.find(keys_[i], slot);

@@ -31,7 +31,8 @@ std::expected<FoldedReadResult, std::string> read_folded_file(const std::string&
                                                               size_t part_bytes = 64 << 20);
 
 // The folded spelling of a frame (name plus kind suffix, ';' and newlines
-// replaced) and its inverse.
+// replaced) and its inverse; `is_root`: the first of a line's frames, with
+// more after it, where a process frame stands.
 std::string folded_name(const Frame& frame);
 Frame parse_folded_frame(std::string_view text, bool is_root);
 

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "flamegraph/folded.h"
@@ -56,6 +57,7 @@ TEST_CASE("folded round trip keeps kinds and weights") {
   CHECK(kind_of("com.example.Foo.helper") == FrameKind::Inlined);
   CHECK(kind_of("ns::Foo::bar(int)") == FrameKind::Cpp);
   CHECK(kind_of("main") == FrameKind::Native);
+  CHECK(kind_of("app") == FrameKind::Process);
 }
 
 TEST_CASE("folded reader recognises thread and process pseudo-frames") {
@@ -67,6 +69,19 @@ TEST_CASE("folded reader recognises thread and process pseudo-frames") {
   CHECK(frames[0].kind == FrameKind::Process);
   CHECK(frames[1].kind == FrameKind::Thread);
   CHECK(frames[2].kind == FrameKind::Native);
+
+  // A bare root with frames after it is the process, as ember and perf's
+  // stackcollapse write it; a line of one frame, a long name or C++ is not.
+  std::istringstream more("cpu_split;main;work 3\nwork 2\nthread_native_entry;run 1\nns::f;g 1\n");
+  result = read_folded(more);
+  REQUIRE(result);
+  std::map<std::string, FrameKind> kinds;
+  for (const Frame& f : result->profile.frames()) kinds[f.name] = f.kind;
+  CHECK(kinds["cpu_split"] == FrameKind::Process);
+  CHECK(kinds["main"] == FrameKind::Native);
+  CHECK(kinds["work"] == FrameKind::Native);
+  CHECK(kinds["thread_native_entry"] == FrameKind::Native);
+  CHECK(kinds["ns::f"] == FrameKind::Cpp);
 }
 
 TEST_CASE("folded reader skips malformed lines with their line numbers") {
