@@ -104,9 +104,12 @@ int run_track(const JvmOptions& o) {
   const auto every = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.every));
   ClassTrack track;
   std::string ended;
+  // Histograms at 0, every, 2 every ... and the duration's end, which is
+  // the last: timed from the schedule, not from when the previous one
+  // finished (-d 20 at 10 s took the one at 20 s as past the end).
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration));
   for (auto next = start; !g_stop;) {
     double at = std::chrono::duration<double>(Clock::now() - start).count();
-    if (o.duration > 0 && at > o.duration + 1e-6) break;
     auto histogram = class_histogram(o.pid, o.live);
     if (!histogram) {
       if (java::has_exited(o.pid)) {
@@ -124,7 +127,10 @@ int run_track(const JvmOptions& o) {
     std::printf("%8.1f s  %zu classes  %12lld instances  %14lld bytes\n", at, track.series.size(),
                 static_cast<long long>(instances), static_cast<long long>(bytes));
     std::fflush(stdout);
-    for (next += every; Clock::now() < next && !g_stop;) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (o.duration > 0 && next >= end) break;
+    next += every;
+    if (o.duration > 0) next = std::min(next, end);
+    while (Clock::now() < next && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!ended.empty()) std::fprintf(stderr, "ember: %s\n", ended.c_str());
   size_t dropped = keep_biggest(track);
