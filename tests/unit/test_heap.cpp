@@ -513,6 +513,40 @@ TEST_CASE("a cache held by a static field: retained bytes, path with field names
   CHECK(found);
 }
 
+TEST_CASE("two statics of one class that hold its memory together are each a place, with its path") {
+  // As `static Map CACHE` and `static List THINGS` of one class: neither
+  // holds 80% of what the class retains, so the walk down stopped at the
+  // class and named neither field.
+  Hprof d = jdk_heap();
+  d.klass(kCache, "com/acme/Hold", kObjectClass, {}, {{"CACHE", hp::kObject, 0x2000}, {"THINGS", hp::kObject, 0x3000}});
+  d.instance(0x2000, kHashMap, {0x2040, 4, 0});
+  d.array(0x2040, kNodes, {0x4000, 0x5000, 0x6000, 0x7000});
+  d.array(0x3000, kNodes, {0x8000, 0x9000, 0xa000});
+  for (uint64_t b : {0x4000, 0x5000, 0x6000, 0x7000, 0x8000, 0x9000, 0xa000})
+    d.primitives(b, hp::kByte, std::string(4096, 'x'));
+  std::string dump = d.str();
+  auto g = read(dump);
+  INFO((g ? "" : g.error()));
+  REQUIRE(g);
+  HeapAnalysis a = ember::heap::analyze_heap(*g, dump, 5).value();
+  REQUIRE(a.retainers.size() == 2);
+  CHECK(a.retainers[0].path == "static com.acme.Hold.CACHE → java.util.HashMap.table → java.util.HashMap$Node[]");
+  CHECK(a.retainers[0].retained == 32 + 4 * 4112);
+  CHECK(a.retainers[1].path == "static com.acme.Hold.THINGS → java.util.HashMap$Node[]");
+  CHECK(a.retainers[1].retained == 32 + 3 * 4112);
+  // An array's elements are one place, however evenly they share it.
+  Hprof e = jdk_heap();
+  e.klass(kCache, "com/acme/Hold", kObjectClass, {}, {{"ALL", hp::kObject, 0x3000}});
+  e.array(0x3000, kNodes, {0x8000, 0x9000});
+  for (uint64_t b : {0x8000, 0x9000}) e.primitives(b, hp::kByte, std::string(4096, 'x'));
+  dump = e.str();
+  g = read(dump);
+  REQUIRE(g);
+  a = ember::heap::analyze_heap(*g, dump, 5).value();
+  REQUIRE(a.retainers.size() == 1);
+  CHECK(a.retainers[0].path == "static com.acme.Hold.ALL → java.util.HashMap$Node[]");
+}
+
 TEST_CASE("shallow sizes follow the JVM's layout; names as Java writes them") {
   Hprof d = jdk_heap();
   d.klass(0x1400, "[J", kObjectClass).klass(0x1440, "[[Ljava/lang/String;", kObjectClass);

@@ -15,6 +15,10 @@ namespace {
 constexpr double kAccumulation = 0.8;
 // Root children retaining less than this share of the heap are not looked into.
 constexpr double kMinRetainerShare = 0.01;
+// Where no child retains kAccumulation of an object, its children that each
+// retain this share of it, together kFieldsHold of it, are places of their own.
+constexpr double kFieldShare = 0.1;
+constexpr double kFieldsHold = 0.5;
 // The dominator tree's profile: deeper chains end in their last frame.
 constexpr size_t kMaxProfileDepth = 64;
 constexpr size_t kHoldsShown = 3;
@@ -235,18 +239,42 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   std::vector<uint32_t> tops(children.begin() + child_at[0], children.begin() + child_at[1]);
   std::sort(tops.begin(), tops.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
   std::vector<uint32_t> points;
-  for (uint32_t p : tops) {
-    if (points.size() >= top || retained[p] < kMinRetainerShare * static_cast<double>(a.bytes)) break;
-    for (bool deeper = true; deeper;) {
-      deeper = false;
-      for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
-        if (retained[children[k]] >= kAccumulation * static_cast<double>(retained[p])) {
-          p = children[k];
-          deeper = true;
-          break;
+  const double min_retained = kMinRetainerShare * static_cast<double>(a.bytes);
+  for (uint32_t top_child : tops) {
+    if (points.size() >= top || retained[top_child] < min_retained) break;
+    for (std::vector<uint32_t> from{top_child}; !from.empty() && points.size() < top;) {
+      uint32_t p = from.back();
+      from.pop_back();
+      for (bool deeper = true; deeper;) {
+        deeper = false;
+        for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
+          if (retained[children[k]] >= kAccumulation * static_cast<double>(retained[p])) {
+            p = children[k];
+            deeper = true;
+            break;
+          }
+      }
+      // An object or class whose memory is in a few of its fields, none
+      // holding most of it (two statics of one class): each such field is
+      // a place of its own, with its path, rather than the holder alone.
+      // An array's elements are its accumulation: it stays one place.
+      std::vector<uint32_t> fields;
+      uint64_t in_fields = 0;
+      if (!g.class_name(g.class_of(t.order[p])).ends_with("[]"))
+        for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k) {
+          uint32_t c = children[k];
+          if (retained[c] >= kFieldShare * static_cast<double>(retained[p]) && retained[c] >= min_retained) {
+            fields.push_back(c);
+            in_fields += retained[c];
+          }
         }
+      if (fields.size() >= 2 && in_fields >= kFieldsHold * static_cast<double>(retained[p])) {
+        std::sort(fields.begin(), fields.end(), [&](uint32_t x, uint32_t y) { return retained[x] < retained[y]; });
+        from.insert(from.end(), fields.begin(), fields.end());  // the biggest next
+        continue;
+      }
+      if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
     }
-    if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
   }
   std::sort(points.begin(), points.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
 

@@ -29,7 +29,8 @@ struct ClassSize {
 // An object that holds much of the heap, found by going down the dominator
 // tree from the root's biggest children while one child retains most of
 // the rest (80%): where the memory spreads out, it accumulates (Eclipse
-// MAT's leak suspects do the same).
+// MAT's leak suspects do the same). Where it spreads over a few fields of
+// an object or class (two static collections), each field's is one.
 struct Retainer {
   ObjectId object = 0;
   std::string name;       // its class, or "class X" for a java.lang.Class
