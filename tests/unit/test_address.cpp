@@ -12,6 +12,11 @@ TEST_CASE("address: a listen address takes IPv4, bracketed IPv6 and a bare port"
   auto v6 = parse_listen("[::1]:9000");
   REQUIRE(v6);
   CHECK(v6->host == "::1");
+  auto local = parse_listen("localhost:8080");
+  REQUIRE(local);
+  CHECK(local->host == "127.0.0.1");
+  CHECK(is_loopback(local->host));
+  CHECK(parse_listen("vm:18083").error() == "'vm' is not an IP address (host names are not resolved, but localhost)");
   auto any = parse_listen(":80");
   REQUIRE(any);
   CHECK(any->host == "0.0.0.0");

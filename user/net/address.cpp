@@ -27,16 +27,16 @@ std::expected<Endpoint, std::string> parse_listen(std::string_view text) {
   if (host.empty()) host = "0.0.0.0";
   int port = parse_port(text.substr(colon + 1));
   if (port == 0) return bad();
+  // The one name taken, and as 127.0.0.1 without asking a resolver (which
+  // may say ::1, or nothing in a bare container).
+  if (host == "localhost") host = "127.0.0.1";
   unsigned char addr[16];
-  if (inet_pton(AF_INET, host.c_str(), addr) != 1 && inet_pton(AF_INET6, host.c_str(), addr) != 1 &&
-      host != "localhost")
-    return std::unexpected("'" + host + "' is not an IP address");
+  if (inet_pton(AF_INET, host.c_str(), addr) != 1 && inet_pton(AF_INET6, host.c_str(), addr) != 1)
+    return std::unexpected("'" + host + "' is not an IP address (host names are not resolved, but localhost)");
   return Endpoint{host, port};
 }
 
-bool is_loopback(std::string_view host) {
-  return host == "localhost" || host == "::1" || host.starts_with("127.");
-}
+bool is_loopback(std::string_view host) { return host == "::1" || host.starts_with("127."); }
 
 std::expected<Url, std::string> parse_url(std::string_view text) {
   auto bad = [&](const std::string& why) {

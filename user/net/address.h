@@ -13,8 +13,8 @@ struct Endpoint {
   std::string host;  // without brackets
   int port = 0;
 };
-// "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:80", ":8080" (all addresses);
-// host names are not resolved.
+// "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:80", ":8080" (all addresses),
+// "localhost:8080" (127.0.0.1); host names are not resolved.
 std::expected<Endpoint, std::string> parse_listen(std::string_view text);
 bool is_loopback(std::string_view host);
 
