@@ -284,8 +284,13 @@ std::expected<void, std::string> cut_window(Session& session, const std::vector<
       std::snprintf(weight, sizeof weight, "%s %.0f samples", g.view.name.c_str(), total);
     weights += (weights.empty() ? "" : ", ") + std::string(weight);
   }
+  // Every file written (one per event, or one pprof for all).
+  std::string wrote;
+  for (size_t i = 0; i < files.size(); ++i)
+    if (std::find(files.begin(), files.begin() + i, files[i]) == files.begin() + i)
+      wrote += (wrote.empty() ? "" : ", ") + files[i];
   std::fprintf(stderr, "ember: window %u: %.1f s, %s, %llu lost; wrote %s\n", n, window.seconds, weights.c_str(),
-               static_cast<unsigned long long>(window.counters.lost), files.front().c_str());
+               static_cast<unsigned long long>(window.counters.lost), wrote.c_str());
   return {};
 }
 
