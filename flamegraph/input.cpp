@@ -51,6 +51,10 @@ constexpr const char* kWhatWeRead = "ember reads folded stacks, pprof (.pb.gz) a
 }  // namespace
 
 std::expected<ReadResult, std::string> read_profile(const std::string& path, const ReadOptions& options) {
+  // A directory opens as a stream whose first read fails (EISDIR): said as
+  // a "read error" alone, it told nothing.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return std::unexpected(path + " is a directory: " + kWhatWeRead);
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::unexpected("cannot read " + path + ": " + std::strerror(errno));
   // What the file is, from its start (content_of reads at most 64 KiB).
@@ -102,7 +106,6 @@ std::expected<ReadResult, std::string> read_profile(const std::string& path, con
     case Content::Text: break;
   }
   if (auto e = one_graph("folded stacks"); !e) return std::unexpected(e.error());
-  std::error_code ec;
   const bool regular = stream && std::filesystem::is_regular_file(path, ec);
   std::istringstream text(stream ? std::string() : std::move(bytes));
   auto folded = regular ? read_folded_file(path, std::filesystem::file_size(path, ec))

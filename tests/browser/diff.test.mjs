@@ -145,6 +145,15 @@ async function run(file) {
     assert(summary.includes(N.total.toLocaleString('en-US')) && summary.includes(B.total.toLocaleString('en-US')), `summary ${summary}`);
   });
 
+  await check('the title shows whole, both files named (the controls make way)', async () => {
+    const title = await page.evaluate(() => {
+      const h = document.querySelector('#title');
+      return { text: h.textContent, cut: h.scrollWidth > h.clientWidth, doc: document.title };
+    });
+    assert(title.text === data.title && title.doc === data.title, `title ${JSON.stringify(title)}`);
+    assert(!title.cut, `the title is cut short at ${VIEWPORT.width} px: ${JSON.stringify(title.text)}`);
+  });
+
   const cases = [['grown frame is red', grown, 'red'], ['shrunk frame is blue', shrunk, 'blue'], ['NEW-only frame is teal', added, 'teal']];
   for (const [title, c, colour] of cases) {
     await check(`${title}; tooltip shows base, new and Δ`, async () => {

@@ -266,7 +266,7 @@ function main() {
   const total = sum(list);
   const data = {
     version: 2,
-    title: `ember — cpu-clock, 10.0 s, host <b>fixture</b>${args.big ? ' (big)' : ''}${args.diff ? ' (diff)' : ''}`,
+    title: `ember — cpu-clock, 10.0 s, host <b>fixture</b>${args.big ? ' (big)' : ''}${args.diff ? ' (diff): baseline-recording.html → candidate-recording.html' : ''}`,
     event: 'cpu-clock',
     unit: args.unit,
     kinds: KINDS,

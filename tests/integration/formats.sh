@@ -48,11 +48,17 @@ head -c 100 "$TMP/r.pb.gz" >"$TMP/cut.pb.gz"
 grep -q 'truncated' "$TMP/err" || fail "truncated pprof: $(cat "$TMP/err")"
 "$EMBER" report "$TMP/nonexistent" 2>"$TMP/err" && fail "a missing file was accepted"
 grep -q 'No such file' "$TMP/err" || fail "missing file: $(cat "$TMP/err")"
+"$EMBER" report "$TMP" 2>"$TMP/err" && fail "a directory was reported"
+assert_contains "$TMP/err" "^ember: $TMP is a directory: ember reads folded stacks" "report of a directory: $(cat "$TMP/err")"
+mkdir "$TMP/empty"
+"$EMBER" convert "$TMP/empty" -o "$TMP/x.html" 2>"$TMP/err" && fail "an empty directory was converted"
+assert_contains "$TMP/err" "holds no period of an ember agent's spool: give a spool's directory" "convert of a directory: $(cat "$TMP/err")"
 
 # ember's HTML reads back: record -> html -> report, convert and diff give
 # what the same recording gives as folded stacks.
 "$EMBER" record -F 299 -o "$TMP/h.html" -- "$WORKLOADS/cpu_split" 1 2>"$TMP/err" || fail "record html: $(cat "$TMP/err")"
 "$EMBER" convert "$TMP/h.html" -o "$TMP/h.folded" 2>"$TMP/err" || fail "convert html -> folded: $(cat "$TMP/err")"
+assert_contains "$TMP/err" "^ember: wrote $TMP/h.folded \([0-9]+ stacks\)$" "convert did not say what it wrote"
 "$EMBER" convert "$TMP/h.html" -o "$TMP/h.pb.gz" 2>"$TMP/err" || fail "convert html -> pprof: $(cat "$TMP/err")"
 "$EMBER" convert "$TMP/h.pb.gz" -o "$TMP/h-pprof.folded" 2>/dev/null || fail "convert pprof -> folded"
 diff <(sort "$TMP/h.folded") <(sort "$TMP/h-pprof.folded") >"$TMP/rt.diff" || fail "html -> pprof -> folded changed: $(head "$TMP/rt.diff")"

@@ -60,7 +60,10 @@ std::expected<flamegraph::Profile, std::string> read_spool(const std::string& di
     std::string services, last;  // the series come by service
     for (const fleet::SpoolSeries& s : contents->series)
       if (s.service != last) services += (services.empty() ? "" : ", ") + (last = s.service);
-    return std::unexpected("give --service: the spool holds " + (services.empty() ? "no profile" : services));
+    if (services.empty())
+      return std::unexpected(dir + " holds no period of an ember agent's spool: give a spool's directory (spool.dir) "
+                                   "or a profile file");
+    return std::unexpected("give --service: the spool holds " + services);
   }
   fleet::SpoolQuery q;
   q.service = range.service;
@@ -72,6 +75,11 @@ std::expected<flamegraph::Profile, std::string> read_spool(const std::string& di
     *out = *t;
   }
   return fleet::merge_spool(dir, q);
+}
+
+// As record says it.
+void say_written(const std::string& out, const flamegraph::Profile& profile) {
+  std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", out.c_str(), profile.stacks().size());
 }
 
 }  // namespace
@@ -86,6 +94,7 @@ int run_convert(const std::string& in, const std::string& out, const std::string
   flamegraph::HtmlOptions html;
   html.title = "ember — " + (is_spool ? spool.service : base_name(in));
   if (auto w = flamegraph::write_profile(*profile, out, html); !w) return fail(w.error());
+  say_written(out, *profile);
   return 0;
 }
 
@@ -113,6 +122,7 @@ int run_diff(const std::string& base, const std::string& now, const std::string&
   html.label = base_name(now);
   html.base_label = base_name(base);
   if (auto w = flamegraph::write_profile(*after, out, html); !w) return fail(w.error());
+  say_written(out, *after);
   return 0;
 }
 
