@@ -11,6 +11,17 @@
 /* Set by the collector before load: sample the idle task (pid 0). */
 const volatile bool include_idle = false;
 
+#if defined(__TARGET_ARCH_x86)
+/* The event's registers as the UAPI lays them out for user space
+ * (asm/ptrace.h): bpf_perf_event_data's layout, which does not change. The
+ * kernel's own struct pt_regs renamed cs into the union member csx (FRED,
+ * 6.9): a CO-RE read of either name fails to load on the other kernels
+ * (6.1: "failed to resolve CO-RE relocation ... regs.csx"). */
+struct uapi_pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+#endif
+
 /* Whether the tick interrupted user code (the kernel's user_mode(regs)):
  * then the kernel stack is empty, and asking for it anyway cost 12% of a
  * sample, about 250 ns on the development VM (the helper still sets up a
@@ -19,7 +30,7 @@ const volatile bool include_idle = false;
 static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 {
 #if defined(__TARGET_ARCH_x86)
-	__u64 cs = ctx->regs.csx;
+	__u64 cs = ((const struct uapi_pt_regs *)ctx)->cs;
 
 	barrier_var(cs);
 	return (cs & 3) == 3;

@@ -13,7 +13,8 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 # tests' HTTP client, JSON reader, self-signed certificate and pgrep. linux-perf: the unwinding
 # tests' reference (perf --call-graph dwarf); sqlite3: a distribution binary without frame pointers;
 # strace: holds ember inside a syscall (fsync) for the fault tests to kill it there.
-test=(catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace)
+# qemu-system-x86, busybox-static, cpio, kmod: the kernel matrix's guests and their initramfs.
+test=(catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod)
 bench=(bpftrace time)
 fuzz=(afl++)
 

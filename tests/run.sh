@@ -6,9 +6,17 @@
 #   sanitized:   the scripts in SANITIZED again, with build/san/ember (ASan +
 #                UBSan): any report, even from an ember in the background,
 #                fails the run
-# Usage: tests/run.sh [--repeat N] [NAME_FILTER]
+#   matrix:      the integration scripts of kind structural again, inside
+#                each kernel of tests/kernels/matrix.sh (qemu), a line each
+# Usage: tests/run.sh [--repeat N] [--kind KIND] [--verbose] [NAME_FILTER]
 #   NAME_FILTER   run only the integration scripts whose file name contains
 #                 it (record_offcpu: two scripts; record_offcpu.sh: one)
+#   --kind KIND   only the integration scripts that say "# kind: KIND"
+#                 (structural: asserts what load and slow clocks cannot
+#                 change, so it runs in the kernel matrix's emulated guests;
+#                 timing: measures rates or durations); no unit tests, no
+#                 sanitized runs, no matrix
+#   --verbose     print every script's output, not only a failure's
 #   --repeat N    run each matching integration script N times in a row and
 #                 count every run (a flaky test shows as some failed runs);
 #                 the unit tests are skipped: repeating is for hunting chance
@@ -16,13 +24,16 @@
 #                 Example: tests/run.sh --repeat 20 record_inlines
 set -u
 cd "$(dirname "$0")/.."
-usage() { echo "usage: tests/run.sh [--repeat N] [NAME_FILTER]" >&2; exit 2; }
-repeat=0
-if [[ ${1:-} == --repeat ]]; then
-	[[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage
-	repeat=$2
-	shift 2
-fi
+usage() { echo "usage: tests/run.sh [--repeat N] [--kind KIND] [--verbose] [NAME_FILTER]" >&2; exit 2; }
+repeat=0 kind="" verbose=""
+while [[ ${1:-} == --* ]]; do
+	case $1 in
+	--repeat) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; repeat=$2; shift 2 ;;
+	--kind) [[ ${2:-} =~ ^[a-z]+$ ]] || usage; kind=$2; shift 2 ;;
+	--verbose) verbose=1; shift ;;
+	*) usage ;;
+	esac
+done
 (( $# <= 1 )) || usage
 filter=${1:-}
 passed=0 failed=0 skipped=0 failures=()
@@ -92,6 +103,7 @@ run_script() {
 	secs=$(( $(date +%s) - start ))
 	ticks1=$(cpu_ticks)
 	busy=$(( (${ticks1% *} - ${ticks0% *}) * 100 / (${ticks1#* } - ${ticks0#* } + 1) ))
+	[[ $verbose ]] && (( rc == 0 || rc == 77 )) && sed 's/^/    /' <<<"$out"
 	case $rc in
 	0) passed=$((passed + 1)); echo "ok      $label (${secs}s, ${busy}% busy)" ;;
 	77) skipped=$((skipped + 1)); echo "skipped $label: $(tail -n 1 <<<"$out")" ;;
@@ -108,20 +120,38 @@ run_each() {
 	fi
 }
 
-(( repeat )) || run_unit_tests
+(( repeat )) || [[ $kind ]] || run_unit_tests
 
-echo "== integration tests"
+echo "== integration tests${kind:+ of kind $kind}"
 for t in tests/integration/*.sh; do
 	name=$(basename "$t" .sh)
 	[[ -n $filter && $(basename "$t") != *$filter* ]] && continue
+	[[ -n $kind ]] && ! grep -q "^# kind: $kind\$" "$t" && continue
 	run_each "$t" "$name"
 done
 
-echo "== integration tests with build/san/ember (ASan + UBSan)"
-for name in "${SANITIZED[@]}"; do
-	[[ -n $filter && $name.sh != *$filter* ]] && continue
-	run_each "tests/integration/$name.sh" "$name [sanitized]" sanitized
-done
+if [[ -z $kind ]]; then
+	echo "== integration tests with build/san/ember (ASan + UBSan)"
+	for name in "${SANITIZED[@]}"; do
+		[[ -n $filter && $name.sh != *$filter* ]] && continue
+		run_each "tests/integration/$name.sh" "$name [sanitized]" sanitized
+	done
+fi
+
+# The kernel matrix: a whole run only. Each kernel's line counts into the
+# totals; one that cannot be had here is one skip.
+if [[ -z $kind && -z $filter ]] && (( ! repeat )); then
+	echo "== kernel matrix (tests/kernels/matrix.sh)"
+	while IFS= read -r line; do
+		echo "$line"
+		if [[ $line =~ ^kernel\ ([^ ]+).*:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
+			passed=$((passed + BASH_REMATCH[2])) failed=$((failed + BASH_REMATCH[3])) skipped=$((skipped + BASH_REMATCH[4]))
+			(( BASH_REMATCH[3] )) && failures+=("kernel ${BASH_REMATCH[1]}")
+		elif [[ $line =~ ^kernel\ [^\ ]+:\ skipped: ]]; then
+			skipped=$((skipped + 1))
+		fi
+	done < <(tests/kernels/matrix.sh 2>&1)
+fi
 
 (( failed )) && echo "failed: ${failures[*]}"
 echo "(tests: ${SECONDS}s)"

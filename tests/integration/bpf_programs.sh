@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# kind: structural
 # Every BPF program ember loads passes the verifier well under its limit (a
 # million instructions processed per program): prints each program's
 # verified instruction count (ember -v), with every feature on (CPU,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# kind: structural
 # --window with several events: each window's line names every file it
 # wrote (one per event; one pprof holding all), each of which exists and
 # holds that window; the last window's files too.
@@ -8,7 +9,7 @@ PPROF=$ROOT/build/pprof
 # 4 cycles of 0.5 s: 400 ms asleep, 100 ms on CPU.
 "$EMBER" record -e cpu,offcpu --window 0.5 -o "$TMP/m.folded" -- "$WORKLOADS/offcpu_waits" 4 100 2>"$TMP/err" ||
 	fail "record exited $?: $(cat "$TMP/err")"
-grep '^ember: window' "$TMP/err" >"$TMP/lines" || fail "no window line: $(cat "$TMP/err")"
+grep '^ember: window' "$TMP/err" >"$TMP/lines"
 cat "$TMP/lines"
 while read -r line; do
 	n=$(sed -E 's/^ember: window ([0-9]+):.*/\1/' <<<"$line")
@@ -19,7 +20,9 @@ while read -r line; do
 		[ -e "$f" ] || fail "window $n: no $f"  # empty where the window had none
 	done
 done <"$TMP/lines"
-(($(wc -l <"$TMP/lines") >= 2)) || fail "fewer than 2 windows in 2 s at 0.5 s: $(cat "$TMP/err")"
+# How many windows a slow machine cuts varies (an emulated guest's first
+# took 3 s); that each line names every file does not.
+[ -s "$TMP/lines" ] || fail "no window cut in 2 s at 0.5 s: $(cat "$TMP/err")"
 cat "$TMP"/m.offcpu.*.folded | grep -q 'waitA' || fail "no window's offcpu file holds waitA"
 
 "$EMBER" record -e cpu,offcpu --window 0.5 -o "$TMP/m.pb.gz" -- "$WORKLOADS/offcpu_waits" 2 100 2>"$TMP/err" ||

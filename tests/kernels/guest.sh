@@ -1,0 +1,52 @@
+#!/bin/bash
+# PID 1 of a matrix guest, on the host's root (read-only over 9p): makes a
+# system the tests can run in (the kernel's file systems, writable /tmp,
+# /var, /root and checkout, the kernel's own modules, loopback), runs the
+# integration tests of kind structural (tests/run.sh --kind structural),
+# writes their output to the results share, and powers off.
+# The kernel command line says where: embersrc=CHECKOUT embermods=DIR
+# (the extracted package's lib/modules/VERSION, or none).
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb
+off() { sync; echo o >/proc/sysrq-trigger; sleep 10; }
+trap off EXIT
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+ln -sf /proc/self/fd /dev/fd; ln -sf fd/0 /dev/stdin; ln -sf fd/1 /dev/stdout; ln -sf fd/2 /dev/stderr
+for d in /run /tmp; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+arg() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" /proc/cmdline; }
+src=$(arg embersrc) mods=$(arg embermods)
+mkdir -p /run/out
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out /run/out || { echo "ember-matrix: no results share"; exit 1; }
+exec >/run/out/guest.log 2>&1
+# Writable where the tests write: a tmpfs upper over each.
+overlay() {
+	local dir=$1 n=$2
+	mkdir -p "/run/ov/$n/upper" "/run/ov/$n/work"
+	mount -t overlay overlay -o "lowerdir=$dir,upperdir=/run/ov/$n/upper,workdir=/run/ov/$n/work" "$dir"
+}
+overlay /var var
+overlay /root root
+overlay /etc etc
+overlay "$src" src
+version=$(uname -r)
+# The kernel's modules where modprobe looks (the host may have no
+# /usr/lib/modules at all).
+if [ -d "$mods" ]; then
+	if [ -d /usr/lib/modules ]; then overlay /usr/lib/modules modules; else overlay /usr/lib usrlib; fi
+	mkdir -p "/usr/lib/modules/$version"
+	mount --bind "$mods" "/usr/lib/modules/$version"
+fi
+hostname ember-guest
+ip link set lo up
+echo "kernel $version"
+cd "$src" || exit 1
+tests/run.sh --kind structural --verbose
+echo "exit $?"
