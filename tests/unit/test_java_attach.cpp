@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -259,14 +260,15 @@ TEST_CASE("attach to a running JVM", "[java_attach]") {
     CHECK(contains(failed.error(), "Agent_OnAttach returned 7"));
   }
 
-  // Another uid may not attach: the same refusal HotSpot would give, earlier.
-  if (geteuid() == 0) {
+  // What attach_command answers a child that `become` made someone else
+  // first (it returns false where it cannot).
+  auto refusal_as = [&](const std::function<bool()>& become) {
     int out[2];
     REQUIRE(pipe(out) == 0);
     pid_t pid = fork();
     if (pid == 0) {
       close(out[0]);
-      if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+      if (!become()) _exit(1);
       auto r = attach_command(jvm.pid(), "properties", {});
       std::string msg = r ? "attached" : r.error();
       if (write(out[1], msg.data(), msg.size()) < 0) _exit(1);
@@ -278,35 +280,23 @@ TEST_CASE("attach to a running JVM", "[java_attach]") {
     char buf[512];
     for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
     close(out[0]);
+    return msg;
+  };
+  if (geteuid() == 0) {
+    // Another uid may not attach: the same refusal HotSpot would give, earlier.
+    std::string msg = refusal_as([] { return setgid(65534) == 0 && setuid(65534) == 0; });
     CHECK(contains(msg, "runs as uid 0"));
     CHECK(contains(msg, "attach as that user or as root"));
-  }
-
-  // The same uid without CAP_SYS_PTRACE, the JVM holding capabilities this
-  // ember lacks: the cause said, not advice to attach as root.
-  if (geteuid() == 0) {
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(out[0]);
+    // The same uid without CAP_SYS_PTRACE, the JVM holding capabilities
+    // this ember lacks: the cause said, not advice to attach as root.
+    msg = refusal_as([] {
       __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
       __user_cap_data_struct caps[2]{};
-      if (syscall(SYS_capget, &header, caps) != 0) _exit(1);
+      if (syscall(SYS_capget, &header, caps) != 0) return false;
       caps[0].effective &= ~(1u << CAP_SYS_PTRACE);
       caps[0].permitted &= ~(1u << CAP_SYS_PTRACE);
-      if (syscall(SYS_capset, &header, caps) != 0) _exit(1);
-      auto r = attach_command(jvm.pid(), "properties", {});
-      std::string msg = r ? "attached" : r.error();
-      if (write(out[1], msg.data(), msg.size()) < 0) _exit(1);
-      _exit(0);
-    }
-    Child other(pid);
-    close(out[1]);
-    std::string msg;
-    char buf[512];
-    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
-    close(out[0]);
+      return syscall(SYS_capset, &header, caps) == 0;
+    });
     INFO(msg);
     CHECK(contains(msg, "it holds capabilities ember lacks, and ember lacks CAP_SYS_PTRACE (/proc/"));
     CHECK(contains(msg, ": Permission denied)"));
