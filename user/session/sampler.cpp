@@ -1,6 +1,7 @@
 #include "user/session/sampler.h"
 
 #include <fcntl.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -44,6 +45,19 @@ uint32_t ring_bytes(uint32_t frequency, int cpus, const KernelParts& parts) {
 // Processes the unwinder holds tables for at once (entries of 6 KiB,
 // allocated as processes are sampled; exited ones are removed).
 constexpr uint32_t kUnwindProcesses = 16384;
+// Before Linux 6.1 (bpf_mem_alloc) a perf_event program may use only
+// preallocated hash maps ("perf_event programs can only use preallocated
+// hash map", seen on 5.15), and tracing programs warn of run-time
+// allocation. There the process table is preallocated, and smaller: 6 MiB.
+constexpr uint32_t kUnwindProcessesPreallocated = 1024;
+
+// Whether the running kernel is at least major.minor (uname's release).
+bool kernel_at_least(int major, int minor) {
+  utsname u{};
+  int have_major = 0, have_minor = 0;
+  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &have_major, &have_minor) != 2) return true;
+  return have_major > major || (have_major == major && have_minor >= minor);
+}
 
 // Whether the kernel can send a process's mappings as it exits: the
 // open-coded VMA iterator (6.7+) and bpf_loop (5.17+).
@@ -144,7 +158,17 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   skel->rodata->unwind_mode = static_cast<uint32_t>(sampler->unwind_);
   bpf_map__set_max_entries(skel->maps.unwind_rows,
                            unwind ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
-  bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? kUnwindProcesses : 1);
+  uint32_t processes = kUnwindProcesses;
+  if (!kernel_at_least(6, 1)) {
+    bpf_map__set_map_flags(skel->maps.unwind_processes,
+                           bpf_map__map_flags(skel->maps.unwind_processes) & ~BPF_F_NO_PREALLOC);
+    processes = kUnwindProcessesPreallocated;
+    if (unwind)
+      sampler->warnings_.push_back("this kernel (before 6.1) needs the unwinder's table of processes preallocated: " +
+                                   std::to_string(processes) +
+                                   " processes at most are unwound with their tables, others by frame pointers");
+  }
+  bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? processes : 1);
   bpf_program__set_autoload(skel->progs.ember_unwind_exit, unwind);
   bool exit_mappings = kernel_has_exit_mappings();
   bpf_program__set_autoload(skel->progs.ember_exit_mappings, exit_mappings);
