@@ -42,13 +42,13 @@ uint32_t ring_bytes(uint32_t frequency, int cpus, const KernelParts& parts) {
   return static_cast<uint32_t>(size);
 }
 
-// Processes the unwinder holds tables for at once (entries of 6 KiB,
+// Processes the unwinder holds tables for at once (entries of 8 KiB,
 // allocated as processes are sampled; exited ones are removed).
 constexpr uint32_t kUnwindProcesses = 16384;
 // Before Linux 6.1 (bpf_mem_alloc) a perf_event program may use only
 // preallocated hash maps ("perf_event programs can only use preallocated
 // hash map", seen on 5.15), and tracing programs warn of run-time
-// allocation. There the process table is preallocated, and smaller: 6 MiB.
+// allocation. There the process table is preallocated, and smaller: 8 MiB.
 constexpr uint32_t kUnwindProcessesPreallocated = 1024;
 
 // Whether the running kernel is at least major.minor (uname's release).
