@@ -35,12 +35,15 @@ expect_refusal '' "^ember agent: --events: unknown event 'gpu'" --events gpu
 expect_refusal $'events = ["alloc"]\n[java]\nattach = false\n' "'alloc' needs ember's Java agent: set java.attach = true"
 
 need_bpf
-# SIGTERM from the first instant of start-up to sampling: exit 0 within the
-# spool-only grace (no server), the port free again.
+# SIGTERM from the first instant of start-up (its exec) to sampling: exit 0
+# within the spool-only grace (no server), the port free again.
 for delay in 0 0 0.01 0.05 0.1 0.3 0.6 1 2 4; do
 	port=$(free_port)
 	"$EMBER" agent --spool.dir "$SPOOL" --metrics.listen "127.0.0.1:$port" --period 1s 2>"$TMP/log" &
 	agent=$!
+	# From its exec on: a signal to the shell forked for it, before exec,
+	# would run this script's exit trap there and remove $TMP.
+	for _ in $(seq 500); do [[ $(readlink /proc/$agent/exe) == "$(readlink -f "$EMBER")" ]] && break; sleep 0.01; done
 	sleep "$delay"
 	kill -TERM $agent
 	for _ in $(seq 200); do kill -0 $agent 2>/dev/null || break; sleep 0.1; done
