@@ -180,6 +180,15 @@ std::expected<HeapGraph, std::string> read(const std::string& dump, const HeapLa
   return ember::heap::read_heap_graph(dump, layout);
 }
 
+// The analysis of a dump whose graph the test does not look into.
+HeapAnalysis analyzed(const Hprof& d) {
+  std::string dump = d.str();
+  auto g = read(dump);
+  INFO((g ? "" : g.error()));
+  REQUIRE(g);
+  return ember::heap::analyze_heap(*g, dump, 5).value();
+}
+
 // Naive dominance: d dominates n when n cannot be reached from the root
 // without d.
 std::vector<bool> reached_without(const std::vector<std::vector<uint32_t>>& succ, uint32_t root,
@@ -524,11 +533,7 @@ TEST_CASE("two statics of one class that hold its memory together are each a pla
   d.array(0x3000, kNodes, {0x8000, 0x9000, 0xa000});
   for (uint64_t b : {0x4000, 0x5000, 0x6000, 0x7000, 0x8000, 0x9000, 0xa000})
     d.primitives(b, hp::kByte, std::string(4096, 'x'));
-  std::string dump = d.str();
-  auto g = read(dump);
-  INFO((g ? "" : g.error()));
-  REQUIRE(g);
-  HeapAnalysis a = ember::heap::analyze_heap(*g, dump, 5).value();
+  HeapAnalysis a = analyzed(d);
   REQUIRE(a.retainers.size() == 2);
   CHECK(a.retainers[0].path == "static com.acme.Hold.CACHE → java.util.HashMap.table → java.util.HashMap$Node[]");
   CHECK(a.retainers[0].retained == 32 + 4 * 4112);
@@ -539,10 +544,7 @@ TEST_CASE("two statics of one class that hold its memory together are each a pla
   e.klass(kCache, "com/acme/Hold", kObjectClass, {}, {{"ALL", hp::kObject, 0x3000}});
   e.array(0x3000, kNodes, {0x8000, 0x9000});
   for (uint64_t b : {0x8000, 0x9000}) e.primitives(b, hp::kByte, std::string(4096, 'x'));
-  dump = e.str();
-  g = read(dump);
-  REQUIRE(g);
-  a = ember::heap::analyze_heap(*g, dump, 5).value();
+  a = analyzed(e);
   REQUIRE(a.retainers.size() == 1);
   CHECK(a.retainers[0].path == "static com.acme.Hold.ALL → java.util.HashMap$Node[]");
 }
@@ -662,11 +664,7 @@ TEST_CASE("a stack root is named by its method and thread, a UTF-16 name too") {
   d.root(hp::kRootThreadObject, 0x200000, 7, 107);
   d.trace(107, 7, {{0x50, "main", 0x1400}, {0x51, "hold", 0x1400}});
   d.root(hp::kRootJavaFrame, 0x3000, 7, 1);
-  std::string dump = d.str();
-  auto g = read(dump);
-  INFO((g ? "" : g.error()));
-  REQUIRE(g);
-  HeapAnalysis a = ember::heap::analyze_heap(*g, dump, 5).value();
+  HeapAnalysis a = analyzed(d);
   REQUIRE(a.retainers.size() == 1);
   CHECK(a.retainers[0].path == "local in HeapLeak.hold (thread \"h\xc3\xa9ld\xf0\x9f\x8c\x80\") → int[]");
 }

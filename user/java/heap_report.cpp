@@ -240,40 +240,42 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   std::sort(tops.begin(), tops.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
   std::vector<uint32_t> points;
   const double min_retained = kMinRetainerShare * static_cast<double>(a.bytes);
+  // Down from p while one child retains most of it.
+  auto accumulation = [&](uint32_t p) {
+    for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
+      if (retained[children[k]] >= kAccumulation * static_cast<double>(retained[p])) return children[k];
+    return p;
+  };
+  // An object or class whose memory is in a few of its fields, none holding
+  // most of it (two statics of one class): those fields, each a place of
+  // its own with its path, rather than the holder alone; none where the
+  // fields do not hold most of it. An array's elements are its
+  // accumulation: it stays one place.
+  auto big_fields = [&](uint32_t p) {
+    std::vector<uint32_t> fields;
+    if (g.class_name(g.class_of(t.order[p])).ends_with("[]")) return fields;
+    uint64_t in_fields = 0;
+    for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
+      if (uint32_t c = children[k];
+          retained[c] >= kFieldShare * static_cast<double>(retained[p]) && retained[c] >= min_retained) {
+        fields.push_back(c);
+        in_fields += retained[c];
+      }
+    if (fields.size() < 2 || in_fields < kFieldsHold * static_cast<double>(retained[p])) fields.clear();
+    return fields;
+  };
   for (uint32_t top_child : tops) {
     if (points.size() >= top || retained[top_child] < min_retained) break;
     for (std::vector<uint32_t> from{top_child}; !from.empty() && points.size() < top;) {
       uint32_t p = from.back();
       from.pop_back();
-      for (bool deeper = true; deeper;) {
-        deeper = false;
-        for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
-          if (retained[children[k]] >= kAccumulation * static_cast<double>(retained[p])) {
-            p = children[k];
-            deeper = true;
-            break;
-          }
-      }
-      // An object or class whose memory is in a few of its fields, none
-      // holding most of it (two statics of one class): each such field is
-      // a place of its own, with its path, rather than the holder alone.
-      // An array's elements are its accumulation: it stays one place.
-      std::vector<uint32_t> fields;
-      uint64_t in_fields = 0;
-      if (!g.class_name(g.class_of(t.order[p])).ends_with("[]"))
-        for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k) {
-          uint32_t c = children[k];
-          if (retained[c] >= kFieldShare * static_cast<double>(retained[p]) && retained[c] >= min_retained) {
-            fields.push_back(c);
-            in_fields += retained[c];
-          }
-        }
-      if (fields.size() >= 2 && in_fields >= kFieldsHold * static_cast<double>(retained[p])) {
+      for (uint32_t q = accumulation(p); q != p; q = accumulation(p)) p = q;
+      if (std::vector<uint32_t> fields = big_fields(p); !fields.empty()) {
         std::sort(fields.begin(), fields.end(), [&](uint32_t x, uint32_t y) { return retained[x] < retained[y]; });
         from.insert(from.end(), fields.begin(), fields.end());  // the biggest next
-        continue;
+      } else if (std::find(points.begin(), points.end(), p) == points.end()) {
+        points.push_back(p);
       }
-      if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
     }
   }
   std::sort(points.begin(), points.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
