@@ -51,6 +51,9 @@ struct {
 #define ROW_SEARCH_STEPS 24
 #define MAPPING_SEARCH_STEPS 9 /* log2(EMBER_UNWIND_MAPPINGS) + 1 */
 
+/* A walk's state between frames. Only scalars: it is handed to the
+ * global step function (ember_unwind_step), whose arguments the verifier
+ * sees as plain memory, so a pointer kept in it could not be followed. */
 struct walk {
 	__u64 ip, sp, bp;
 	bool exact;  /* ip is where the thread was (the leaf, or the interrupted code of a
@@ -58,46 +61,35 @@ struct walk {
 	bool guessed; /* a frame-pointer step was taken: ip may be garbage */
 	__u32 frames;
 	__u32 stop;
-	struct ember_user_frames *out;
-	struct ember_unwind_process *process;
-	struct ember_unwind_mapping *mapping;  /* the last frame's: the next is often in it too */
+	__s32 mapping;  /* the last frame's mapping, or -1: the next frame is often in it too */
 	__u64 last_pc;
 	struct ember_unwind_row last_row;
 };
 
-/* Binary searches run as bpf_loop callbacks: the verifier checks a
- * callback once, where it would follow every path of an unrolled search. */
-struct mapping_search {
-	struct ember_unwind_process *process;
-	__u64 pc;
-	__u32 lo, hi;  /* the answer is the last mapping in [lo, hi) starting at or below pc */
-};
-
-static long mapping_step(__u32 i, struct mapping_search *s)
+/* The index of the mapping of process `p` that holds `pc`, or -1. A
+ * global function: the verifier checks its search once, not once per
+ * frame and path of the step that calls it. */
+__noinline int ember_find_mapping(struct ember_unwind_process *p, __u64 pc)
 {
-	__u32 mid;
-
-	if (!s->process || s->hi - s->lo <= 1)
-		return 1;
-	mid = s->lo + (s->hi - s->lo) / 2;
-	if (s->process->mappings[mid & (EMBER_UNWIND_MAPPINGS - 1)].start <= s->pc)
-		s->lo = mid;
-	else
-		s->hi = mid;
-	return 0;
-}
-
-/* The mapping of process `p` holding `pc`. */
-static __always_inline struct ember_unwind_mapping *find_mapping(struct ember_unwind_process *p, __u64 pc)
-{
-	struct mapping_search s = {.process = p, .pc = pc, .lo = 0, .hi = p->count};
+	/* The answer is the last mapping in [lo, hi) starting at or below pc. */
+	__u32 lo = 0, hi, i;
 	struct ember_unwind_mapping *m;
 
-	if (s.hi == 0 || s.hi > EMBER_UNWIND_MAPPINGS)
-		return 0;
-	bpf_loop(MAPPING_SEARCH_STEPS, mapping_step, &s, 0);
-	m = &p->mappings[s.lo & (EMBER_UNWIND_MAPPINGS - 1)];
-	return pc >= m->start && pc < m->end ? m : 0;
+	if (!p)
+		return -1;
+	hi = p->count;
+	if (hi == 0 || hi > EMBER_UNWIND_MAPPINGS)
+		return -1;
+	for (i = 0; i < MAPPING_SEARCH_STEPS && hi - lo > 1; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		if (p->mappings[mid & (EMBER_UNWIND_MAPPINGS - 1)].start <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	m = &p->mappings[lo & (EMBER_UNWIND_MAPPINGS - 1)];
+	return pc >= m->start && pc < m->end ? (int)lo : -1;
 }
 
 /* The row of mapping `m` that covers `pc`, or none before its first. A
@@ -171,7 +163,7 @@ static __always_inline long without_table(struct walk *w, __u32 stop)
 }
 
 /* The caller's registers from a signal frame: the interrupted code's. */
-static __always_inline long signal_step(struct walk *w)
+static __always_inline long signal_step(struct walk *w, struct ember_user_frames *out)
 {
 	__u64 ip, sp, bp;
 
@@ -181,9 +173,9 @@ static __always_inline long signal_step(struct walk *w)
 		return 1;
 	}
 	/* The trampoline's frame holds the handler's return address, the
-	 * trampoline's first instruction, not a call's: see unwind_step. */
-	if (w->out && w->frames > 0)
-		w->out->ip[(w->frames - 1) & (EMBER_MAX_STACK_DEPTH - 1)] += 1;
+	 * trampoline's first instruction, not a call's: see ember_unwind_step. */
+	if (w->frames > 0)
+		out->ip[(w->frames - 1) & (EMBER_MAX_STACK_DEPTH - 1)] += 1;
 	w->ip = ip;
 	w->sp = sp;
 	w->bp = bp;
@@ -240,14 +232,14 @@ static __always_inline long compiled_epilogue(struct walk *w)
 /* The caller of an interpreted Java frame (see EMBER_ROW_INTERPRETER);
  * the frame itself is recorded as its method where the row says where
  * the Method* is. */
-static __always_inline long interpreter_step(struct walk *w, __s8 method_slot)
+static __always_inline long interpreter_step(struct walk *w, __s8 method_slot, struct ember_user_frames *out)
 {
 	__u64 frame[3]; /* at rbp - 8: the caller's sp, rbp, return address */
 	__u64 method;
 
-	if (method_slot && w->out && w->frames > 0 && !read_user(&method, w->bp + (__s64)method_slot * 8) &&
-	    method && method <= EMBER_FRAME_METHOD_MASK)
-		w->out->ip[(w->frames - 1) & (EMBER_MAX_STACK_DEPTH - 1)] = EMBER_FRAME_METHOD | method;
+	if (method_slot && w->frames > 0 && !read_user(&method, w->bp + (__s64)method_slot * 8) && method &&
+	    method <= EMBER_FRAME_METHOD_MASK)
+		out->ip[(w->frames - 1) & (EMBER_MAX_STACK_DEPTH - 1)] = EMBER_FRAME_METHOD | method;
 
 	if (bpf_probe_read_user(frame, sizeof(frame), (void *)(w->bp - 8))) {
 		w->stop = EMBER_STOP_BAD_READ;
@@ -264,45 +256,53 @@ static __always_inline long interpreter_step(struct walk *w, __s8 method_slot)
 	return 0;
 }
 
-/* Records the current frame, then steps to its caller; 1 ends the walk. */
-static long unwind_step(__u32 i, struct walk *w)
+/* Records the current frame of walk `w` in process `p` into `out`, then
+ * steps to its caller; 1 ends the walk. A global function, verified once
+ * (where a loop of its body would be verified once per frame), and called
+ * from a plain loop: bpf_loop, which would do the same, needs Linux 5.17. */
+__noinline int ember_unwind_step(struct walk *w, struct ember_unwind_process *p, struct ember_user_frames *out)
 {
 	struct ember_unwind_mapping *m;
 	struct ember_unwind_row *row;
 	__u64 pc, cfa, ra, bp;
+	int found;
 
+	if (!w || !p || !out)
+		return 1;
 	if (w->frames >= EMBER_MAX_STACK_DEPTH) {
 		w->stop = EMBER_STOP_DEPTH;
 		return 1;
 	}
-	if (!w->out || !w->process)
-		return 1;
 	/* Frames above the leaf are read as return addresses: their names are
 	 * looked up one byte back, in the call. An exact pc above the leaf (the
 	 * code a signal interrupted) is sent one byte on, so that the lookup
 	 * lands on it and not in the function before. */
-	w->out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->exact && w->frames ? w->ip + 1 : w->ip;
+	out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->exact && w->frames ? w->ip + 1 : w->ip;
 	w->frames++;
 
 	/* A return address points after its call: look up the call. */
 	pc = w->exact ? w->ip : w->ip - 1;
-	m = w->mapping;
-	if (!m || pc < m->start || pc >= m->end) {
-		m = find_mapping(w->process, pc);
+	/* Indices, not pointers that may be null: 5.15's verifier loses which
+	 * of two registers a compiled select left valid. */
+	found = w->mapping;
+	if (found < 0 || pc < p->mappings[found & (EMBER_UNWIND_MAPPINGS - 1)].start ||
+	    pc >= p->mappings[found & (EMBER_UNWIND_MAPPINGS - 1)].end) {
+		found = ember_find_mapping(p, pc);
 		/* A pc the walk trusts (not found by frame pointers) outside
 		 * every mapping of a process whose mappings all fit: code mapped
 		 * since its tables were loaded (a library a command's loader
 		 * mapped after its first sample, dlopen, a grown code cache).
 		 * Its stack is then copied, for the collector to read the
 		 * mappings again and unwind it (see walk_stacks). */
-		if (!m && !w->guessed && !w->process->left_out) {
+		if (found < 0 && !w->guessed && !p->left_out) {
 			w->stop = EMBER_STOP_NOT_LOADED;
 			return 1;
 		}
-		if (!m)
+		if (found < 0)
 			return without_table(w, EMBER_STOP_UNMAPPED);
-		w->mapping = m;
+		w->mapping = found;
 	}
+	m = &p->mappings[found & (EMBER_UNWIND_MAPPINGS - 1)];
 	if (!m->rows)
 		return without_table(w, EMBER_STOP_NO_TABLE);
 	if (pc == w->last_pc) {
@@ -325,9 +325,9 @@ static long unwind_step(__u32 i, struct walk *w)
 		cfa = w->sp + 8 + ((w->ip & 15) >= row->cfa ? 8 : 0);
 		break;
 	case EMBER_ROW_SIGNAL:
-		return signal_step(w);
+		return signal_step(w, out);
 	case EMBER_ROW_INTERPRETER:
-		return interpreter_step(w, row->rbp);
+		return interpreter_step(w, row->rbp, out);
 	case EMBER_ROW_COMPILED:
 		cfa = w->sp + row->cfa;
 		if (w->exact && compiled_epilogue(w))
@@ -377,20 +377,24 @@ static long unwind_step(__u32 i, struct walk *w)
 
 __noinline int ember_unwind_user(struct ember_user_regs *regs, __u32 pid, struct ember_user_frames *out)
 {
+	struct ember_unwind_process *process;
 	struct walk w = {};
+	__u32 i;
 
 	if (!regs || !out)
 		return EMBER_STOP_BAD_FRAME << 16;
-	w.process = bpf_map_lookup_elem(&unwind_processes, &pid);
-	if (!w.process)
+	process = bpf_map_lookup_elem(&unwind_processes, &pid);
+	if (!process)
 		return EMBER_STOP_NOT_LOADED << 16;
 	w.ip = regs->ip;
 	w.sp = regs->sp;
 	w.bp = regs->bp;
 	w.exact = !regs->return_address;
-	w.out = out;
 	w.stop = EMBER_STOP_DEPTH;
-	bpf_loop(EMBER_MAX_STACK_DEPTH + 1, unwind_step, &w, 0);
+	w.mapping = -1;
+	for (i = 0; i <= EMBER_MAX_STACK_DEPTH; i++)
+		if (ember_unwind_step(&w, process, out))
+			break;
 	return w.frames | w.stop << 16;
 }
 

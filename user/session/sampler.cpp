@@ -141,17 +141,16 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   bpf_map__set_max_entries(skel->maps.target_cgroups, std::max<size_t>(config.cgroup_dirs.size(), 1));
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
   bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
-  // The unwinder needs bpf_loop (Linux 5.17) and bpf_task_pt_regs (5.15).
+  // The unwinder needs bpf_task_pt_regs (Linux 5.15).
   sampler->unwind_ = config.unwind;
   if (config.unwind != UnwindMode::Fp &&
-      (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, nullptr) <= 0 ||
-       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0)) {
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0) {
     if (config.unwind == UnwindMode::Cfi)
-      return std::unexpected("--unwind cfi: this kernel cannot run ember's unwinder (it needs Linux 5.17 or later); "
+      return std::unexpected("--unwind cfi: this kernel cannot run ember's unwinder (it needs Linux 5.15 or later); "
                              "use --unwind fp");
     sampler->warnings_.push_back(
         "user stacks are walked by frame pointers only: this kernel cannot run ember's unwinder (it needs Linux "
-        "5.17 or later)");
+        "5.15 or later)");
     sampler->unwind_ = UnwindMode::Fp;
   }
   bool unwind = sampler->unwind_ != UnwindMode::Fp;
