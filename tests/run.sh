@@ -16,7 +16,8 @@
 #                 change, so it runs in the kernel matrix's emulated guests;
 #                 timing: measures rates or durations); no unit tests, no
 #                 sanitized runs, no matrix
-#   --verbose     print every script's output, not only a failure's
+#   --verbose     say when each script starts, and print every script's
+#                 output, not only a failure's
 #   --repeat N    run each matching integration script N times in a row and
 #                 count every run (a flaky test shows as some failed runs);
 #                 the unit tests are skipped: repeating is for hunting chance
@@ -86,6 +87,8 @@ run_script() {
 	local t=$1 label=$2 sanitized=${3:-} start out rc secs reports="" ticks0 ticks1 busy
 	start=$(date +%s)
 	ticks0=$(cpu_ticks)
+	# Where a hung run stopped (the kernel matrix's guests).
+	[[ $verbose ]] && echo "start   $label"
 	if [[ $sanitized ]]; then
 		reports=$(mktemp -d /tmp/ember-sanitizer.XXXXXX)
 		out=$(EMBER=$PWD/build/san/ember ASAN_OPTIONS=log_path=$reports/asan \

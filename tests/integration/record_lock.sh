@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# kind: structural
 # -e lock: time blocked in futex waits (pthread mutexes), with the waiter's
 # stack. Two threads take turns holding one mutex for 20 ms, 10 times each;
 # the workload measures its own waits around pthread_mutex_lock. A third

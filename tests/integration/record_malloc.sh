@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# kind: structural
 # Native allocations (-e malloc): two call sites allocating the same volume
 # are reported 1:1; with --live only the one that keeps its blocks remains.
 # mmap counts as an allocation too, malloc's own mmap calls once. A process

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# kind: structural
 # Off-CPU time of functions that block inside libc (issue 13): a program
 # built -O2 without frame pointers blocks in blocked_in_nanosleep (through
 # libc's nanosleep) and in blocked_in_read (libc's read on a pipe that a

@@ -4,8 +4,10 @@
 # /var, /root and checkout, the kernel's own modules, loopback), runs the
 # integration tests of kind structural (tests/run.sh --kind structural),
 # writes their output to the results share, and powers off.
-# The kernel command line says where: embersrc=CHECKOUT embermods=DIR
-# (the extracted package's lib/modules/VERSION, or none).
+# The kernel command line says where and what: embersrc=CHECKOUT
+# embermods=DIR (the extracted package's lib/modules/VERSION, or none),
+# emberlimit=SECONDS (then it dumps its tasks), emberfilter=WORD (only the
+# scripts whose name holds it; empty: all).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb
 off() { sync; echo o >/proc/sysrq-trigger; sleep 10; }
 trap off EXIT
@@ -26,6 +28,24 @@ src=$(arg embersrc) mods=$(arg embermods)
 mkdir -p /run/out
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out /run/out || { echo "ember-matrix: no results share"; exit 1; }
 exec >/run/out/guest.log 2>&1
+# A guest that hangs (a test the per-script timeout cannot end, a kernel
+# deadlock) shows where before the host's timeout (matrix.sh) kills qemu:
+# each user task's state and kernel stack here, the blocked tasks and
+# every CPU's backtrace on the console (console.log); then it powers off.
+(
+	sleep "$(arg emberlimit)"
+	echo "ember-matrix: no result after $(arg emberlimit) s; the user tasks:"
+	for task in /proc/[0-9]*/task/[0-9]*; do
+		cmd=$({ tr '\0' ' ' <"$task/cmdline"; } 2>/dev/null | head -c 120)
+		[ -n "$cmd" ] || continue  # a kernel thread
+		echo "${task#/proc/} $cmd[$(awk '{ print $3 }' "$task/stat")]"
+		sed 's/^/    /' "$task/stack" 2>/dev/null
+	done
+	echo 1 >/proc/sys/kernel/sysrq
+	echo w >/proc/sysrq-trigger
+	echo l >/proc/sysrq-trigger
+	off
+) &
 # Writable where the tests write: a tmpfs upper over each.
 overlay() {
 	local dir=$1 n=$2
@@ -48,5 +68,7 @@ hostname ember-guest
 ip link set lo up
 echo "kernel $version"
 cd "$src" || exit 1
-tests/run.sh --kind structural --verbose
+# Scripts whose fixed work takes minutes under emulation do less of it.
+export EMBER_EMULATED=1
+tests/run.sh --kind structural --verbose $(arg emberfilter)
 echo "exit $?"
