@@ -29,11 +29,15 @@ mkdir -p /run/out
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out /run/out || { echo "ember-matrix: no results share"; exit 1; }
 exec >/run/out/guest.log 2>&1
 # A guest that hangs (a test the per-script timeout cannot end, a kernel
-# deadlock) shows where before the host's timeout (matrix.sh) kills qemu:
-# each user task's state and kernel stack here, the blocked tasks and
-# every CPU's backtrace on the console (console.log); then it powers off.
+# deadlock, a stuck share) shows where before the host's timeout
+# (matrix.sh) kills qemu: first on the console (console.log, not over 9p)
+# the blocked tasks and every CPU's backtrace, then here each user task's
+# state and kernel stack; then it powers off.
 (
 	sleep "$(arg emberlimit)"
+	echo 1 >/proc/sys/kernel/sysrq
+	echo w >/proc/sysrq-trigger
+	echo l >/proc/sysrq-trigger
 	echo "ember-matrix: no result after $(arg emberlimit) s; the user tasks:"
 	for task in /proc/[0-9]*/task/[0-9]*; do
 		cmd=$({ tr '\0' ' ' <"$task/cmdline"; } 2>/dev/null | head -c 120)
@@ -41,10 +45,7 @@ exec >/run/out/guest.log 2>&1
 		echo "${task#/proc/} $cmd[$(awk '{ print $3 }' "$task/stat")]"
 		sed 's/^/    /' "$task/stack" 2>/dev/null
 	done
-	echo 1 >/proc/sys/kernel/sysrq
-	echo w >/proc/sysrq-trigger
-	echo l >/proc/sysrq-trigger
-	off
+	echo o >/proc/sysrq-trigger
 ) &
 # Writable where the tests write: a tmpfs upper over each.
 overlay() {

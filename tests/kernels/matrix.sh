@@ -113,7 +113,7 @@ for name in "${names[@]}"; do
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" 2>/dev/null | tail -1)
 	if [ -z "$line" ]; then
 		echo "kernel $name: 0 passed, 1 failed, 0 skipped (no result in $((SECONDS - start)) s)"
-		{ tail -n 40 "$WORK/results/$name/console.log"; tail -n 150 "$log"; } 2>/dev/null | sed 's/^/    /'
+		{ tail -n 80 "$WORK/results/$name/console.log"; tail -n 150 "$log"; } 2>/dev/null | sed 's/^/    /'
 		continue
 	fi
 	echo "kernel $name ($(sed -n 's/^kernel //p' "$log" | head -1), $((SECONDS - start)) s): $line"
