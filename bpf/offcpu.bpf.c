@@ -28,37 +28,70 @@ const volatile bool tell_lock_waits = false;
 #define NR_FUTEX_X86_64 202
 
 /* A thread off CPU: the record of its switch out, stacks included, kept
- * in the task's own storage (no copy, freed with the task) until it runs
- * again. The stacks must be taken as it leaves: as it comes back, the
- * tracepoint runs in the context of the task it replaces, whose user
- * memory is the only one a BPF program can walk here. An ember_sample
- * without the room for a waker's stacks: half the memory per thread. */
+ * by thread id until it runs again (the entry is reused at its next block
+ * and deleted as it exits). The stacks must be taken as it leaves: as it
+ * comes back, the tracepoint runs in the context of the task it replaces,
+ * whose user memory is the only one a BPF program can walk here. An
+ * ember_sample without the room for a waker's stacks: half the memory per
+ * thread.
+ *
+ * Preallocated hash maps, not task storage: task storage allocates as a
+ * thread first blocks, in sched_switch under the runqueue lock, where a
+ * PREEMPT_RT kernel's allocator takes locks that may sleep (until task
+ * storage got an allocator of its own; the likely cause of a CI guest of
+ * Debian's 6.1-rt hanging without a word). Linux 5.10 has no task storage
+ * at all. */
 struct offcpu_block {
 	char bytes[__builtin_offsetof(struct ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64)];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the collector: threads that block while it records */
+	__type(key, __u32);     /* tid */
 	__type(value, struct offcpu_block);
 } offcpu_start SEC(".maps");
 
-/* --waker: the stacks of the waker of a blocked thread, in the wakee's
- * storage, taken as the wakeup happens (sched_waking runs in the waker's
- * context, where sched_wakeup may run on the wakee's CPU, from an IPI), and
- * joined to its record as it runs again. Its names and stack lengths go in
- * the record's header. */
+/* --waker: the stacks of the waker of a blocked thread, by the wakee's
+ * thread id, taken as the wakeup happens (sched_waking runs in the
+ * waker's context, where sched_wakeup may run on the wakee's CPU, from an
+ * IPI), and joined to its record as it runs again. Its names and stack
+ * lengths go in the record's header. */
 struct waker_ips {
 	__u64 ips[2 * EMBER_MAX_STACK_DEPTH];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the collector, as offcpu_start */
+	__type(key, __u32);     /* the wakee's tid */
 	__type(value, struct waker_ips);
 } waker_stacks SEC(".maps");
+
+/* What a thread's entry starts from in either map: its fields are all
+ * written before they are read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_block);
+} offcpu_blank SEC(".maps");
+
+/* Thread `tid`'s entry in `map` (offcpu_start or waker_stacks), made if it
+ * has none; 0 when the map is full. */
+static __always_inline void *thread_entry(void *map, __u32 tid)
+{
+	__u32 zero = 0;
+	void *entry = bpf_map_lookup_elem(map, &tid), *blank;
+
+	if (entry)
+		return entry;
+	blank = bpf_map_lookup_elem(&offcpu_blank, &zero);
+	if (!blank)
+		return 0;
+	bpf_map_update_elem(map, &tid, blank, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, &tid);
+}
 
 /* A task's state as it switches out: 0 (TASK_RUNNING) when preempted.
  * The field is __state since Linux 5.14, state before. */
@@ -102,7 +135,8 @@ static __always_inline __u8 wait_of(struct task_struct *task)
 /* A block and its waker's stacks, joined into one record. */
 static __always_inline void send_woken(struct ember_sample *block, struct task_struct *task)
 {
-	struct waker_ips *w = bpf_task_storage_get(&waker_stacks, task, 0, 0);
+	__u32 tid = task->pid;
+	struct waker_ips *w = bpf_map_lookup_elem(&waker_stacks, &tid);
 	struct ember_sample *s = 0;
 	__u32 slot = 0, n, m;
 
@@ -126,7 +160,7 @@ static __always_inline void send_woken(struct ember_sample *block, struct task_s
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 pid = prev->tgid, tid = prev->pid;
+	__u32 pid = prev->tgid, tid = prev->pid, next_tid = next->pid;
 	struct ember_sample *s;
 
 	/* prev, the current task, goes off CPU: keep its stacks. */
@@ -136,7 +170,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 		bool runnable = preempt || task_state(prev) == 0;
 
 		if (!runnable || offcpu_preempted) {
-			s = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+			s = thread_entry(&offcpu_start, tid);
 			if (s) {
 				/* Open to a waker before the stack walk, not after: a
 				 * wakeup on another CPU may come while it runs (the
@@ -153,7 +187,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 		}
 	}
 	/* next runs again: its time off CPU is over. */
-	s = bpf_task_storage_get(&offcpu_start, next, 0, 0);
+	s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 	if (s && s->time_ns) {
 		__u64 off = bpf_ktime_get_ns() - s->time_ns;
 
@@ -176,7 +210,8 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 SEC("tp_btf/sched_waking")
 int BPF_PROG(ember_waking, struct task_struct *p)
 {
-	struct ember_sample *s = bpf_task_storage_get(&offcpu_start, p, 0, 0);
+	__u32 tid = p->pid;
+	struct ember_sample *s = bpf_map_lookup_elem(&offcpu_start, &tid);
 	struct task_struct *task;
 	struct waker_ips *w;
 	__u64 id;
@@ -184,7 +219,7 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 	/* Every wakeup on the host comes here: most end at this test. */
 	if (!s || s->waker != EMBER_WAKER_UNSEEN)
 		return 0;
-	w = bpf_task_storage_get(&waker_stacks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	w = thread_entry(&waker_stacks, tid);
 	if (!w) {
 		COUNT(waker_untracked);
 		return 0;
@@ -204,5 +239,17 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 		    &s->waker_ustack_stop, true, false);
 	barrier();
 	s->waker = EMBER_WAKER_SEEN;
+	return 0;
+}
+
+/* A thread's entries go with it. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ember_offcpu_exit, struct task_struct *task)
+{
+	__u32 tid = task->pid;
+
+	bpf_map_delete_elem(&offcpu_start, &tid);
+	if (offcpu_waker)
+		bpf_map_delete_elem(&waker_stacks, &tid);
 	return 0;
 }

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
+# kind: structural
 # -e offcpu --waker: each block with the stack of whoever woke the thread,
 # upside down above a "--" frame, ending in "[waker: NAME]" (BCC
 # offwaketime's layout). tests/workloads/wakeups blocks on a pipe in
 # wait_for_x until another process (ywaker: the same program executed
 # again, so its code lies at other addresses) writes to it from wake_from_y
 # 30 ms later, then from wake_from_z 10 ms later; it measures its waits.
+# A JVM's wakers: record_offcpu_waker_java.sh.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 # 80 cycles: on a busy machine a block is lost now and then (about one in
@@ -70,68 +72,3 @@ assert_absent "$TMP/p.folded" '^ywaker' "ywaker's own waits, out of scope, in th
 
 "$EMBER" record -e cpu-clock --waker -o "$TMP/x.folded" -- true 2>"$TMP/err" && fail "--waker without -e offcpu was accepted"
 assert_contains "$TMP/err" "--waker applies to blocked threads: add -e offcpu"
-
-# Java: the waker's Java frames, named through its JVM's code map.
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
-mkdir -p "$TMP/java"
-cat >"$TMP/java/WakerJ.java" <<'EOF'
-import java.nio.ByteBuffer;
-import java.nio.channels.Pipe;
-
-// A thread reads a pipe in waitForX until another thread writes to it from
-// wakeFromY, 20 ms later, each cycle, and prints how long it waited. Both
-// run hot first, so they are compiled (ember names interpreted frames only
-// "Interpreter"). A pipe, not LockSupport.park: glibc's condition variables
-// have no frame pointers.
-public class WakerJ {
-    static final ByteBuffer in = ByteBuffer.allocateDirect(1), out = ByteBuffer.allocateDirect(1);
-
-    static void waitForX(Pipe.SourceChannel source) throws Exception {
-        in.clear();
-        source.read(in);
-    }
-
-    static void wakeFromY(Pipe.SinkChannel sink) throws Exception {
-        out.clear();
-        sink.write(out);
-    }
-
-    public static void main(String[] args) throws Exception {
-        int cycles = Integer.parseInt(args[0]);
-        Pipe pipe = Pipe.open();
-        for (int i = 0; i < 20000; i++) {  // warm up: nothing blocks yet
-            wakeFromY(pipe.sink());
-            waitForX(pipe.source());
-        }
-        Thread sleeper = new Thread(() -> {
-            try {
-                long waited = 0;
-                for (int i = 0; i < cycles; i++) {
-                    long start = System.nanoTime();
-                    waitForX(pipe.source());
-                    waited += System.nanoTime() - start;
-                }
-                System.out.println("waited_ns " + waited);
-            } catch (Exception e) {
-                throw new RuntimeException(e);
-            }
-        }, "sleeper");
-        sleeper.start();
-        for (int i = 0; i < cycles; i++) {
-            Thread.sleep(20);
-            wakeFromY(pipe.sink());
-        }
-        sleeper.join();
-    }
-}
-EOF
-javac -d "$TMP/java" "$TMP/java/WakerJ.java" || fail "javac failed"
-"$EMBER" record -e offcpu --waker -o "$TMP/j.folded" -- java -cp "$TMP/java" WakerJ 50 >"$TMP/out" 2>"$TMP/err" ||
-	fail "ember exited $?: $(cat "$TMP/err")"
-java=$(weight "$TMP/j.folded" ';WakerJ.waitForX_\[[ji]\];.*;__schedule_\[k\];--;try_to_wake_up_\[k\];.*pipe_write_\[k\];.*;WakerJ.wakeFromY_\[[ji]\];.*\[waker: java\] [0-9]+$')
-waited=$(awk '/^waited_ns/ { print $2 }' "$TMP/out")
-echo "Java: waitForX woken from wakeFromY: $(ms "$java") ms (the JVM measured $(ms "$waited") ms)"
-# ±10%: the JVM's clock also counts time runnable on a busy machine.
-near "$java" "$waited" 10 ||
-	fail "waitForX woken from wakeFromY: $(ms "$java") ms, not $(ms "$waited") ms ±10%: $(grep -E 'waitForX|wakeFromY' "$TMP/j.folded" | cut -c1-600)"
-true

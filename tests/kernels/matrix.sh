@@ -19,7 +19,7 @@ WORK=$ROOT/build/kernels
 SHARED=$ROOT/../shared/kernels
 ALL=(debian-6.1 debian-6.1-rt 5.15 5.10)
 # What `make test` boots: the kernels ember passes on so far. 5.10 cannot
-# load the programs yet (task storage and bpf_get_current_task_btf, 5.11;
+# load the programs yet (bpf_get_current_task_btf, 5.11;
 # pointer arguments of global functions and atomic fetch-and-or, 5.12;
 # bpf_task_pt_regs, 5.15: issue 36); name it to see where it stands.
 DEFAULT=(debian-6.1 debian-6.1-rt 5.15)

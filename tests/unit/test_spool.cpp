@@ -91,6 +91,24 @@ TEST_CASE("spool: the size cap removes the oldest first, counting unsent profile
   CHECK((*spool)->oldest_pending()->start_ns == t + 2);
 }
 
+TEST_CASE("spool: a period a cap removes while it is sent is not counted as dropped") {
+  TempDir dir;
+  uint64_t t = now_ns();
+  auto spool = Spool::open(dir.path.string(), 1 << 20, 3600);
+  REQUIRE(spool);
+  std::string mib(1 << 19, 'x');
+  REQUIRE((*spool)->add(t, 1000, 3, mib));
+  auto sending = (*spool)->oldest_pending();
+  REQUIRE(sending);
+  REQUIRE((*spool)->add(t + 1, 1000, 5, mib));
+  REQUIRE((*spool)->add(t + 2, 1000, 7, mib));  // over the cap: the one being sent goes
+  CHECK((*spool)->counts().dropped_profiles == 3);
+  (*spool)->mark(*sending, Spool::State::Sent);  // yet the server took it
+  auto c = (*spool)->counts();
+  CHECK(c.dropped_profiles == 0);
+  CHECK(c.pending_profiles == 12);
+}
+
 TEST_CASE("spool: the age cap removes periods older than it, at open and as periods are added") {
   TempDir dir;
   uint64_t t = now_ns();

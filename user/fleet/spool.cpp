@@ -152,7 +152,12 @@ std::expected<std::optional<std::string>, std::string> Spool::read(const std::st
 void Spool::mark(const Entry& e, State state) {
   std::lock_guard lock(mutex_);
   auto it = entries_.find(e.start_ns);
-  if (it == entries_.end()) return;  // removed by a cap meanwhile
+  if (it == entries_.end() || it->second.name != e.name) {
+    // A cap removed it while it was sent, counting it as dropped: it was
+    // not lost, the send's outcome counts it.
+    counts_.dropped_profiles -= e.profiles;
+    return;
+  }
   Entry next = it->second;
   next.state = state;
   next.name = file_name(next);

@@ -58,7 +58,9 @@ class Spool {
   // read back while its agent runs: a period sent since it was listed is
   // followed to its new name). Null when a cap removed it meanwhile.
   static std::expected<std::optional<std::string>, std::string> read(const std::string& dir, const Entry& e);
-  // A pending period sent, or refused for good.
+  // A pending period sent, or refused for good: its caller counts it as
+  // pushed or refused, so one a cap removed meanwhile is no longer counted
+  // as dropped.
   void mark(const Entry& e, State state);
   // Caps may change at a reload; applied at once.
   void set_caps(uint64_t max_bytes, double max_age_s);

@@ -12,6 +12,8 @@
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
+#include <map>
+#include <string>
 
 #include "profile.skel.h"
 
@@ -116,14 +118,12 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   st.skel.reset(profile_bpf::open());
   if (!st.skel) return std::unexpected("cannot open the BPF program: " + errno_text(errno));
   profile_bpf* skel = st.skel.get();
-  // Every program is off, and every task storage (Linux 5.11+) unmade,
+  // Every program is off, and the off-CPU tables (preallocated) unmade,
   // until a part asks for them.
   bpf_program* prog;
   bpf_object__for_each_program(prog, skel->obj) bpf_program__set_autoload(prog, false);
-  bpf_map* map;
-  bpf_object__for_each_map(map, skel->obj) {
-    if (bpf_map__type(map) == BPF_MAP_TYPE_TASK_STORAGE) bpf_map__set_autocreate(map, false);
-  }
+  bpf_map__set_autocreate(skel->maps.offcpu_start, false);
+  bpf_map__set_autocreate(skel->maps.waker_stacks, false);
   skel->rodata->filter_pids = config.filter_pids;
   skel->rodata->filter_tids = !config.tids.empty();
   skel->rodata->include_idle = config.include_idle;
@@ -174,6 +174,20 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   for (const auto& part : st.parts)
     if (auto ready = part->prepare(*skel, sampler->warnings_); !ready) return std::unexpected(ready.error());
 
+  // -v: how hard the verifier worked on each program (its limit is a
+  // million instructions processed), for reports of load failures to come.
+  // The kernel counts it from 5.16 (bpf_prog_info); before, only the
+  // statistics of its log (level 4, no instruction trace) say it.
+  std::map<const bpf_program*, std::string> stats_logs;
+  if (config.verbose && !kernel_at_least(5, 16))
+    bpf_object__for_each_program(prog, skel->obj) {
+      if (!bpf_program__autoload(prog)) continue;
+      std::string& log = stats_logs[prog];
+      log.assign(64 << 10, '\0');
+      bpf_program__set_log_buf(prog, log.data(), log.size());
+      bpf_program__set_log_level(prog, 4);
+    }
+
   if (int err = profile_bpf::load(skel))
     return std::unexpected("cannot load the BPF program: " + errno_text(err) +
                            (config.verbose ? "" : " (run with -v for the verifier's log)"));
@@ -182,15 +196,20 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
     if (auto ready = config.before_sampling(sampler->unwind_, sampler->unwind_maps()); !ready)
       return std::unexpected(ready.error());
 
-  // -v: how hard the verifier worked on each program (its limit is a
-  // million instructions processed), for reports of load failures to come.
   if (config.verbose) {
     bpf_object__for_each_program(prog, skel->obj) {
-      bpf_prog_info info{};
-      uint32_t size = sizeof info;
-      if (bpf_program__fd(prog) >= 0 && bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &size) == 0)
-        std::fprintf(stderr, "ember: BPF program %s: %u instructions verified\n", bpf_program__name(prog),
-                     info.verified_insns);
+      if (bpf_program__fd(prog) < 0) continue;
+      unsigned insns = 0;
+      if (auto log = stats_logs.find(prog); log != stats_logs.end()) {
+        // "processed 4298 insns (limit 1000000) max_states_per_insn ..."
+        if (size_t at = log->second.find("processed "); at != std::string::npos)
+          std::sscanf(log->second.c_str() + at, "processed %u insns", &insns);
+      } else {
+        bpf_prog_info info{};
+        uint32_t size = sizeof info;
+        if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &size) == 0) insns = info.verified_insns;
+      }
+      std::fprintf(stderr, "ember: BPF program %s: %u instructions verified\n", bpf_program__name(prog), insns);
     }
   }
 
