@@ -81,6 +81,13 @@ wait_compiled() {
 weight() { grep -E -- "$2" "$1" | awk '{ s += $NF } END { printf "%.0f\n", s }'; }
 total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
 
+# blocked_within NS OFF RUNNABLE PCT: a profiler's blocked time NS agrees
+# with a workload's measure of its waits (tests/workloads/elapsed.h's
+# wait_clock): OFF ns off CPU, RUNNABLE ns of it waiting for a CPU (a
+# wakeup's wait is part of a block, a preemption's is not), within PCT%.
+blocked_within() {
+	awk -v v="$1" -v off="$2" -v r="$3" -v p="$4" 'BEGIN { exit !(v >= (off - r) * (1 - p / 100) && v <= off * (1 + p / 100)) }'
+}
 assert_contains() { grep -qE -- "$2" "$1" || fail "${3:-$1 has no line matching /$2/}"; }
 assert_absent() { ! grep -qE -- "$2" "$1" || fail "${3:-$1 has a line matching /$2/}"; }
 

@@ -4,6 +4,7 @@
 #ifndef EMBER_WORKLOADS_ELAPSED_H
 #define EMBER_WORKLOADS_ELAPSED_H
 
+#include <stdio.h>
 #include <time.h>
 
 static inline struct timespec now(void)
@@ -24,6 +25,57 @@ static inline double cpu_seconds_used(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A thread's wait, in the terms a profiler of blocks sees it. Wall-clock
+ * time less the thread's own CPU time (the system call's work: slow in an
+ * emulator) is the time it was off CPU, `off`; of that, `runnable` is the
+ * time it waited for a CPU (the kernel's run delay, /proc/thread-self/
+ * schedstat): after its wakeup, part of its block; when preempted, not a
+ * block at all. So the time blocked lies in [off - runnable, off], and both
+ * ends meet on an idle machine. */
+struct wait_clock {
+	struct timespec wall;
+	double cpu, runnable;
+};
+
+static inline double thread_cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline double thread_run_delay_seconds(void)
+{
+	unsigned long long on_cpu = 0, delay = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &on_cpu, &delay) != 2)
+			delay = 0;
+		fclose(f);
+	}
+	return delay / 1e9;
+}
+
+static inline struct wait_clock wait_start(void)
+{
+	struct wait_clock c;
+
+	c.runnable = thread_run_delay_seconds();
+	c.cpu = thread_cpu_seconds();
+	c.wall = now();
+	return c;
+}
+
+/* Adds the wait since `start` to *off and *runnable. */
+static inline void wait_end(struct wait_clock start, double *off, double *runnable)
+{
+	double wall = seconds_since(start.wall);
+
+	*off += wall - (thread_cpu_seconds() - start.cpu);
+	*runnable += thread_run_delay_seconds() - start.runnable;
 }
 
 #endif

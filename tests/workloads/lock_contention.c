@@ -1,6 +1,7 @@
 /* Two threads contending on one pthread mutex: each holds it for HOLD_MS
  * in hold_lock, so the other waits in wait_for_lock. Prints the time the
- * threads spent waiting, as measured around pthread_mutex_lock: "waited_ns N".
+ * threads spent waiting, as measured around pthread_mutex_lock (elapsed.h's
+ * wait_clock): "waited_ns N" off CPU, "waited_runnable_ns N" of it runnable.
  * A third thread waits for work on a condition variable all along, in
  * wait_for_work: an idle wait, not a lock wait.
  * Usage: lock_contention [rounds] [hold_ms] [pi] (default 10, 20); "pi":
@@ -14,7 +15,7 @@
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static int rounds = 10;
 static long hold_ms = 20;
-static unsigned long waited_ns;  /* under the mutex */
+static double waited, runnable;  /* under the mutex */
 static pthread_mutex_t work_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static int done;  /* under work_mutex */
@@ -27,9 +28,9 @@ __attribute__((noinline)) void hold_lock(void)
 
 __attribute__((noinline)) void wait_for_lock(void)
 {
-	struct timespec start = now();
+	struct wait_clock start = wait_start();
 	pthread_mutex_lock(&mutex);
-	waited_ns += (unsigned long)(seconds_since(start) * 1e9);
+	wait_end(start, &waited, &runnable);
 }
 
 __attribute__((noinline)) void wait_for_work(void)
@@ -81,6 +82,6 @@ int main(int argc, char **argv)
 	pthread_cond_signal(&work);
 	pthread_mutex_unlock(&work_mutex);
 	pthread_join(c, NULL);
-	printf("waited_ns %lu\n", waited_ns);
+	printf("waited_ns %.0f\nwaited_runnable_ns %.0f\n", waited * 1e9, runnable * 1e9);
 	return 0;
 }

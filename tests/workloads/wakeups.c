@@ -5,9 +5,11 @@
  * cycle. So wait_for_x is blocked 30 ms per cycle until wake_from_y and
  * 10 ms until wake_from_z. The pipe calls are system calls issued from the
  * functions themselves (no libc frame without a frame pointer between).
- * Prints how long wait_for_x was blocked until each waker, as it measured
- * it ("blocked_y_ns N", "blocked_z_ns N"), and how long ywaker slept
- * ("slept_ns N": timer interrupts end those waits). Both run at real-time
+ * Prints how long wait_for_x was off CPU until each waker, as it measured
+ * it ("blocked_y_ns N", "blocked_z_ns N", and "blocked_y_runnable_ns N",
+ * "blocked_z_runnable_ns N" of that runnable: elapsed.h's wait_clock), and
+ * how long ywaker slept ("slept_ns N", "slept_runnable_ns N": timer
+ * interrupts end those waits). Both run at real-time
  * priority where allowed: on a busy machine a thread preempted on its way
  * into a wait is runnable, not blocked, yet its own clock counts it.
  * Usage: wakeups [cycles] (default 20) */
@@ -59,19 +61,19 @@ static void pause_ms(long ms)
 
 static int waker(int fd, int cycles)
 {
-	double slept = 0;
+	double slept = 0, runnable = 0;
 	prctl(PR_SET_NAME, "ywaker");
 	for (int i = 0; i < cycles; i++) {
-		struct timespec start = now();
+		struct wait_clock start = wait_start();
 		pause_ms(30);
-		slept += seconds_since(start);
+		wait_end(start, &slept, &runnable);
 		wake_from_y(fd);
-		start = now();
+		start = wait_start();
 		pause_ms(10);
-		slept += seconds_since(start);
+		wait_end(start, &slept, &runnable);
 		wake_from_z(fd);
 	}
-	printf("slept_ns %.0f\n", slept * 1e9);
+	printf("slept_ns %.0f\nslept_runnable_ns %.0f\n", slept * 1e9, runnable * 1e9);
 	return 0;
 }
 
@@ -96,16 +98,17 @@ int main(int argc, char **argv)
 	}
 	close(fds[1]);
 	int woken = 0;
-	double blocked[2] = {0, 0};
+	double blocked[2] = {0, 0}, runnable[2] = {0, 0};
 	for (;;) {
-		struct timespec start = now();
+		struct wait_clock start = wait_start();
 		char by = wait_for_x(fds[0]);
 		if (!by)
 			break;
-		blocked[by == 'z'] += seconds_since(start);
+		wait_end(start, &blocked[by == 'z'], &runnable[by == 'z']);
 		woken++;
 	}
 	waitpid(child, NULL, 0);
-	printf("blocked_y_ns %.0f\nblocked_z_ns %.0f\n", blocked[0] * 1e9, blocked[1] * 1e9);
+	printf("blocked_y_ns %.0f\nblocked_z_ns %.0f\nblocked_y_runnable_ns %.0f\nblocked_z_runnable_ns %.0f\n",
+	       blocked[0] * 1e9, blocked[1] * 1e9, runnable[0] * 1e9, runnable[1] * 1e9);
 	return woken != 2 * cycles;
 }
