@@ -40,7 +40,8 @@ wait_sampling $ember
 perf=$!
 BACKGROUND+=($perf)
 echo enable >&$ctl
-read -r -t 60 -u $ack reply || fail "perf record did not start: $(cat "$TMP/perf.out")"
+# perf takes a minute or more to start in a busy emulated guest.
+read -r -t 200 -u $ack reply || fail "perf record did not start in 200 s: $(cat "$TMP/perf.out")"
 printf '%s\n.quit\n' "$query" >&$sql
 wait $db || fail "sqlite3 exited $?: $(cat "$TMP/sqlite.out")"
 kill -INT $perf 2>/dev/null
