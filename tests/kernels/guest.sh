@@ -28,6 +28,9 @@ src=$(arg embersrc) mods=$(arg embermods)
 mkdir -p /run/out
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out /run/out || { echo "ember-matrix: no results share"; exit 1; }
 exec >/run/out/guest.log 2>&1
+# The kernel's text symbols, for the host to name where a stuck guest's
+# CPUs are (matrix.sh's stuck_cpus).
+awk '$2 ~ /^[tT]$/' /proc/kallsyms >/run/out/kallsyms
 # A guest that hangs (a test the per-script timeout cannot end, a kernel
 # deadlock, a stuck share) shows where before the host's timeout
 # (matrix.sh) kills qemu: first on the console (console.log, not over 9p)

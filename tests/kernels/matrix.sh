@@ -83,19 +83,65 @@ initramfs() {
 	rm -rf "$tree"
 }
 
+# stuck_cpus OUT: where each vCPU of a guest that stopped answering is
+# (qemu's monitor: RIP, and its symbol from the kernel's symbols the guest
+# saved as it booted, with nokaslr). A guest whose kernel is stuck cannot
+# dump itself.
+stuck_cpus() {
+	local out=$1
+	python3 - "$out/monitor.sock" "$out/kallsyms" <<'PY'
+import bisect, os, re, socket, sys, time
+sock, path = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+try:
+    s.connect(sock)
+    s.sendall(b"info registers -a\n")
+    time.sleep(2)
+    text = s.recv(1 << 20).decode(errors="replace")
+except OSError as e:
+    print("    no answer from qemu's monitor: %s" % e)
+    sys.exit()
+syms = []
+if os.path.exists(path):
+    for line in open(path):
+        a, t, n = line.split()[:3]
+        if t in "tTwW": syms.append((int(a, 16), n))
+    syms.sort()
+for cpu, rip in enumerate(re.findall(r"RIP=([0-9a-f]+)", text)):
+    addr = int(rip, 16)
+    i = bisect.bisect_right(syms, (addr, "~")) - 1
+    where = "%s+0x%x" % (syms[i][1], addr - syms[i][0]) if i >= 0 and addr - syms[i][0] < 1 << 20 else "?"
+    print("    vCPU %d at %s (%s)" % (cpu, rip, where))
+PY
+}
+
 # boot NAME: runs the guest; its log in $WORK/results/NAME/guest.log.
 boot() {
-	local name=$1 out=$WORK/results/$1 accel=(-accel tcg,thread=multi -cpu max)
+	local name=$1 out=$WORK/results/$1 accel=(-accel tcg,thread=multi -cpu max) qemu waited=0
 	rm -rf "$out" && mkdir -p "$out"
 	initramfs "$name" "$WORK/$name.initrd"
 	# Real KVM boots stock kernels (not this PVM one, see ../shared/notes/kernels.md).
 	if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ]; then accel=(-enable-kvm -cpu host); fi
-	timeout -k 10 $((LIMIT + 60)) qemu-system-x86_64 "${accel[@]}" -smp 2 -m 4G -nographic -no-reboot -nic none \
+	qemu-system-x86_64 "${accel[@]}" -smp 2 -m 4G -nographic -no-reboot -nic none \
 		-kernel "$kernel" -initrd "$WORK/$name.initrd" \
-		-append "console=ttyS0 panic=-1 loglevel=4 emberguest=$ROOT/tests/kernels/guest.sh emberlimit=$LIMIT emberfilter=${MATRIX_FILTER:-} embersrc=$ROOT embermods=${mods:-none}" \
+		-monitor "unix:$out/monitor.sock,server,nowait" -serial "file:$out/console.log" \
+		-append "console=ttyS0 panic=-1 loglevel=4 nokaslr emberguest=$ROOT/tests/kernels/guest.sh emberlimit=$LIMIT emberfilter=${MATRIX_FILTER:-} embersrc=$ROOT embermods=${mods:-none}" \
 		-virtfs local,id=hostroot,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs local,id=out,path="$out",mount_tag=out,security_model=none,multidevs=remap \
-		</dev/null >"$out/console.log" 2>&1
+		</dev/null >"$out/qemu.log" 2>&1 &
+	qemu=$!
+	# The guest's own watchdog ends it after LIMIT; one that has not is stuck.
+	while kill -0 $qemu 2>/dev/null && ((waited < LIMIT + 60)); do
+		sleep 1
+		waited=$((waited + 1))
+	done
+	if kill -0 $qemu 2>/dev/null; then
+		echo "    the guest did not stop in $((LIMIT + 60)) s: its kernel is stuck" >"$out/stuck.txt"
+		stuck_cpus "$out" >>"$out/stuck.txt"
+		kill -KILL $qemu
+	fi
+	wait $qemu 2>/dev/null
 }
 
 for name in "${names[@]}"; do
@@ -108,12 +154,23 @@ for name in "${names[@]}"; do
 	done
 	if [[ $why ]]; then echo "kernel $name: skipped: $why"; continue; fi
 	start=$SECONDS
-	boot "$name"
 	log=$WORK/results/$name/guest.log
+	boot "$name"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" 2>/dev/null | tail -1)
 	if [ -z "$line" ]; then
-		echo "kernel $name: 0 passed, 1 failed, 0 skipped (no result in $((SECONDS - start)) s)"
-		{ tail -n 80 "$WORK/results/$name/console.log"; tail -n 150 "$log"; } 2>/dev/null | sed 's/^/    /'
+		# A guest that hung, said with what it showed, and booted once more:
+		# its emulator or kernel may be at fault as much as the test.
+		echo "kernel $name: no result in $((SECONDS - start)) s; booted again. What it showed:"
+		{ tail -n 80 "$WORK/results/$name/console.log"; cat "$WORK/results/$name/stuck.txt"; tail -n 150 "$log"; } 2>/dev/null |
+			sed 's/^/    /'
+		start=$SECONDS
+		boot "$name"
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" 2>/dev/null | tail -1)
+	fi
+	if [ -z "$line" ]; then
+		echo "kernel $name: 0 passed, 1 failed, 0 skipped (no result in $((SECONDS - start)) s, twice)"
+		{ tail -n 80 "$WORK/results/$name/console.log"; cat "$WORK/results/$name/stuck.txt"; tail -n 150 "$log"; } 2>/dev/null |
+			sed 's/^/    /'
 		continue
 	fi
 	echo "kernel $name ($(sed -n 's/^kernel //p' "$log" | head -1), $((SECONDS - start)) s): $line"
