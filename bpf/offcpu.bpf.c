@@ -38,9 +38,8 @@ const volatile bool tell_lock_waits = false;
  * Preallocated hash maps, not task storage: task storage allocates as a
  * thread first blocks, in sched_switch under the runqueue lock, where a
  * PREEMPT_RT kernel's allocator takes locks that may sleep (until task
- * storage got an allocator of its own; the likely cause of a CI guest of
- * Debian's 6.1-rt hanging without a word). Linux 5.10 has no task storage
- * at all. */
+ * storage got an allocator of its own). Linux 5.10 has no task storage at
+ * all. */
 struct offcpu_block {
 	char bytes[__builtin_offsetof(struct ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64)];
 };
