@@ -144,6 +144,13 @@ boot() {
 	wait $qemu 2>/dev/null
 }
 
+# showed NAME: what a guest without a result showed: its console, where
+# its vCPUs were stuck, the end of its log.
+showed() {
+	local out=$WORK/results/$1
+	{ tail -n 80 "$out/console.log"; cat "$out/stuck.txt"; tail -n 150 "$out/guest.log"; } 2>/dev/null | sed 's/^/    /'
+}
+
 for name in "${names[@]}"; do
 	if ! image "$name"; then
 		echo "kernel $name: skipped: $why"
@@ -161,16 +168,14 @@ for name in "${names[@]}"; do
 		# A guest that hung, said with what it showed, and booted once more:
 		# its emulator or kernel may be at fault as much as the test.
 		echo "kernel $name: no result in $((SECONDS - start)) s; booted again. What it showed:"
-		{ tail -n 80 "$WORK/results/$name/console.log"; cat "$WORK/results/$name/stuck.txt"; tail -n 150 "$log"; } 2>/dev/null |
-			sed 's/^/    /'
+		showed "$name"
 		start=$SECONDS
 		boot "$name"
 		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" 2>/dev/null | tail -1)
 	fi
 	if [ -z "$line" ]; then
 		echo "kernel $name: 0 passed, 1 failed, 0 skipped (no result in $((SECONDS - start)) s, twice)"
-		{ tail -n 80 "$WORK/results/$name/console.log"; cat "$WORK/results/$name/stuck.txt"; tail -n 150 "$log"; } 2>/dev/null |
-			sed 's/^/    /'
+		showed "$name"
 		continue
 	fi
 	echo "kernel $name ($(sed -n 's/^kernel //p' "$log" | head -1), $((SECONDS - start)) s): $line"
