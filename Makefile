@@ -79,10 +79,10 @@ $(foreach tree,obj san afl,$(foreach lib,$(LIBS),$(eval $(call archive_rule,$(tr
 # One BPF object: the event programs and the unwinder they call, linked.
 BPF_SKELS := $(BUILD)/profile.skel.h
 # The parts that define the maps others declare extern (record.bpf.h,
-# targets.bpf.h) are linked first: an extern map met before its definition
+# targets.bpf.h, unwind.bpf.h) are linked first: an extern map met before its definition
 # keeps offset 0 in the linked .maps (bpftool 7.1, libbpf 1.1), and the
 # skeleton fails with "map relo failed to find map".
-BPF_DEFINING := $(BUILD)/record.bpf.o $(BUILD)/targets.bpf.o
+BPF_DEFINING := $(BUILD)/record.bpf.o $(BUILD)/targets.bpf.o $(BUILD)/unwind.bpf.o
 BPF_PARTS := $(BPF_DEFINING) $(filter-out $(BPF_DEFINING),$(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c)))
 
 # Unit tests and the libraries they cover, under AddressSanitizer + UBSan.

@@ -69,7 +69,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	user = in_user_mode(ctx);
 	if (user)
 		start = start_at(ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, false);
-	take_stacks(ctx, start, s, pid, tid, !user, true);
+	take_stacks(ctx, start, s, slot, pid, tid, !user, true);
 	s->weight = 1;
 	s->kind = EMBER_KIND_CPU;
 	s->waker = EMBER_WAKER_NONE;

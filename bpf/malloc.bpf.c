@@ -89,7 +89,7 @@ static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid
 	s = claim_scratch(&slot);
 	if (!s)
 		return;
-	take_stacks(ctx, start, s, pid, tid, false, true);
+	take_stacks(ctx, start, s, slot, pid, tid, false, true);
 	s->weight = weight;
 	s->kind = EMBER_KIND_MALLOC;
 	s->pad = id;

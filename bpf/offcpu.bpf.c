@@ -17,7 +17,7 @@ const volatile bool offcpu_preempted = false;
 const volatile __u64 min_block_ns = 0;
 /* --waker: each block also carries the stacks of whoever woke the thread. */
 const volatile bool offcpu_waker = false;
-/* -e lock: tell the blocks in a lock (needs bpf_task_pt_regs, Linux 5.15). */
+/* -e lock: tell the blocks in a lock. */
 const volatile bool tell_lock_waits = false;
 
 /* futex(2) (include/uapi/linux/futex.h: vmlinux.h has no macros). */
@@ -105,7 +105,7 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
-/* What `task`, switching out asleep, waits in: a lock when it sleeps in
+/* What the current task, switching out asleep, waits in: a lock when it sleeps in
  * the futex(2) system call's FUTEX_WAIT, as glibc's mutexes (__lll_lock_wait),
  * barriers and once-only initializers do, or FUTEX_LOCK_PI (priority-
  * inheriting mutexes). Not FUTEX_WAIT_BITSET, glibc's condition variables,
@@ -113,18 +113,18 @@ static __always_inline long task_state(struct task_struct *t)
  * (-e offcpu has them), a JVM's parked threads among them (its monitors come
  * from the agent). Read from the registers the thread entered the kernel
  * with, so it holds for stripped and static binaries alike. */
-static __always_inline __u8 wait_of(struct task_struct *task)
+static __always_inline __u8 wait_of(void)
 {
 #if defined(__TARGET_ARCH_x86)
 	struct pt_regs *regs;
 	__u64 op;
 
-	if (!tell_lock_waits || !task->mm)
+	if (!tell_lock_waits || !current_has_mm())
 		return EMBER_WAIT_OTHER;
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (regs->orig_ax != NR_FUTEX_X86_64)
+	regs = current_entry_regs();
+	if (ENTRY_REG(regs, orig_ax) != NR_FUTEX_X86_64)
 		return EMBER_WAIT_OTHER;
-	op = regs->si & FUTEX_CMD_MASK;
+	op = ENTRY_REG(regs, si) & FUTEX_CMD_MASK;
 	return op == FUTEX_WAIT || op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2 ? EMBER_WAIT_LOCK : EMBER_WAIT_OTHER;
 #else
 	return EMBER_WAIT_OTHER;
@@ -161,6 +161,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 {
 	__u32 pid = prev->tgid, tid = prev->pid, next_tid = next->pid;
 	struct ember_sample *s;
+	int slot;
 
 	/* prev, the current task, goes off CPU: keep its stacks. */
 	if (armed && tid != 0 && in_scope(pid, tid)) {
@@ -170,17 +171,21 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 
 		if (!runnable || offcpu_preempted) {
 			s = thread_entry(&offcpu_start, tid);
-			if (s) {
+			/* The record is built in the thread's entry; the slot
+			 * holds the walk. */
+			slot = s ? ember_claim_scratch() : -1;
+			if (slot >= 0) {
 				/* Open to a waker before the stack walk, not after: a
 				 * wakeup on another CPU may come while it runs (the
 				 * waker writes only the waker_* fields). */
 				s->waker = offcpu_waker && !runnable ? EMBER_WAKER_UNSEEN : EMBER_WAKER_NONE;
 				barrier();
-				take_stacks(ctx, (struct stack_start){}, s, pid, tid, true, false);
+				take_stacks(ctx, (struct stack_start){}, s, slot, pid, tid, true, false);
 				s->weight = 0;
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
-				s->wait = runnable ? EMBER_WAIT_OTHER : wait_of(prev);
-			} else {
+				s->wait = runnable ? EMBER_WAIT_OTHER : wait_of();
+				ember_release_scratch(slot);
+			} else if (!s) {
 				COUNT(offcpu_untracked);
 			}
 		}
@@ -211,8 +216,8 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 {
 	__u32 tid = p->pid;
 	struct ember_sample *s = bpf_map_lookup_elem(&offcpu_start, &tid);
-	struct task_struct *task;
 	struct waker_ips *w;
+	int slot;
 	__u64 id;
 
 	/* Every wakeup on the host comes here: most end at this test. */
@@ -228,14 +233,16 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 	 * stack, which then goes through the interrupt's entry. Telling here
 	 * needs preempt_count, a per-CPU variable whose address BPF gets only
 	 * from kernels with CONFIG_KALLSYMS_ALL. */
-	task = bpf_get_current_task_btf();
+	slot = ember_claim_scratch();
+	if (slot < 0)
+		return 0;
 	id = bpf_get_current_pid_tgid();
 	s->waker_pid = id >> 32;
 	s->waker_tid = (__u32)id;
-	copy_comm(s->waker_comm, task->comm);
-	copy_comm(s->waker_process_comm, task->group_leader->comm);
-	walk_stacks(ctx, (struct stack_start){}, s->waker_pid, w->ips, &s->waker_ustack_len, &s->waker_kstack_len,
-		    &s->waker_ustack_stop, true, false);
+	current_names(s->waker_comm, s->waker_process_comm);
+	walk_stacks(ctx, (struct stack_start){}, slot, s->waker_pid, w->ips, &s->waker_ustack_len,
+		    &s->waker_kstack_len, &s->waker_ustack_stop, true, false);
+	ember_release_scratch(slot);
 	barrier();
 	s->waker = EMBER_WAKER_SEEN;
 	return 0;

@@ -62,6 +62,10 @@ struct ember_sample {
 
 #define EMBER_SAMPLE_HEADER_SIZE ((unsigned long)&((struct ember_sample *)0)->ips)
 
+/* Records a CPU builds at once: one per program that interrupts another
+ * (bpf/record.bpf.h's scratch). A power of two. */
+#define EMBER_SCRATCH_SLOTS 4
+
 /* What the programs count for the collector's summary, one copy per CPU
  * (the collector adds them up): a sample writes no cache line that another
  * CPU's sample reads. */

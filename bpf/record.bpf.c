@@ -28,23 +28,41 @@ struct seen_pids_map seen_pids SEC(".maps");
 struct last_sent_map last_sent SEC(".maps");
 struct scratch_map scratch SEC(".maps");
 
+const volatile bool task_by_reads = false;
+const volatile __u32 kernel_stack_size = 16384;
+
+/* How many programs on this CPU claim or hold each slot. */
+struct slot_claims {
+	__u64 count[EMBER_SCRATCH_SLOTS];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} scratch_taken SEC(".maps");  /* bit i: slot i is being built in on this CPU */
+	__type(value, struct slot_claims);
+} scratch_claims SEC(".maps");
 
+/* A slot is claimed by adding 1 to its count and then finding 1 there:
+ * only the claimer's own addition (a program that interrupted or preempted
+ * it in between has taken its own back, or holds the slot, and then this
+ * claimer sees 2). A claimer that sees more takes its 1 back and tries the
+ * next slot. Atomic adds without fetch: Linux 5.10 has no other atomic
+ * operation, and rejects the instructions of others even where they would
+ * never run. */
 __noinline int ember_claim_scratch(void)
 {
 	__u32 zero = 0, i;
-	__u64 *taken = bpf_map_lookup_elem(&scratch_taken, &zero);
+	struct slot_claims *claims = bpf_map_lookup_elem(&scratch_claims, &zero);
 
-	if (!taken)
+	if (!claims)
 		return -1;
-	for (i = 0; i < SCRATCH_SLOTS; i++)
-		if (!(__sync_fetch_and_or(taken, 1ull << i) & (1ull << i)))
+	for (i = 0; i < EMBER_SCRATCH_SLOTS; i++) {
+		__sync_fetch_and_add(&claims->count[i], 1);
+		if (*(volatile __u64 *)&claims->count[i] == 1)
 			return i;
+		__sync_fetch_and_add(&claims->count[i], -1);
+	}
 	COUNT(scratch_busy);
 	return -1;
 }
@@ -52,9 +70,13 @@ __noinline int ember_claim_scratch(void)
 __noinline int ember_release_scratch(__u32 slot)
 {
 	__u32 zero = 0;
-	__u64 *taken = bpf_map_lookup_elem(&scratch_taken, &zero);
+	struct slot_claims *claims = bpf_map_lookup_elem(&scratch_claims, &zero);
 
-	if (taken && slot < SCRATCH_SLOTS)
-		__sync_fetch_and_and(taken, ~(1ull << slot));
+	if (!claims || slot >= EMBER_SCRATCH_SLOTS)
+		return 0;
+	/* The verifier follows the mask on the register indexed with, which
+	 * the compiler may not have checked: it keeps the mask. */
+	barrier_var(slot);
+	__sync_fetch_and_add(&claims->count[slot & (EMBER_SCRATCH_SLOTS - 1)], -1);
 	return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include "profile.h"
 #include "unwind.bpf.h"
 
@@ -94,16 +95,15 @@ extern struct last_sent_map last_sent SEC(".maps");
  * per-CPU slots, one per program building a record on the CPU at a time.
  * Programs do interrupt one another: a CPU sample (an hrtimer interrupt, an
  * NMI with a hardware event) lands while a malloc uprobe program builds its
- * record, and uprobe programs run preemptible (migrate_disable() only), so
- * another task's uprobe, or sched_switch, can run in the middle of one.
- * Sharing one buffer mixed stacks: -e cpu-clock,malloc gave malloc records
- * with the CPU sample's frames. Each program claims a free slot (a bit of
- * scratch_taken, set and cleared atomically) while it builds its record. */
-#define SCRATCH_SLOTS 4
-
+ * record, and uprobe programs run preemptible from Linux 5.11
+ * (migrate_disable() only), so another task's uprobe, or sched_switch, can
+ * run in the middle of one. Sharing one buffer mixed stacks: -e
+ * cpu-clock,malloc gave malloc records with the CPU sample's frames. Each
+ * program claims a free slot while it builds its record (record.bpf.c);
+ * the slot's walk (unwind.bpf.h) is its own too. */
 struct scratch_map {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SCRATCH_SLOTS);
+	__uint(max_entries, EMBER_SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct ember_sample);
 };
@@ -156,21 +156,77 @@ static __always_inline struct stack_start start_at(__u64 ip, __u64 sp, __u64 bp,
 	return start;
 }
 
+/* Set by the collector before load: the kernel lacks
+ * bpf_get_current_task_btf (Linux 5.11) or bpf_task_pt_regs (5.15). The
+ * current task is then read through bpf_get_current_task with probe reads,
+ * and the registers it entered the kernel with lie at the top of its
+ * kernel stack, kernel_stack_size bytes (THREAD_SIZE) above task->stack.
+ * Each program is verified along one of the two ways only: the other is
+ * dead code on a read-only constant, helpers the kernel lacks included. */
+extern const volatile bool task_by_reads;
+extern const volatile __u32 kernel_stack_size;
+
+/* Whether the current task has user memory (is not a kernel thread). */
+static __always_inline bool current_has_mm(void)
+{
+	if (task_by_reads)
+		return BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), mm) != 0;
+	return bpf_get_current_task_btf()->mm != 0;
+}
+
+/* The registers the current task entered the kernel with; read their
+ * fields with ENTRY_REG. */
+static __always_inline struct pt_regs *current_entry_regs(void)
+{
+	if (task_by_reads) {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		return (struct pt_regs *)((__u64)BPF_CORE_READ(task, stack) + kernel_stack_size -
+					  bpf_core_type_size(struct pt_regs));
+	}
+	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+}
+
+#define ENTRY_REG(regs, field) (task_by_reads ? BPF_CORE_READ(regs, field) : (regs)->field)
+
+/* A task's name (TASK_COMM_LEN bytes) as two loads through its BTF
+ * pointer, where a helper call would cost a call and a checked copy each. */
+static __always_inline void copy_comm(char *to, const char *from)
+{
+	((__u64 *)to)[0] = ((const __u64 *)from)[0];
+	((__u64 *)to)[1] = ((const __u64 *)from)[1];
+}
+
+/* The names of the current task and of its process (its group leader). */
+static __always_inline void current_names(char *comm, char *process_comm)
+{
+	struct task_struct *task;
+
+	if (task_by_reads) {
+		task = (struct task_struct *)bpf_get_current_task();
+		bpf_get_current_comm(comm, EMBER_COMM_LEN);
+		BPF_CORE_READ_INTO((char(*)[EMBER_COMM_LEN])process_comm, task, group_leader, comm);
+		return;
+	}
+	task = bpf_get_current_task_btf();
+	copy_comm(comm, task->comm);
+	copy_comm(process_comm, task->group_leader->comm);
+}
+
 /* The current task's user registers in `start`; false for a kernel
  * thread, which has none. */
 static __always_inline bool user_regs(struct stack_start *start)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs;
 
-	if (!task->mm)
+	if (!current_has_mm())
 		return false;
 	if (start->given)
 		return true;
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	start->regs.ip = regs->ip;
-	start->regs.sp = regs->sp;
-	start->regs.bp = regs->bp;
+	regs = current_entry_regs();
+	start->regs.ip = ENTRY_REG(regs, ip);
+	start->regs.sp = ENTRY_REG(regs, sp);
+	start->regs.bp = ENTRY_REG(regs, bp);
 	return true;
 }
 
@@ -209,12 +265,13 @@ static __always_inline long copy_stack(struct ember_user_regs *regs, __u64 *ips,
 	return EMBER_COPY_HEADER + words;
 }
 
-/* The current task's user stack into `ips` (by unwind_mode), then (if
- * `kernel`) its kernel stack right after it; their lengths in frames and
- * why the user stack ends. `ips` holds at least two stacks of
- * EMBER_MAX_STACK_DEPTH, four if `large` (room for a larger copy). */
-static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u32 pid, __u64 *ips, __u16 *ulen,
-					__u16 *klen, __u8 *stop, bool kernel, bool large)
+/* The current task's user stack into `ips` (by unwind_mode, in the walk
+ * of the caller's scratch slot), then (if `kernel`) its kernel stack right
+ * after it; their lengths in frames and why the user stack ends. `ips`
+ * holds at least two stacks of EMBER_MAX_STACK_DEPTH, four if `large`
+ * (room for a larger copy). */
+static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u32 slot, __u32 pid, __u64 *ips,
+					__u16 *ulen, __u16 *klen, __u8 *stop, bool kernel, bool large)
 {
 	struct ember_user_regs regs;
 	long u = -1, k = 0;
@@ -236,13 +293,22 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 			regs.sp += 8;
 			regs.return_address = 1;
 		}
-		r = ember_unwind_user(&regs, pid, (struct ember_user_frames *)ips);
-		*stop = EMBER_UNWIND_STOP(r);
+		struct ember_unwind_walk *walk = ember_unwind(slot, &regs, pid, &r);
+
+		*stop = walk ? EMBER_UNWIND_STOP(r) : EMBER_STOP_BAD_FRAME;
+		u = walk ? EMBER_UNWIND_FRAMES(r) : 0;
 		/* A process new to the collector, or in code mapped since its
 		 * tables were made: its registers and the top of its stack, for
 		 * the collector to unwind once it has its tables (an off-CPU block
 		 * recorded now may last the whole recording). */
-		u = *stop == EMBER_STOP_NOT_LOADED ? copy_stack(&regs, ips, large) : EMBER_UNWIND_FRAMES(r);
+		if (*stop == EMBER_STOP_NOT_LOADED)
+			u = copy_stack(&regs, ips, large);
+		else if (u > 0 && u <= EMBER_MAX_STACK_DEPTH) {
+			/* A mask the compiler keeps, for older verifiers that lose
+			 * the test's bound on a copy of u (`ips` holds two stacks). */
+			barrier_var(u);
+			bpf_probe_read_kernel(ips, (u & (2 * EMBER_MAX_STACK_DEPTH - 1)) * sizeof(__u64), walk->ip);
+		}
 	}
 	if (u < 0) {
 		/* --unwind fp: the kernel's frame-pointer walk. */
@@ -265,22 +331,12 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 	*klen = k;
 }
 
-/* A task's name (TASK_COMM_LEN bytes) as two loads through its BTF
- * pointer, where a helper call would cost a call and a checked copy each. */
-static __always_inline void copy_comm(char *to, const char *from)
-{
-	((__u64 *)to)[0] = ((const __u64 *)from)[0];
-	((__u64 *)to)[1] = ((const __u64 *)from)[1];
-}
-
 /* Fills the header and the stacks of the current task (comm and stacks
  * are the current task's: the interrupted one, or the one switching out);
- * the kernel stack only if `kernel`. */
-static __always_inline void take_stacks(void *ctx, struct stack_start start, struct ember_sample *s, __u32 pid,
-					__u32 tid, bool kernel, bool large)
+ * the kernel stack only if `kernel`. `slot`: the caller's scratch slot. */
+static __always_inline void take_stacks(void *ctx, struct stack_start start, struct ember_sample *s, __u32 slot,
+					__u32 pid, __u32 tid, bool kernel, bool large)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-
 	s->time_ns = bpf_ktime_get_ns();
 	s->cgroup_id = bpf_get_current_cgroup_id();
 	s->pid = pid;
@@ -288,9 +344,8 @@ static __always_inline void take_stacks(void *ctx, struct stack_start start, str
 	s->cpu = bpf_get_smp_processor_id();
 	s->wait = EMBER_WAIT_OTHER;
 	s->pad = 0;
-	copy_comm(s->comm, task->comm);
-	copy_comm(s->process_comm, task->group_leader->comm);
-	walk_stacks(ctx, start, pid, s->ips, &s->ustack_len, &s->kstack_len, &s->ustack_stop, kernel, large);
+	current_names(s->comm, s->process_comm);
+	walk_stacks(ctx, start, slot, pid, s->ips, &s->ustack_len, &s->kstack_len, &s->ustack_stop, kernel, large);
 }
 
 /* Whether process `pid` named `comm` is new to the collector (or execed):

@@ -51,25 +51,14 @@ struct {
 #define ROW_SEARCH_STEPS 24
 #define MAPPING_SEARCH_STEPS 9 /* log2(EMBER_UNWIND_MAPPINGS) + 1 */
 
-/* A walk's state between frames. Only scalars: it is handed to the
- * global step function (ember_unwind_step), whose arguments the verifier
- * sees as plain memory, so a pointer kept in it could not be followed. */
-struct walk {
-	__u64 ip, sp, bp;
-	bool exact;  /* ip is where the thread was (the leaf, or the interrupted code of a
-	                signal frame), not a return address */
-	bool guessed; /* a frame-pointer step was taken: ip may be garbage */
-	__u32 frames;
-	__u32 stop;
-	__s32 mapping;  /* the last frame's mapping, or -1: the next frame is often in it too */
-	__u64 last_pc;
-	struct ember_unwind_row last_row;
-};
+/* Frames a call of ember_unwind_steps walks at most: each call looks up
+ * its walk and process again, a few tens of nanoseconds. */
+#define STEPS_PER_CALL 4
 
-/* The index of the mapping of process `p` that holds `pc`, or -1. A
- * global function: the verifier checks its search once, not once per
- * frame and path of the step that calls it. */
-__noinline int ember_find_mapping(struct ember_unwind_process *p, __u64 pc)
+struct unwind_walks_map unwind_walks SEC(".maps");
+
+/* The index of the mapping of process `p` that holds `pc`, or -1. */
+static __always_inline int find_mapping(struct ember_unwind_process *p, __u64 pc)
 {
 	/* The answer is the last mapping in [lo, hi) starting at or below pc. */
 	__u32 lo = 0, hi, i;
@@ -125,7 +114,7 @@ static __always_inline long read_user(__u64 *to, __u64 address)
 }
 
 /* One frame up by the frame-pointer chain: code without CFI. */
-static __always_inline long frame_pointer_step(struct walk *w)
+static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 {
 	__u64 ra, bp;
 
@@ -154,7 +143,7 @@ static __always_inline long frame_pointer_step(struct walk *w)
 }
 
 /* Code the tables do not cover: frame pointers (auto), or the end (cfi). */
-static __always_inline long without_table(struct walk *w, __u32 stop)
+static __always_inline long without_table(struct ember_unwind_state *w, __u32 stop)
 {
 	if (unwind_mode == EMBER_UNWIND_AUTO)
 		return frame_pointer_step(w);
@@ -163,7 +152,7 @@ static __always_inline long without_table(struct walk *w, __u32 stop)
 }
 
 /* The caller's registers from a signal frame: the interrupted code's. */
-static __always_inline long signal_step(struct walk *w, struct ember_user_frames *out)
+static __always_inline long signal_step(struct ember_unwind_state *w, struct ember_unwind_walk *out)
 {
 	__u64 ip, sp, bp;
 
@@ -173,7 +162,7 @@ static __always_inline long signal_step(struct walk *w, struct ember_user_frames
 		return 1;
 	}
 	/* The trampoline's frame holds the handler's return address, the
-	 * trampoline's first instruction, not a call's: see ember_unwind_step. */
+	 * trampoline's first instruction, not a call's: see step(). */
 	if (w->frames > 0)
 		out->ip[(w->frames - 1) & (EMBER_MAX_STACK_DEPTH - 1)] += 1;
 	w->ip = ip;
@@ -204,7 +193,7 @@ static __always_inline bool returns(const __u8 *c, __u32 at)
  * return address above, after it the return address is at rsp. Told by
  * decoding forward from pc, the only instructions a thread can be at
  * there. 0: not in an epilogue's tail. */
-static __always_inline long compiled_epilogue(struct walk *w)
+static __always_inline long compiled_epilogue(struct ember_unwind_state *w)
 {
 	__u8 code[EMBER_EPILOGUE_BYTES];
 	__u64 pair[2]; /* at rsp: the caller's rbp (when popping it) and return address */
@@ -232,7 +221,7 @@ static __always_inline long compiled_epilogue(struct walk *w)
 /* The caller of an interpreted Java frame (see EMBER_ROW_INTERPRETER);
  * the frame itself is recorded as its method where the row says where
  * the Method* is. */
-static __always_inline long interpreter_step(struct walk *w, __s8 method_slot, struct ember_user_frames *out)
+static __always_inline long interpreter_step(struct ember_unwind_state *w, __s8 method_slot, struct ember_unwind_walk *out)
 {
 	__u64 frame[3]; /* at rbp - 8: the caller's sp, rbp, return address */
 	__u64 method;
@@ -257,18 +246,14 @@ static __always_inline long interpreter_step(struct walk *w, __s8 method_slot, s
 }
 
 /* Records the current frame of walk `w` in process `p` into `out`, then
- * steps to its caller; 1 ends the walk. A global function, verified once
- * (where a loop of its body would be verified once per frame), and called
- * from a plain loop: bpf_loop, which would do the same, needs Linux 5.17. */
-__noinline int ember_unwind_step(struct walk *w, struct ember_unwind_process *p, struct ember_user_frames *out)
+ * steps to its caller; 1 ends the walk. */
+static __always_inline int step(struct ember_unwind_state *w, struct ember_unwind_process *p, struct ember_unwind_walk *out)
 {
 	struct ember_unwind_mapping *m;
 	struct ember_unwind_row *row;
 	__u64 pc, cfa, ra, bp;
 	int found;
 
-	if (!w || !p || !out)
-		return 1;
 	if (w->frames >= EMBER_MAX_STACK_DEPTH) {
 		w->stop = EMBER_STOP_DEPTH;
 		return 1;
@@ -287,7 +272,7 @@ __noinline int ember_unwind_step(struct walk *w, struct ember_unwind_process *p,
 	found = w->mapping;
 	if (found < 0 || pc < p->mappings[found & (EMBER_UNWIND_MAPPINGS - 1)].start ||
 	    pc >= p->mappings[found & (EMBER_UNWIND_MAPPINGS - 1)].end) {
-		found = ember_find_mapping(p, pc);
+		found = find_mapping(p, pc);
 		/* A pc the walk trusts (not found by frame pointers) outside
 		 * every mapping of a process whose mappings all fit: code mapped
 		 * since its tables were loaded (a library a command's loader
@@ -375,27 +360,40 @@ __noinline int ember_unwind_step(struct walk *w, struct ember_unwind_process *p,
 	return 0;
 }
 
-__noinline int ember_unwind_user(struct ember_user_regs *regs, __u32 pid, struct ember_user_frames *out)
+/* Up to STEPS_PER_CALL frames of walk `slot`; 1 when it ended. A global
+ * function, verified once: the loop that calls it (ember_unwind_user)
+ * would otherwise be verified frame by frame. */
+__noinline int ember_unwind_steps(__u32 slot)
 {
+	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
 	struct ember_unwind_process *process;
-	struct walk w = {};
 	__u32 i;
 
-	if (!regs || !out)
-		return EMBER_STOP_BAD_FRAME << 16;
-	process = bpf_map_lookup_elem(&unwind_processes, &pid);
-	if (!process)
-		return EMBER_STOP_NOT_LOADED << 16;
-	w.ip = regs->ip;
-	w.sp = regs->sp;
-	w.bp = regs->bp;
-	w.exact = !regs->return_address;
-	w.stop = EMBER_STOP_DEPTH;
-	w.mapping = -1;
-	for (i = 0; i <= EMBER_MAX_STACK_DEPTH; i++)
-		if (ember_unwind_step(&w, process, out))
+	if (!walk)
+		return 1;
+	process = bpf_map_lookup_elem(&unwind_processes, &walk->state.pid);
+	if (!process) {
+		walk->state.stop = EMBER_STOP_NOT_LOADED;
+		return 1;
+	}
+	for (i = 0; i < STEPS_PER_CALL; i++)
+		if (step(&walk->state, process, walk))
+			return 1;
+	return 0;
+}
+
+__noinline int ember_unwind_user(__u32 slot)
+{
+	struct ember_unwind_walk *walk;
+	__u32 i;
+
+	for (i = 0; i <= EMBER_MAX_STACK_DEPTH / STEPS_PER_CALL; i++)
+		if (ember_unwind_steps(slot))
 			break;
-	return w.frames | w.stop << 16;
+	walk = bpf_map_lookup_elem(&unwind_walks, &slot);
+	if (!walk)
+		return EMBER_STOP_BAD_FRAME << 16;
+	return walk->state.frames | walk->state.stop << 16;
 }
 
 /* A process's entry goes with its last thread: the table of processes

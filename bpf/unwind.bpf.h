@@ -14,18 +14,70 @@ struct ember_user_regs {
 	                         where the thread is */
 };
 
-struct ember_user_frames {
+/* A walk's state between frames: only scalars, found by the global
+ * functions that step it through a map (Linux 5.10's verifier takes
+ * nothing else for their arguments). */
+struct ember_unwind_state {
+	__u64 ip, sp, bp;
+	bool exact;  /* ip is where the thread was (the leaf, or the interrupted code of a
+	                signal frame), not a return address */
+	bool guessed; /* a frame-pointer step was taken: ip may be garbage */
+	__u32 pid;
+	__u32 frames;
+	__u32 stop;
+	__s32 mapping;  /* the last frame's mapping, or -1: the next frame is often in it too */
+	__u64 last_pc;
+	struct ember_unwind_row last_row;
+};
+
+/* A walk and the frames it found, leaf first. One per scratch slot
+ * (record.bpf.h) and CPU: programs that interrupt one another walk in
+ * different ones. */
+struct ember_unwind_walk {
+	struct ember_unwind_state state;
 	__u64 ip[EMBER_MAX_STACK_DEPTH];
 };
 
 /* EMBER_UNWIND_*, set by the collector before load. */
 extern const volatile __u32 unwind_mode;
 
-/* Unwinds the user stack of the current task (process `pid`) from `regs`
- * into `out`, leaf first, by the mode set in unwind_mode. Returns the
- * number of frames | the EMBER_STOP_* reason << 16. A global function:
- * the verifier checks it once, whatever calls it. */
-int ember_unwind_user(struct ember_user_regs *regs, __u32 pid, struct ember_user_frames *out);
+struct unwind_walks_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EMBER_SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ember_unwind_walk);
+};
+extern struct unwind_walks_map unwind_walks SEC(".maps");
+
+/* Walks the stack from the start in walk `slot`: the number of frames |
+ * the EMBER_STOP_* reason << 16. A global function, verified once
+ * whatever calls it; its argument a scalar, as 5.10 wants. */
+int ember_unwind_user(__u32 slot);
+
+/* Unwinds the user stack of the current task (process `pid`) from `regs`,
+ * by unwind_mode, in the walk of scratch slot `slot`: the walk (its
+ * frames in ip[]), *result set to what ember_unwind_user returns; 0 if
+ * the slot has no walk. */
+static __always_inline struct ember_unwind_walk *ember_unwind(__u32 slot, const struct ember_user_regs *regs,
+							       __u32 pid, int *result)
+{
+	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
+
+	if (!walk)
+		return 0;
+	walk->state.ip = regs->ip;
+	walk->state.sp = regs->sp;
+	walk->state.bp = regs->bp;
+	walk->state.exact = !regs->return_address;
+	walk->state.guessed = false;
+	walk->state.pid = pid;
+	walk->state.frames = 0;
+	walk->state.stop = EMBER_STOP_DEPTH;
+	walk->state.mapping = -1;
+	walk->state.last_pc = 0;
+	*result = ember_unwind_user(slot);
+	return walk;
+}
 
 #define EMBER_UNWIND_FRAMES(r) ((r) & 0xffff)
 #define EMBER_UNWIND_STOP(r) ((__u32)(r) >> 16)

@@ -18,11 +18,8 @@ ROOT=$PWD
 WORK=$ROOT/build/kernels
 SHARED=$ROOT/../shared/kernels
 ALL=(debian-6.1 debian-6.1-rt 5.15 5.10)
-# What `make test` boots: the kernels ember passes on so far. 5.10 cannot
-# load the programs yet (bpf_get_current_task_btf, 5.11;
-# pointer arguments of global functions and atomic fetch-and-or, 5.12;
-# bpf_task_pt_regs, 5.15: issue 36); name it to see where it stands.
-DEFAULT=(debian-6.1 debian-6.1-rt 5.15)
+# What `make test` boots: all of them.
+DEFAULT=("${ALL[@]}")
 # Seconds a guest may take (MATRIX_LIMIT): about 100 s each here, CI
 # machines are slower; then it dumps its tasks and powers off.
 LIMIT=${MATRIX_LIMIT:-900}

@@ -34,8 +34,6 @@ std::expected<void, std::string> SchedSwitch::prepare(profile_bpf& skel, std::ve
 #if !defined(__x86_64__)
     return std::unexpected("-e lock: ember tells lock waits on x86_64 only");
 #endif
-    if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0)
-      return std::unexpected("-e lock: this kernel cannot tell lock waits (it needs Linux 5.15 or later)");
     skel.rodata->tell_lock_waits = true;
   }
   uint32_t threads = blocking_threads();

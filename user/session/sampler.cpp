@@ -4,6 +4,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -12,6 +14,7 @@
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -70,6 +73,24 @@ bool kernel_has_exit_mappings() {
              libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) > 0;
   btf__free(vmlinux);
   return has;
+}
+
+// The size of a task's kernel stack, whose top holds the registers it
+// entered the kernel with: THREAD_SIZE, 16 KiB on x86_64, twice that with
+// KASAN (from the kernel's configuration, where it can be read).
+uint32_t kernel_stack_size() {
+  utsname u{};
+  uname(&u);
+  for (std::string path : {std::string("/boot/config-") + u.release, std::string("/proc/config.gz")}) {
+    gzFile config = gzopen(path.c_str(), "rb");
+    if (!config) continue;
+    bool kasan = false;
+    char line[256];
+    while (!kasan && gzgets(config, line, sizeof line)) kasan = std::strncmp(line, "CONFIG_KASAN=y", 14) == 0;
+    gzclose(config);
+    return kasan ? 32768 : 16384;
+  }
+  return 16384;
 }
 
 // Puts the cgroup at `dir` in slot `slot` of `map` (the map holds the
@@ -141,18 +162,12 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   bpf_map__set_max_entries(skel->maps.target_cgroups, std::max<size_t>(config.cgroup_dirs.size(), 1));
   bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
   bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
-  // The unwinder needs bpf_task_pt_regs (Linux 5.15).
+  // What older kernels lack, done another way (bpf/record.bpf.h).
+  skel->rodata->task_by_reads =
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, nullptr) <= 0 ||
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0;
+  if (skel->rodata->task_by_reads) skel->rodata->kernel_stack_size = kernel_stack_size();
   sampler->unwind_ = config.unwind;
-  if (config.unwind != UnwindMode::Fp &&
-      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0) {
-    if (config.unwind == UnwindMode::Cfi)
-      return std::unexpected("--unwind cfi: this kernel cannot run ember's unwinder (it needs Linux 5.15 or later); "
-                             "use --unwind fp");
-    sampler->warnings_.push_back(
-        "user stacks are walked by frame pointers only: this kernel cannot run ember's unwinder (it needs Linux "
-        "5.15 or later)");
-    sampler->unwind_ = UnwindMode::Fp;
-  }
   bool unwind = sampler->unwind_ != UnwindMode::Fp;
   skel->rodata->unwind_mode = static_cast<uint32_t>(sampler->unwind_);
   bpf_map__set_max_entries(skel->maps.unwind_rows,
@@ -188,9 +203,15 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       bpf_program__set_log_level(prog, 4);
     }
 
-  if (int err = profile_bpf::load(skel))
+  if (int err = profile_bpf::load(skel)) {
+    // libbpf prints no log it was given a buffer for: the verifier's error.
+    // (The logs of programs that passed hold their statistics only.)
+    for (const auto& [program, log] : stats_logs)
+      if (log[0] && !log.starts_with("verification time"))
+        std::fprintf(stderr, "libbpf: prog '%s': the verifier's log:\n%s\n", bpf_program__name(program), log.c_str());
     return std::unexpected("cannot load the BPF program: " + errno_text(err) +
                            (config.verbose ? "" : " (run with -v for the verifier's log)"));
+  }
 
   if (config.before_sampling && sampler->unwind_ != UnwindMode::Fp)
     if (auto ready = config.before_sampling(sampler->unwind_, sampler->unwind_maps()); !ready)
