@@ -11,7 +11,13 @@
  *
  * The tables (bpf/unwind.h) come from userspace: one sorted row array per
  * binary, built from its .eh_frame, all in one mmapable array map; per
- * process, its executable mappings and where each binary's rows lie. */
+ * process, its executable mappings and where each binary's rows lie.
+ *
+ * How the verifier is kept to a bounded amount of work on every kernel
+ * from 5.10: a walk lives in a per-CPU map (unwind.bpf.h), and global
+ * functions, each verified once, step it a few frames per call, called
+ * from a plain loop. They take the walk's slot number: 5.10 allows no
+ * pointer arguments (5.12 does), and bpf_loop would need 5.17. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -64,8 +70,6 @@ static __always_inline int find_mapping(struct ember_unwind_process *p, __u64 pc
 	__u32 lo = 0, hi, i;
 	struct ember_unwind_mapping *m;
 
-	if (!p)
-		return -1;
 	hi = p->count;
 	if (hi == 0 || hi > EMBER_UNWIND_MAPPINGS)
 		return -1;

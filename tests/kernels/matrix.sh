@@ -120,7 +120,7 @@ boot() {
 	initramfs "$name" "$WORK/$name.initrd"
 	# Real KVM boots stock kernels (not this PVM one, see ../shared/notes/kernels.md).
 	if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ]; then accel=(-enable-kvm -cpu host); fi
-	qemu-system-x86_64 "${accel[@]}" -smp 2 -m 4G -nographic -no-reboot -nic none \
+	qemu-system-x86_64 "${accel[@]}" -smp 1 -m 3G -nographic -no-reboot -nic none \
 		-kernel "$kernel" -initrd "$WORK/$name.initrd" \
 		-monitor "unix:$out/monitor.sock,server,nowait" -serial "file:$out/console.log" \
 		-append "console=ttyS0 panic=-1 loglevel=4 nokaslr emberguest=$ROOT/tests/kernels/guest.sh emberlimit=$LIMIT emberfilter=${MATRIX_FILTER:-} embersrc=$ROOT embermods=${mods:-none}" \
@@ -148,15 +148,18 @@ showed() {
 	{ tail -n 80 "$out/console.log"; cat "$out/stuck.txt"; tail -n 150 "$out/guest.log"; } 2>/dev/null | sed 's/^/    /'
 }
 
-for name in "${names[@]}"; do
+# run_kernel NAME: boots NAME's guest (once more if it gave no result) and
+# prints its line, and its log where it failed.
+run_kernel() {
+	local name=$1 start log line need
 	if ! image "$name"; then
 		echo "kernel $name: skipped: $why"
-		continue
+		return
 	fi
 	for need in qemu-system-x86_64 busybox cpio depmod; do
 		command -v "$need" >/dev/null || { why="no $need (scripts/deps.sh test installs it)"; break; }
 	done
-	if [[ $why ]]; then echo "kernel $name: skipped: $why"; continue; fi
+	if [[ $why ]]; then echo "kernel $name: skipped: $why"; return; fi
 	start=$SECONDS
 	log=$WORK/results/$name/guest.log
 	boot "$name"
@@ -173,8 +176,24 @@ for name in "${names[@]}"; do
 	if [ -z "$line" ]; then
 		echo "kernel $name: 0 passed, 1 failed, 0 skipped (no result in $((SECONDS - start)) s, twice)"
 		showed "$name"
-		continue
+		return
 	fi
 	echo "kernel $name ($(sed -n 's/^kernel //p' "$log" | head -1), $((SECONDS - start)) s): $line"
 	[[ $line == *" 0 failed"* ]] || grep -vE '^ok ' "$log" | sed 's/^/    /'
+}
+
+# Guests of one vCPU, as many at once as the host has CPUs. With two vCPUs
+# a guest's kernel now and then stopped for good (three times in about
+# fifteen runs, 6.1 and 6.1-rt, in different tests): one vCPU waiting in
+# smp_call_function_many_cond for the other to take an IPI, as it patched
+# kernel text for a tracepoint (text_poke_bp), the other going round
+# through the int3 planted there and never taking it. An emulator's fault,
+# as far as can be told (ember's attach does what every tracer's does); a
+# guest of one vCPU sends no IPI.
+JOBS=$(nproc)
+for name in "${names[@]}"; do
+	while (($(jobs -rp | wc -l) >= JOBS)); do wait -n; done
+	run_kernel "$name" >"$WORK/$name.report" 2>&1 &
 done
+wait
+for name in "${names[@]}"; do cat "$WORK/$name.report"; done
