@@ -31,6 +31,9 @@ need_browser() {
 	command -v node >/dev/null || skip "no node"
 }
 
+# A TCP port of 127.0.0.1 free now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
 # Starts a command in the background, killed when the test ends.
 background() {
 	"$@" &

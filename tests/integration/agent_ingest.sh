@@ -14,7 +14,7 @@ need_bpf
 PPROF=$ROOT/build/pprof
 [ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
 	-keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null || fail "openssl could not make a certificate"
 echo "pa55" >"$TMP/password"

@@ -5,7 +5,7 @@
 # oldest first, then its own, each once and in order of their time.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 SPOOL=$TMP/spool
 bpf_mark_before
 background "$WORKLOADS/spinner" 60

@@ -13,7 +13,6 @@ need_bpf
 PPROF=$ROOT/build/pprof
 [ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 METRICS_PORT=$(free_port)
 RECV=$TMP/received

@@ -23,7 +23,6 @@ command -v prometheus >/dev/null || fail "prometheus missing: scripts/deps.sh te
 command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
 javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 RECV_PORT=$(free_port)
 METRICS_PORT=$(free_port)
 PROM_PORT=$(free_port)

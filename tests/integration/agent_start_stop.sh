@@ -8,7 +8,6 @@
 . "$(dirname "$0")/../lib.sh"
 background "$WORKLOADS/spinner" 600
 background "$WORKLOADS/spinner" 600
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 SPOOL=$TMP/spool
 
 # expect_refusal CONFIG_TEXT PATTERN [FLAGS...]: 10 runs, each exit 2 within

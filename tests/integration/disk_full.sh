@@ -31,8 +31,8 @@ avail=$(df --output=avail -k "$SMALL" | tail -1)
 dd if=/dev/zero of="$SMALL/filler" bs=1k count=$((avail - 32)) 2>/dev/null
 
 # --- agent: every process, 49 Hz, a period a second; no server listening.
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-METRICS=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
+METRICS=$(free_port)
 "$EMBER" agent --period 1s --frequency 49 --server.url "http://127.0.0.1:$PORT" --server.max_backoff 1s --server.timeout 1s \
 	--spool.dir "$SMALL/spool" --spool.max_size 1GiB --metrics.listen "127.0.0.1:$METRICS" 2>"$TMP/agent.log" &
 agent=$!
