@@ -95,8 +95,8 @@ extern struct last_sent_map last_sent SEC(".maps");
  * per-CPU slots, one per program building a record on the CPU at a time.
  * Programs do interrupt one another: a CPU sample (an hrtimer interrupt, an
  * NMI with a hardware event) lands while a malloc uprobe program builds its
- * record, and uprobe programs run preemptible from Linux 5.11
- * (migrate_disable() only), so another task's uprobe, or sched_switch, can
+ * record, and uprobe programs run preemptible on newer kernels (6.1:
+ * migrate_disable() only), so another task's uprobe, or sched_switch, can
  * run in the middle of one. Sharing one buffer mixed stacks: -e
  * cpu-clock,malloc gave malloc records with the CPU sample's frames. Each
  * program claims a free slot while it builds its record (record.bpf.c);
