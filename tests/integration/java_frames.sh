@@ -2,7 +2,7 @@
 # Java: combined kernel + native + Java stacks, at start-up (-- java) and by
 # attaching to a running JVM; the same top methods both ways; the
 # -XX:+PreserveFramePointer diagnosis (--unwind fp); 10 attach/detach cycles under load;
-# JVMs that refuse or are not JVMs.
+# JVMs that refuse, are not JVMs, or do not answer in time.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
@@ -102,3 +102,17 @@ sleep 1.5
 grep -q "DisableAttachMechanism" "$TMP/refuse.err" || fail "refusing JVM: no message: $(cat "$TMP/refuse.err")"
 assert_contains "$TMP/refuse.folded" '^spinner;.*spinner_loop' "refusing JVM stopped the other target's profile"
 assert_contains "$TMP/refuse.folded" '^java;' "refusing JVM's native samples missing"
+
+# --- a JVM that does not answer in time (stopped here; a large one on a
+# busy host is only slow): ember waits --attach-timeout, names the option,
+# and records the rest.
+kill -STOP "$jvm"
+began=$(date +%s%N)
+"$EMBER" record --java-attach "$jvm" --attach-timeout 1 -d 0.5 -o "$TMP/stopped.folded" 2>"$TMP/stopped.err"
+status=$?
+took_ms=$(( ($(date +%s%N) - began) / 1000000 ))
+kill -CONT "$jvm"
+(( status == 0 )) || fail "stopped JVM: ember exited $status: $(cat "$TMP/stopped.err")"
+grep -q "within 1 s.*wait longer with --attach-timeout" "$TMP/stopped.err" ||
+	fail "stopped JVM: no timeout message naming --attach-timeout: $(cat "$TMP/stopped.err")"
+echo "stopped JVM: ember gave up and finished in $took_ms ms"

@@ -52,6 +52,7 @@ listen = "[::1]:9464"
 
 [java]
 deny = ["org\\.gradle\\..*"]
+attach_timeout = "30s"
 
 [[relabel]]
 action = "replace"
@@ -81,6 +82,7 @@ regex = "kernel"
   CHECK(c->spool.max_age_s == 7200);
   CHECK(c->metrics_listen == "[::1]:9464");
   CHECK(c->java.deny == std::vector<std::string>{"org\\.gradle\\..*"});
+  CHECK(c->java.attach_timeout_s == 30);
   REQUIRE(c->relabel.size() == 2);
   CHECK(c->relabel[0].action == RelabelRule::Action::Replace);
   CHECK(c->relabel[0].replacement == "$1");
@@ -98,6 +100,7 @@ TEST_CASE("agent config: flags alone, and the defaults") {
   CHECK(c->server.url.empty());
   CHECK(c->server.api == "push");
   CHECK(c->metrics_listen == "127.0.0.1:9464");
+  CHECK(c->java.attach_timeout_s == 5);
   REQUIRE(c->relabel.size() == 1);
   CHECK(c->relabel[0].action == RelabelRule::Action::Keep);
   CHECK(c->relabel[0].regex_text == "(api|web)");

@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
   record->add_flag("--no-java{false}", rec.session.java, "Do not attach ember's agent to JVMs (Java frames stay unnamed)");
   record->add_option("--java-attach", rec.session.java_attach, "Attach the agent only to these JVMs (comma-separated pids)")
       ->delimiter(',');
+  record->add_option("--attach-timeout", rec.session.java_attach_timeout_s,
+                     "Seconds a JVM may take to answer the attach and, separately, to load the agent (large JVMs "
+                     "on a busy host take longer); past it, its Java frames stay unnamed")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
   record->add_flag("--preserve-frame-pointer", rec.java_frame_pointers,
                    "Add -XX:+PreserveFramePointer to JVMs started by the command (ember steps through their JIT "
                    "frames without it, by the frame sizes its agent publishes; --unwind fp adds it)");

@@ -255,6 +255,7 @@ SessionConfig session_config(const AgentConfig& c) {
   s.symbol_memory_mib = c.symbol_memory_mib;
   s.java = c.java.attach;
   s.java_allowed = java_filter(c.java);
+  s.java_attach_timeout_s = c.java.attach_timeout_s;
   s.spelling = events::Spelling::Field;
   return s;
 }
@@ -264,7 +265,7 @@ std::string sampling_keys(const AgentConfig& c) {
   std::ostringstream o;
   for (const std::string& e : c.events) o << e << ',';
   o << '|' << c.frequency << '|' << c.thread_label << '|' << c.unwind << '|' << c.unwind_memory_mib << '|'
-    << c.symbol_memory_mib << '|' << c.java.attach;
+    << c.symbol_memory_mib << '|' << c.java.attach << '|' << c.java.attach_timeout_s;
   for (const auto* list : {&c.java.allow, &c.java.deny, &c.java.allow_users, &c.java.deny_users}) {
     o << '|';
     for (const std::string& s : *list) o << s << ',';

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -46,8 +47,13 @@ std::string default_agent_path() {
   return (exe.parent_path() / "libember-agent.so").string();
 }
 
-JavaSession::JavaSession(std::string agent_path, std::string events, bool unwinds_jit)
-    : agent_path_(std::move(agent_path)), events_(std::move(events)), unwinds_jit_(unwinds_jit) {
+JavaSession::JavaSession(std::string agent_path, std::string events, bool unwinds_jit, int attach_timeout_ms,
+                         std::string timeout_knob)
+    : agent_path_(std::move(agent_path)),
+      events_(std::move(events)),
+      unwinds_jit_(unwinds_jit),
+      attach_timeout_ms_(attach_timeout_ms),
+      timeout_knob_(std::move(timeout_knob)) {
   // What a killed ember left in this /tmp (a container's: see attach).
   sweep_agent_dirs("");
 }
@@ -73,11 +79,17 @@ std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named) {
     return std::nullopt;
   }
   std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
-  if (auto r = java::load_agent(pid, *agent, agent_options(map)); !r) {
+  auto began = std::chrono::steady_clock::now();
+  if (auto r = java::load_agent(pid, *agent, agent_options(map), attach_timeout_ms_); !r) {
     // One found on the host that has exited since is not worth a line: a
     // host where short JVMs come and go would get one for each.
-    if (named || !java::has_exited(pid))
-      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, r.error().c_str());
+    if (named || !java::has_exited(pid)) {
+      // A JVM that is only slow (a large one loading the agent on a busy
+      // host) gets named frames with a longer wait.
+      bool timed_out = std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(attach_timeout_ms_);
+      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed%s\n", pid, r.error().c_str(),
+                   timed_out ? (" (if it is only slow, wait longer with " + timeout_knob_ + ")").c_str() : "");
+    }
     return std::nullopt;
   }
   // The agent is loaded from now on: stop it at the end, whatever follows.

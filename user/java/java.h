@@ -28,7 +28,10 @@ class JavaSession {
   // agent reports besides code, as agent options (",alloc=524288,live,lock").
   // `unwinds_jit`: ember's unwinder steps through JIT frames by the frame
   // sizes the agent publishes (else they need -XX:+PreserveFramePointer).
-  JavaSession(std::string agent_path, std::string events, bool unwinds_jit);
+  // `attach_timeout_ms`: how long a JVM may take to open its attach socket
+  // and, separately, to load the agent; `timeout_knob` names the setting.
+  JavaSession(std::string agent_path, std::string events, bool unwinds_jit, int attach_timeout_ms,
+              std::string timeout_knob);
   ~JavaSession();
   JavaSession(const JavaSession&) = delete;
   JavaSession& operator=(const JavaSession&) = delete;
@@ -77,6 +80,8 @@ class JavaSession {
   std::string agent_path_;
   std::string events_;
   bool unwinds_jit_;
+  int attach_timeout_ms_;
+  std::string timeout_knob_;
   bool started_frame_pointers_ = true;
   struct Attached {
     pid_t pid;
