@@ -589,6 +589,11 @@ void publish_stub_frame(uintptr_t start, uint64_t size) {
     g_writer.frame(start, 0, 0);
 }
 
+bool same_frames(const PCStackInfo& a, const PCStackInfo& b) {
+  return a.numstackframes == b.numstackframes &&
+         std::equal(a.methods, a.methods + a.numstackframes, b.methods);
+}
+
 void JNICALL on_compiled_method_load(jvmtiEnv*, jmethodID method, jint code_size, const void* code_addr,
                                      jint, const jvmtiAddrLocationMap*, const void* compile_info) {
   g_writer.lock();
@@ -601,10 +606,15 @@ void JNICALL on_compiled_method_load(jvmtiEnv*, jmethodID method, jint code_size
       if (rec->kind != JVMTI_CMLR_INLINE_INFO) continue;
       auto* inl = reinterpret_cast<const jvmtiCompiledMethodLoadInlineRecord*>(rec);
       uint32_t ids[64];
+      // An address takes the frames of the first pc at or after it, so
+      // every pc counts, those of the compiled method alone too (else code
+      // before them would take the inlined frames of a later pc); of a run
+      // of pcs with the same frames, the last says it for all.
       for (jint i = 0; i < inl->numpcs; ++i) {
         const PCStackInfo& pc = inl->pcinfo[i];
-        if (pc.numstackframes <= 1) continue;  // no inlining at this pc
+        if (i + 1 < inl->numpcs && same_frames(pc, inl->pcinfo[i + 1])) continue;
         int n = pc.numstackframes < 64 ? pc.numstackframes : 64;
+        if (n <= 0) continue;
         for (int f = 0; f < n; ++f) ids[f] = intern_method(pc.methods[f]);
         g_writer.inline_frames(reinterpret_cast<uintptr_t>(pc.pc) - start, ids, n);
       }

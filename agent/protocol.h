@@ -46,7 +46,9 @@
 //   # ember-jitmap 1 pid N
 //   M <id> <name>                  method id -> "com.example.Foo.bar"
 //   L <ns> <start> <size> <id>     compiled method loaded at [start, start+size)
-//   I <pc_off> <id>,<id>,...       after its L: the frames at start+pc_off, innermost first
+//   I <pc_off> <id>,<id>,...       after its L: the frames at start+pc_off, innermost first;
+//                                  an address has those of the first I at or after it (a
+//                                  line per change of frames: one frame where none is inlined)
 //   U <ns> <start>                 the compiled method at start was freed
 //   S <ns> <start> <size> <name>   generated code: interpreter, stubs, adapters
 //   P <pointer> <id>               interpreted frames whose Method* slot holds

@@ -63,12 +63,14 @@ wait_sampling() {
 # Waits until a JVM started with -XX:+PrintCompilation, its standard output
 # in LOG, has compiled each METHOD: Class::method by C2, or Class::method@
 # (its loop, on-stack replacement) at any tier. How long that takes after
-# start-up depends on how busy the machine is. (JDK 25 prints no leading
-# spaces before the time stamp.)
+# start-up depends on how busy the machine is, and on emulation (the
+# kernel matrix) tenfold. (JDK 25 prints no leading spaces before the time
+# stamp.)
 wait_compiled() {
-	local log=$1 m re missing
+	local log=$1 m re missing tries=600
+	[[ ${EMBER_EMULATED:-} ]] && tries=6000
 	shift
-	for _ in $(seq 600); do
+	for _ in $(seq "$tries"); do
 		missing=""
 		for m in "$@"; do
 			case $m in
@@ -80,7 +82,7 @@ wait_compiled() {
 		[ -z "$missing" ] && return
 		sleep 0.1
 	done
-	fail "the JVM has not compiled$missing after a minute ($log)"
+	fail "the JVM has not compiled$missing after $((tries / 10)) s ($log)"
 }
 
 # Sum of the counts of folded lines matching an extended regex.

@@ -75,6 +75,22 @@ for e in "${embers[@]}"; do
 	[ -z "$left" ] || fail "left behind after the cycles: $left"
 done
 
+# --- inlined frames: an address takes those of the first debug-info pc at
+# or after it, so pcs of the compiled method alone count too. C1 code
+# (debug info at calls and safepoints only) once put main's loop, inlined
+# hotA and hotB, under the Thread.join inlined after it (up to 20% of main).
+"${JAVA[@]}" -XX:TieredStopAtLevel=1 -XX:+PrintCompilation Workload 60 >"$TMP/c1.jit" &
+c1=$!
+BACKGROUND+=($c1)
+wait_compiled "$TMP/c1.jit" Workload::main@
+"$EMBER" record -p "$c1" -F 999 -d 2 -o "$TMP/c1.folded" 2>"$TMP/c1.err" || fail "C1: ember exited $?: $(cat "$TMP/c1.err")"
+main=$(weight "$TMP/c1.folded" 'Workload\.main_\[j\]')
+joined=$(weight "$TMP/c1.folded" 'Workload\.main_\[j\];java\.lang\.Thread\.join')
+echo "C1: $joined of $main samples in main's compiled loop put under Thread.join"
+(( main >= 500 )) || fail "C1: only $main samples in main's compiled code"
+(( joined == 0 )) || fail "C1: $joined of $main samples of main's loop under Thread.join, which runs after it"
+kill "$c1"
+
 # --- frame pointers only (--unwind fp) and no -XX:+PreserveFramePointer:
 # said once with the fix, no garbage frames (ember's own unwinding needs
 # no flag: java_unwind.sh)
