@@ -1,11 +1,11 @@
-// Fuzz target: a JVM's heap dump (HPROF, user/java/hprof.h), read for
+// Fuzz target: a JVM's heap dump (HPROF, user/heap/hprof.h), read for
 // `ember jvm --heap`, analysed and reported as ember does.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "user/java/heap_graph.h"
-#include "user/java/heap_report.h"
+#include "user/heap/heap_graph.h"
+#include "user/heap/heap_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view dump(reinterpret_cast<const char*>(data), size);

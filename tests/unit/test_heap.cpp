@@ -12,10 +12,10 @@
 #include <tuple>
 #include <vector>
 
-#include "user/java/dominators.h"
-#include "user/java/heap_graph.h"
-#include "user/java/heap_report.h"
-#include "user/java/hprof.h"
+#include "user/heap/dominators.h"
+#include "user/heap/heap_graph.h"
+#include "user/heap/heap_report.h"
+#include "user/heap/hprof.h"
 
 namespace hp = ember::heap::hprof;
 using ember::heap::DominatorTree;
@@ -27,7 +27,7 @@ using ember::heap::Successors;
 
 namespace {
 
-// A heap dump as HotSpot writes it (user/java/hprof.h), with ids of 8
+// A heap dump as HotSpot writes it (user/heap/hprof.h), with ids of 8
 // bytes: an object's id is its address.
 class Hprof {
  public:

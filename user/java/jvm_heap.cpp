@@ -1,5 +1,5 @@
-// `ember jvm PID --heap`: the JVM dumps its heap (HPROF, user/java/hprof.h)
-// and ember works out what keeps its memory alive (user/java/heap_report.h).
+// `ember jvm PID --heap`: the JVM dumps its heap (HPROF, user/heap/hprof.h)
+// and ember works out what keeps its memory alive (user/heap/heap_report.h).
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/mman.h>
@@ -15,8 +15,8 @@
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
 #include "user/java/agent_dir.h"
-#include "user/java/heap_graph.h"
-#include "user/java/heap_report.h"
+#include "user/heap/heap_graph.h"
+#include "user/heap/heap_report.h"
 #include "user/java/java.h"
 #include "user/java/java_attach.h"
 #include "user/java/jvm.h"

@@ -1,4 +1,4 @@
-#include "user/java/heap_graph.h"
+#include "user/heap/heap_graph.h"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
-#include "user/java/hprof.h"
+#include "user/heap/hprof.h"
 
 namespace ember::heap {
 namespace {

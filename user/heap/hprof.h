@@ -34,7 +34,7 @@
 #include <string>
 #include <string_view>
 
-#include "user/java/heap_graph.h"
+#include "user/heap/heap_graph.h"
 
 namespace ember::heap::hprof {
 

@@ -1,4 +1,4 @@
-// A JVM's heap as HotSpot dumps it (HPROF, user/java/hprof.h): objects
+// A JVM's heap as HotSpot dumps it (HPROF, user/heap/hprof.h): objects
 // with their class and shallow size, the references between them, and the
 // GC roots with their kind.
 //

@@ -1,4 +1,4 @@
-#include "user/java/dominators.h"
+#include "user/heap/dominators.h"
 
 #include <bit>
 

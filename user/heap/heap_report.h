@@ -1,4 +1,4 @@
-// What keeps a heap's memory alive, from its graph (user/java/heap_graph.h):
+// What keeps a heap's memory alive, from its graph (user/heap/heap_graph.h):
 // retained sizes over the dominator tree, per class and per object, the
 // objects where memory accumulates with their shortest path from a GC
 // root, and the dominator tree as a flamegraph profile.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "flamegraph/profile.h"
-#include "user/java/heap_graph.h"
+#include "user/heap/heap_graph.h"
 
 namespace ember::heap {
 

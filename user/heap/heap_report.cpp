@@ -1,11 +1,11 @@
-#include "user/java/heap_report.h"
+#include "user/heap/heap_report.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <unordered_map>
 
-#include "user/java/dominators.h"
+#include "user/heap/dominators.h"
 
 namespace ember::heap {
 namespace {
