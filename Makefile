@@ -49,10 +49,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
 
 # The libraries, one per folder, each built once as a static archive; a
 # program links the archives it needs and takes from each only the objects
-# it uses. Layers: cli -> serve, fleet -> net, session -> events, java ->
-# heap, symbolizer, unwind -> flamegraph (session and events, session and
-# java use each other's types, so they link as one group).
-LIBS := serve fleet net session events java heap symbolizer unwind flamegraph
+# it uses. Layers: cli -> serve, fleet -> net, session -> events, java,
+# runtimes -> heap, symbolizer, unwind -> flamegraph (session and events,
+# session and java use each other's types, so they link as one group).
+LIBS := serve fleet net session events java runtimes heap symbolizer unwind flamegraph
 SRC_flamegraph := $(wildcard flamegraph/*.cpp)
 SRC_symbolizer := $(wildcard symbolizer/*.cpp)
 SRC_unwind := $(wildcard unwind/*.cpp)
@@ -60,6 +60,7 @@ SRC_session := $(wildcard user/session/*.cpp)
 SRC_events := $(wildcard user/events/*.cpp)
 SRC_java := $(wildcard user/java/*.cpp)
 SRC_heap := $(wildcard user/heap/*.cpp)
+SRC_runtimes := $(wildcard user/runtimes/*.cpp)
 SRC_serve := $(wildcard user/serve/*.cpp)
 SRC_fleet := $(wildcard user/fleet/*.cpp)
 SRC_net := $(wildcard user/net/*.cpp)
@@ -399,7 +400,8 @@ demo: deps
 # java_events_dump (tests/integration/java_alloc_lock.sh: a JVM's Java events
 # as folded stacks, no recording), unwind_churn (tests/integration/
 # unwind_churn.sh: the unwinder through thousands of short-lived processes,
-# with the kernel's maps but no programs), symbolize_bench (bench/symbolize.sh's
+# with the kernel's maps but no programs), python_stacks (tests/integration/
+# python_layout.sh: Python call chains read by ember's layouts), symbolize_bench (bench/symbolize.sh's
 # in-process half).
 $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(call msg,LINK,$@)
@@ -415,7 +417,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 # tests/run.sh GROUP while working on a part.
 test-build:
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
-		$(BUILD)/fuzz/replay $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn
+		$(BUILD)/fuzz/replay $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn $(BUILD)/tools/python_stacks
 
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-build

@@ -62,4 +62,48 @@ std::expected<SegmentPlace, std::string> exported_function_place(const std::stri
   return *place;
 }
 
+std::expected<Exports, std::string> exported_symbols(const std::string& path, const std::vector<std::string>& names) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(path + ": " + std::strerror(errno));
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  if (!elf || elf_kind(elf) != ELF_K_ELF) {
+    if (elf) elf_end(elf);
+    close(fd);
+    return std::unexpected(path + " is not an ELF file");
+  }
+  Exports out;
+  std::vector<GElf_Phdr> loads;
+  size_t count = 0;
+  if (elf_getphdrnum(elf, &count) == 0)
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) loads.push_back(ph);
+    }
+  if (!loads.empty()) out.first_load_vaddr = loads.front().p_vaddr & ~uint64_t{0xfff};
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; ++i) {
+      GElf_Sym sym;
+      const char* name;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value ||
+          !(name = elf_strptr(elf, shdr.sh_link, sym.st_name)))
+        continue;
+      for (const std::string& wanted : names) {
+        if (wanted != name) continue;
+        ExportedSymbol e{sym.st_value, sym.st_size, 0};
+        for (const GElf_Phdr& ph : loads)
+          if (sym.st_value >= ph.p_vaddr && sym.st_value + sym.st_size <= ph.p_vaddr + ph.p_filesz)
+            e.file_offset = ph.p_offset + (sym.st_value - ph.p_vaddr);
+        out.symbols[wanted] = e;
+      }
+    }
+  }
+  elf_end(elf);
+  close(fd);
+  return out;
+}
+
 }  // namespace ember::symbolizer

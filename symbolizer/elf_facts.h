@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 namespace ember::symbolizer {
 
@@ -23,5 +25,19 @@ struct SegmentPlace {
   uint64_t segment_size = 0;
 };
 std::expected<SegmentPlace, std::string> exported_function_place(const std::string& path, std::string_view name);
+
+// Symbols of `names` that the file at `path` exports (.dynsym, defined),
+// of any type: their virtual addresses and sizes, and where their bytes lie
+// in the file (0 for those without, such as .bss). Also the lowest PT_LOAD
+// virtual address, page-aligned: a process maps the file's offset 0 there,
+// plus its load bias.
+struct ExportedSymbol {
+  uint64_t vaddr = 0, size = 0, file_offset = 0;
+};
+struct Exports {
+  std::unordered_map<std::string, ExportedSymbol> symbols;
+  uint64_t first_load_vaddr = 0;
+};
+std::expected<Exports, std::string> exported_symbols(const std::string& path, const std::vector<std::string>& names);
 
 }  // namespace ember::symbolizer

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# CPython's layouts (user/runtimes): in every CPython on the machine
+# (Debian's python3; pyenv's 3.x builds when present), each thread's Python
+# call chain read from outside by ember's layout of that version alone
+# (build/tools/python_stacks, as the BPF walker will) is the one the
+# workload runs: a method under a function in the main thread, a sleeper
+# in a second thread, a coroutine chain under asyncio in a third, each
+# with the thread's tid (3.11+). A version ember does not know is refused
+# by name.
+. "$(dirname "$0")/../lib.sh"
+STACKS=$ROOT/build/tools/python_stacks
+[ -x "$STACKS" ] || fail "no $STACKS: make test-build"
+pythons=(/usr/bin/python3)
+pyenv_root=$(pyenv root 2>/dev/null)
+for p in "$pyenv_root"/versions/3.*/bin/python3.*; do
+	[[ $p =~ python3\.[0-9]+$ ]] && pythons+=("$p")
+done
+[ -x /usr/bin/python3 ] || fail "no /usr/bin/python3: scripts/deps.sh installs python3"
+
+checked=0
+for py in "${pythons[@]}"; do
+	version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || fail "$py does not run"
+	known=$([ "$(printf '%s\n' 3.8 "$version" | sort -V | head -1)" = 3.8 ] && echo yes)
+	if [ -n "$known" ]; then
+		"$py" "$ROOT/tests/workloads/py_chains.py" 120 >"$TMP/out" &
+	else
+		"$py" -c 'import time; print("ready", flush=True); time.sleep(120)' >"$TMP/out" &
+	fi
+	pid=$!
+	BACKGROUND+=($pid)
+	for _ in $(seq 300); do grep -q ready "$TMP/out" && break; sleep 0.1; done
+	grep -q ready "$TMP/out" || fail "$py: the workload did not start"
+	if [ -z "$known" ]; then
+		"$STACKS" $pid >"$TMP/stacks" 2>"$TMP/err" && fail "CPython $version ($py) was read: $(cat "$TMP/stacks")"
+		assert_contains "$TMP/err" "CPython $version is not one ember knows \\(3\\.8 to 3\\.14\\)" "CPython $version: $(cat "$TMP/err")"
+		echo "CPython $version ($py): refused, as it should be"
+		kill $pid
+		continue
+	fi
+	"$STACKS" $pid >"$TMP/stacks" 2>"$TMP/err" || fail "CPython $version ($py): $(cat "$TMP/err")"
+	head -1 "$TMP/stacks"
+	assert_contains "$TMP/stacks" "^# CPython $version in " "CPython $version: another version read: $(head -1 "$TMP/stacks")"
+	# Qualified names (Shapes.middle) from 3.11; names alone before.
+	assert_contains "$TMP/stacks" ' <module>;outer;(Shapes\.)?middle;inner$' "CPython $version: main thread: $(cat "$TMP/stacks")"
+	assert_contains "$TMP/stacks" ';(Thread\.)?run;waiter;nap$' "CPython $version: the sleeper: $(cat "$TMP/stacks")"
+	assert_contains "$TMP/stacks" ';(Thread\.)?run;loop_thread;.*;main_task;step;leaf_spin$' "CPython $version: the coroutines: $(cat "$TMP/stacks")"
+	[ "$(grep -vc '^#' "$TMP/stacks")" = 3 ] || fail "CPython $version: not 3 threads: $(cat "$TMP/stacks")"
+	if [ "$(printf '%s\n' 3.11 "$version" | sort -V | head -1)" = 3.11 ]; then
+		assert_contains "$TMP/stacks" "^$pid <module>;" "CPython $version: the main thread's tid is not $pid: $(cat "$TMP/stacks")"
+		for tid in $(grep -v '^#' "$TMP/stacks" | cut -d' ' -f1); do
+			[ -d "/proc/$pid/task/$tid" ] || fail "CPython $version: tid $tid is not a thread of $pid"
+		done
+	fi
+	kill $pid
+	checked=$((checked + 1))
+done
+echo "$checked CPython versions read whole"
+(( checked >= 1 )) || fail "no CPython read"

@@ -1,0 +1,89 @@
+#include "user/runtimes/python.h"
+
+#include <sys/uio.h>
+
+#include <fstream>
+#include <regex>
+#include <vector>
+
+#include "symbolizer/elf_facts.h"
+#include "symbolizer/proc_maps.h"
+
+namespace ember::runtimes {
+namespace {
+
+bool read_memory(pid_t pid, uint64_t address, void* out, size_t size) {
+  iovec local{out, size};
+  iovec remote{reinterpret_cast<void*>(address), size};
+  return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+}
+
+// Py_Version (3.11+): PY_VERSION_HEX, a constant read from the file.
+std::optional<uint16_t> version_in_file(const std::string& path, const symbolizer::ExportedSymbol& symbol) {
+  if (!symbol.file_offset || symbol.size != 4) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  uint32_t hex = 0;
+  in.seekg(static_cast<std::streamoff>(symbol.file_offset));
+  if (!in.read(reinterpret_cast<char*>(&hex), sizeof hex)) return std::nullopt;
+  return static_cast<uint16_t>(hex >> 16);
+}
+
+}  // namespace
+
+std::optional<uint16_t> python_version_from_name(const std::string& path) {
+  static const std::regex name(R"((?:^|/)(?:lib)?python(\d)\.(\d+)[dmu]*(?:\.so[.0-9]*)?$)");
+  std::smatch m;
+  if (!std::regex_search(path, m, name)) return std::nullopt;
+  return static_cast<uint16_t>(std::stoi(m[1]) << 8 | std::stoi(m[2]));
+}
+
+std::expected<std::optional<PythonProcess>, std::string> find_python(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  if (!maps) return std::unexpected("cannot read /proc/" + std::to_string(pid) + "/maps");
+  std::vector<symbolizer::Mapping> mappings = symbolizer::parse_proc_maps(maps);
+  std::string root = "/proc/" + std::to_string(pid) + "/root";
+  for (const symbolizer::Mapping& m : mappings) {
+    if (m.offset != 0 || m.inode == 0) continue;
+    auto named = python_version_from_name(m.path);
+    if (!named) continue;
+    std::string file = root + m.path;
+    auto exports = symbolizer::exported_symbols(file, {"_PyRuntime", "PyCode_Type", "_PyEval_EvalFrameDefault", "Py_Version"});
+    if (!exports) return std::unexpected(exports.error());
+    auto& s = exports->symbols;
+    if (!s.contains("_PyEval_EvalFrameDefault")) continue;  // a launcher; the interpreter is in its libpython
+    if (!s.contains("_PyRuntime")) {  // before 3.7
+      if (auto known = python_layout(*named); !known) return std::unexpected(known.error());
+      return std::unexpected(m.path + " exports no _PyRuntime");
+    }
+    if (!s.contains("PyCode_Type")) return std::unexpected(m.path + " exports no PyCode_Type");
+    uint64_t bias = m.start - exports->first_load_vaddr;
+    uint16_t version = *named;
+    if (auto in_file = s.contains("Py_Version") ? version_in_file(file, s["Py_Version"]) : std::nullopt)
+      version = *in_file;
+    PythonProcess p;
+    p.binary = m.path;
+    p.runtime = s["_PyRuntime"].vaddr + bias;
+    p.code_type = s["PyCode_Type"].vaddr + bias;
+    p.eval_start = s["_PyEval_EvalFrameDefault"].vaddr + bias;
+    p.eval_end = p.eval_start + s["_PyEval_EvalFrameDefault"].size;
+    if (version >= 0x030d) {
+      std::vector<uint8_t> head(kDebugOffsetsBytes);
+      if (!read_memory(pid, p.runtime, head.data(), head.size()))
+        return std::unexpected("cannot read _PyRuntime of process " + std::to_string(pid));
+      auto layout = python_layout_from_debug_offsets(head);
+      if (!layout) return std::unexpected(layout.error());
+      if (layout->version != version)
+        return std::unexpected(m.path + " says CPython " + std::to_string(version >> 8) + "." +
+                               std::to_string(version & 0xff) + ", its _Py_DebugOffsets another");
+      p.layout = *layout;
+    } else {
+      auto layout = python_layout(version);
+      if (!layout) return std::unexpected(layout.error());
+      p.layout = *layout;
+    }
+    return p;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ember::runtimes
