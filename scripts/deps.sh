@@ -14,7 +14,9 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 # tests' reference (perf --call-graph dwarf); sqlite3: a distribution binary without frame pointers;
 # strace: holds ember inside a syscall (fsync) for the fault tests to kill it there.
 # qemu-system-x86, busybox-static, cpio, kmod: the kernel matrix's guests and their initramfs.
-test=(catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod)
+# python3: the tests' helpers (a Pyroscope receiver, free ports) and Debian's CPython, whose
+# frames ember reads.
+test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod)
 bench=(bpftrace time)
 fuzz=(afl++)
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# kind: structural
 # --cgroup keeps the tasks of a cgroup (v2) and of the cgroups below it,
 # and nothing else, in every event: workloads in a test cgroup and in a
 # child cgroup of it are recorded (CPU samples, blocks, allocations), the
@@ -39,12 +40,16 @@ stop_background() {
 }
 for w in spinner alloc_service offcpu_waits; do cp "$WORKLOADS/$w" "$TMP/outside_${w%%_*}"; done
 
-in_cgroup "$cg" "$WORKLOADS/spinner" 60
-in_cgroup "$cg/child" "$WORKLOADS/alloc_service" 60
-in_cgroup "$cg/child" "$WORKLOADS/offcpu_waits" 100 10
-background "$TMP/outside_spinner" 60
-background "$TMP/outside_alloc" 60
-background "$TMP/outside_offcpu" 100 10
+# They run until stopped. Under emulation (the kernel matrix: one slow
+# CPU) they run niced, or ember's start-up beside them takes minutes.
+nice=0
+[[ ${EMBER_EMULATED:-} ]] && nice=5
+in_cgroup "$cg" nice -n $nice "$WORKLOADS/spinner" 900
+in_cgroup "$cg/child" nice -n $nice "$WORKLOADS/alloc_service" 900
+in_cgroup "$cg/child" nice -n $nice "$WORKLOADS/offcpu_waits" 2000 10
+background nice -n $nice "$TMP/outside_spinner" 900
+background nice -n $nice "$TMP/outside_alloc" 900
+background nice -n $nice "$TMP/outside_offcpu" 2000 10
 sleep 0.3
 
 "$EMBER" record --cgroup "$name" -e cpu-clock,offcpu,malloc --alloc-interval 16384 -d 4 -o "$TMP/in.folded" 2>"$TMP/err" ||
@@ -70,12 +75,14 @@ assert_absent "$TMP/child.folded" '^(spinner|outside_)' "--cgroup DIR/child: a p
 assert_contains "$TMP/child.folded" '^alloc_service;' "--cgroup DIR/child: alloc_service missing"
 stop_background
 
-# A JVM in the cgroup gets the agent, one outside does not.
+# A JVM in the cgroup gets the agent, one outside does not: ember's own
+# choice, the same on every kernel, and minutes of work under emulation.
+[[ ${EMBER_EMULATED:-} ]] && { echo "the JVM part runs on the host only"; exit 0; }
 command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless): the agent's scope is not tested"
 javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
-in_cgroup "$cg" java -cp "$TMP/classes" Workload 120
+in_cgroup "$cg" java -cp "$TMP/classes" Workload 900
 jvm_in=${BACKGROUND[-1]}
-background java -cp "$TMP/classes" Workload 120
+background java -cp "$TMP/classes" Workload 900
 jvm_out=${BACKGROUND[-1]}
 for jvm in "$jvm_in" "$jvm_out"; do
 	for _ in $(seq 300); do
