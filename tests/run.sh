@@ -84,7 +84,10 @@ cpu_ticks() {
 # counts its result. Beside its seconds, how busy it kept the machine: a
 # test that waits more than it works is where the suite's time can go.
 run_script() {
-	local t=$1 label=$2 sanitized=${3:-} start out rc secs reports="" ticks0 ticks1 busy
+	local t=$1 label=$2 sanitized=${3:-} start out rc secs reports="" ticks0 ticks1 busy limit=300
+	# An emulated kernel (the matrix's guests) runs ember's start-up, its
+	# verifier above all, tens of times slower.
+	[[ ${EMBER_EMULATED:-} ]] && limit=600
 	start=$(date +%s)
 	ticks0=$(cpu_ticks)
 	# Where a hung run stopped (the kernel matrix's guests).
@@ -92,7 +95,7 @@ run_script() {
 	if [[ $sanitized ]]; then
 		reports=$(mktemp -d /tmp/ember-sanitizer.XXXXXX)
 		out=$(EMBER=$PWD/build/san/ember ASAN_OPTIONS=log_path=$reports/asan \
-			UBSAN_OPTIONS=log_path=$reports/ubsan:print_stacktrace=1 timeout 300 "$t" 2>&1)
+			UBSAN_OPTIONS=log_path=$reports/ubsan:print_stacktrace=1 timeout "$limit" "$t" 2>&1)
 		rc=$?
 		if (( rc != 77 )) && compgen -G "$reports/*" >/dev/null; then
 			out+=$'\n'"sanitizer reports:"$'\n'$(head -c 20000 "$reports"/*)
@@ -100,7 +103,7 @@ run_script() {
 		fi
 		rm -rf "$reports"
 	else
-		out=$(timeout 300 "$t" 2>&1)
+		out=$(timeout "$limit" "$t" 2>&1)
 		rc=$?
 	fi
 	secs=$(( $(date +%s) - start ))
