@@ -75,10 +75,10 @@ std::vector<std::string> chain(const ember::runtimes::PythonProcess& p, uint64_t
     uint64_t code = read<uint64_t>(frame + l.frame_code) & ~uint64_t{l.code_tag_mask};
     if (!code || read<uint64_t>(code + 8) != p.code_type) continue;
     if (l.code_firsttraceable >= 0 && owner != 1 /* FRAME_OWNED_BY_GENERATOR */) {
-      // A frame still setting up (CPython's _PyFrame_IsIncomplete): 3.13's
-      // __init__ clean-up frames among them.
+      // A frame still setting up (CPython's _PyFrame_IsIncomplete, which
+      // compares prev_instr, then instr_ptr, alike): 3.13's __init__
+      // clean-up frames among them.
       int64_t at = static_cast<int64_t>(read<uint64_t>(frame + l.frame_instr) - (code + l.code_adaptive)) / 2;
-      if (l.instr_kind == EMBER_PY_INSTR_PREV) ++at;
       if (at < read<int32_t>(code + l.code_firsttraceable)) continue;
     }
     names.push_back(text(l, read<uint64_t>(code + (l.code_qualname >= 0 ? l.code_qualname : l.code_name))));
