@@ -28,38 +28,12 @@ std::optional<bool> is_static_executable(const std::string& path) {
 }
 
 std::expected<SegmentPlace, std::string> exported_function_place(const std::string& path, std::string_view name) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::unexpected(path + ": " + std::strerror(errno));
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  std::optional<uint64_t> address;
-  for (Elf_Scn* scn = nullptr; elf && !address && (scn = elf_nextscn(elf, scn));) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; ++i) {
-      GElf_Sym sym;
-      const char* found;
-      if (gelf_getsym(data, static_cast<int>(i), &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value &&
-          (found = elf_strptr(elf, shdr.sh_link, sym.st_name)) && name == found) {
-        address = sym.st_value;
-        break;
-      }
-    }
-  }
-  std::optional<SegmentPlace> place;
-  size_t count = 0;
-  if (address && elf && elf_getphdrnum(elf, &count) == 0)
-    for (size_t i = 0; i < count && !place; ++i) {
-      GElf_Phdr ph;
-      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
-          *address >= ph.p_vaddr && *address < ph.p_vaddr + ph.p_memsz)
-        place = SegmentPlace{*address - ph.p_vaddr, ph.p_memsz};
-    }
-  if (elf) elf_end(elf);
-  close(fd);
-  if (!place) return std::unexpected(path + " has no " + std::string(name) + " function in an executable segment");
-  return *place;
+  auto exports = exported_symbols(path, {std::string(name)});
+  if (!exports) return std::unexpected(exports.error());
+  auto it = exports->symbols.find(std::string(name));
+  if (it == exports->symbols.end() || !it->second.code_segment_size)
+    return std::unexpected(path + " has no " + std::string(name) + " function in an executable segment");
+  return SegmentPlace{it->second.vaddr - it->second.code_segment_vaddr, it->second.code_segment_size};
 }
 
 std::expected<Exports, std::string> exported_symbols(const std::string& path, const std::vector<std::string>& names) {
@@ -93,10 +67,16 @@ std::expected<Exports, std::string> exported_symbols(const std::string& path, co
         continue;
       for (const std::string& wanted : names) {
         if (wanted != name) continue;
-        ExportedSymbol e{sym.st_value, sym.st_size, 0};
-        for (const GElf_Phdr& ph : loads)
+        ExportedSymbol e{sym.st_value, sym.st_size};
+        for (const GElf_Phdr& ph : loads) {
           if (sym.st_value >= ph.p_vaddr && sym.st_value + sym.st_size <= ph.p_vaddr + ph.p_filesz)
             e.file_offset = ph.p_offset + (sym.st_value - ph.p_vaddr);
+          if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && (ph.p_flags & PF_X) && sym.st_value >= ph.p_vaddr &&
+              sym.st_value < ph.p_vaddr + ph.p_memsz) {
+            e.code_segment_vaddr = ph.p_vaddr;
+            e.code_segment_size = ph.p_memsz;
+          }
+        }
         out.symbols[wanted] = e;
       }
     }

@@ -27,12 +27,14 @@ struct SegmentPlace {
 std::expected<SegmentPlace, std::string> exported_function_place(const std::string& path, std::string_view name);
 
 // Symbols of `names` that the file at `path` exports (.dynsym, defined),
-// of any type: their virtual addresses and sizes, and where their bytes lie
+// of any type (exported_function_place is one of these): their virtual addresses and sizes, and where their bytes lie
 // in the file (0 for those without, such as .bss). Also the lowest PT_LOAD
 // virtual address, page-aligned: a process maps the file's offset 0 there,
 // plus its load bias.
 struct ExportedSymbol {
   uint64_t vaddr = 0, size = 0, file_offset = 0;
+  // A function's: the executable PT_LOAD segment holding it (size 0: none).
+  uint64_t code_segment_vaddr = 0, code_segment_size = 0;
 };
 struct Exports {
   std::unordered_map<std::string, ExportedSymbol> symbols;
