@@ -40,21 +40,15 @@ background() {
 	BACKGROUND+=($!)
 }
 
-# Waits until the ember record of PID samples: a perf event open on each
-# online CPU and as many BPF links (ember attaches each event as it opens
-# it; before Linux 5.15 an event's program is attached without a link, by
-# ioctl, right after it opens). Starting an `ember record -a` takes from
-# 0.3 s idle to seconds on a busy machine: a fixed sleep before the
-# workload it must see is a race.
+# Waits until ember (PID) samples. Start it with --progress-fd 3
+# 3>PROGRESS: its first line is written once the programs are armed, which
+# with -a or -p comes after every JVM's attach (up to --attach-timeout),
+# well after its perf events are open.
 wait_sampling() {
-	local pid=$1 cpus events links=0 perf_links=1
-	cpus=$(getconf _NPROCESSORS_ONLN)
-	[ "$(printf '%s\n' 5.15 "$(uname -r)" | sort -V | head -1)" = 5.15 ] || perf_links=0
+	local pid=$1 progress=$2
 	for _ in $(seq 300); do
 		kill -0 "$pid" 2>/dev/null || fail "ember ($pid) exited before sampling"
-		events=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c 'anon_inode:\[perf_event\]')
-		((perf_links)) && links=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c 'anon_inode:bpf_link')
-		(( events >= cpus && links >= events * perf_links )) && return
+		grep -qs '"progress"' "$progress" && return
 		sleep 0.1
 	done
 	fail "ember ($pid) not sampling after 30 s"

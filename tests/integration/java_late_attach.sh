@@ -8,9 +8,9 @@ command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs ope
 javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
 JAVA=(java -XX:CompileThresholdScaling=0.1 -cp "$TMP/classes")
 
-"$EMBER" record -a -F 499 -o "$TMP/late.folded" 2>"$TMP/err" &
+"$EMBER" record -a -F 499 -o "$TMP/late.folded" 2>"$TMP/err" --progress-fd 3 3>"$TMP/progress" &
 ember=$!
-wait_sampling $ember
+wait_sampling $ember "$TMP/progress"
 "${JAVA[@]}" Workload 5 >/dev/null &
 jvm=$!
 wait $jvm || fail "the JVM exited $?"

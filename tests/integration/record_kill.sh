@@ -29,9 +29,9 @@ assert_nothing_left() {
 cp "$OUT/a.html" "$TMP/a.html.first"
 
 # Recording: every program attached; its maps' names are learnt.
-"$EMBER" record -a -e cpu offcpu -o "$OUT/a.html" 2>"$TMP/err" &
+"$EMBER" record -a -e cpu offcpu -o "$OUT/a.html" 2>"$TMP/err" --progress-fd 3 3>"$TMP/progress" &
 ember=$!
-wait_sampling $ember
+wait_sampling $ember "$TMP/progress"
 bpf_learn_ember_maps
 sleep 0.3
 kill -9 $ember

@@ -8,9 +8,9 @@ need_bpf
 # The burst starts once ember samples and ends it (SIGINT): on a busy
 # machine, a 5 s window opened after a 1 s sleep could miss processes at
 # either end.
-"$EMBER" record -a --no-java -F 999 --pid-frames -o "$TMP/out.folded" 2>"$TMP/err" &
+"$EMBER" record -a --no-java -F 999 --pid-frames -o "$TMP/out.folded" 2>"$TMP/err" --progress-fd 3 3>"$TMP/progress" &
 ember=$!
-wait_sampling $ember
+wait_sampling $ember "$TMP/progress"
 for i in $(seq 80); do "$WORKLOADS/cpu_split" 0.01; done
 kill -INT $ember
 wait $ember || fail "ember exited $?: $(cat "$TMP/err")"

@@ -9,9 +9,9 @@
 need_bpf
 background "$WORKLOADS/spinner" 30
 for sig in INT TERM HUP TERM-TERM; do
-	"$EMBER" record -o "$TMP/$sig.html" 2>"$TMP/$sig.err" &
+	"$EMBER" record -o "$TMP/$sig.html" 2>"$TMP/$sig.err" --progress-fd 3 3>"$TMP/$sig.progress" &
 	pid=$!
-	wait_sampling $pid
+	wait_sampling $pid "$TMP/$sig.progress"
 	sleep 0.5 # mid-run: the spinner has ~50 samples by now
 	kill -${sig%-*} $pid
 	[[ $sig == *-* ]] && kill -${sig#*-} $pid

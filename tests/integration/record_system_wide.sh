@@ -8,12 +8,12 @@ spinner=${BACKGROUND[-1]}
 sleep 0.3
 # Its samples against the CPU time it had meanwhile (on a busy machine, a
 # tenth of a CPU or less: a fixed count failed there): that of 2 s inside
-# ember's 4 s, which start as it samples, a little before wait_sampling
-# sees it (on a busy machine, up to a second before).
+# ember's 4 s, which start as it samples, just before wait_sampling sees
+# its first progress line.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-"$EMBER" record -a -d 4 --pid-frames --threads -o "$TMP/out.folded" 2>"$TMP/err" &
+"$EMBER" record -a -d 4 --pid-frames --threads -o "$TMP/out.folded" 2>"$TMP/err" --progress-fd 3 3>"$TMP/progress1" &
 ember=$!
-wait_sampling $ember
+wait_sampling $ember "$TMP/progress1"
 ticks=$(cpu_ticks "$spinner")
 sleep 2
 ticks=$(( $(cpu_ticks "$spinner") - ticks ))
@@ -27,9 +27,9 @@ echo "spinner: $n samples in 4 s; $expected expected at 99 Hz from the CPU time 
 
 # A process that starts and exits inside the recording is still named: its
 # mappings and files were captured at its first sample.
-"$EMBER" record -a -F 999 --pid-frames -o "$TMP/short.folded" 2>"$TMP/err" &
+"$EMBER" record -a -F 999 --pid-frames -o "$TMP/short.folded" 2>"$TMP/err" --progress-fd 3 3>"$TMP/progress2" &
 ember=$!
-wait_sampling $ember
+wait_sampling $ember "$TMP/progress2"
 "$WORKLOADS/cpu_split" 0.05 &
 short=$!
 wait $short

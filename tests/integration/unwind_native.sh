@@ -53,10 +53,10 @@ BACKGROUND+=($nofp)
 "$WORKLOADS/unwind_mix-fp" $seconds_per_thread --wait <&$go &
 fp=$!
 BACKGROUND+=($fp)
-"$EMBER" record "${UNWIND_OPTS[@]}" -F 999 --pid-frames --no-java -p $nofp,$fp -o "$TMP/ember.folded" 2>"$TMP/ember.err" &
+"$EMBER" record "${UNWIND_OPTS[@]}" -F 999 --pid-frames --no-java -p $nofp,$fp -o "$TMP/ember.folded" 2>"$TMP/ember.err" --progress-fd 3 3>"$TMP/progress" &
 ember=$!
 BACKGROUND+=($ember)
-wait_sampling $ember
+wait_sampling $ember "$TMP/progress"
 # -D -1: perf starts with its events off and says "ack" once told to
 # enable them, so it samples from the start too.
 "${PERF_RECORD[@]}" --call-graph dwarf -p $nofp -D -1 --control "fifo:$TMP/ctl,$TMP/ack" \

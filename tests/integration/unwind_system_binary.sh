@@ -28,10 +28,10 @@ exec {sql}<>"$TMP/sql" {ctl}<>"$TMP/ctl" {ack}<>"$TMP/ack"
 sqlite3 :memory: <&$sql >"$TMP/sqlite.out" 2>&1 &
 db=$!
 BACKGROUND+=($db)
-"$EMBER" record "${UNWIND_OPTS[@]}" -F 999 --no-java -p $db -o "$TMP/ember.folded" 2>"$TMP/ember.err" &
+"$EMBER" record "${UNWIND_OPTS[@]}" -F 999 --no-java -p $db -o "$TMP/ember.folded" 2>"$TMP/ember.err" --progress-fd 3 3>"$TMP/progress" &
 ember=$!
 BACKGROUND+=($ember)
-wait_sampling $ember
+wait_sampling $ember "$TMP/progress"
 # 16 KB of stack per sample: with perf's default 8 KB, every stack stopped
 # in the shell's frames (its input buffers are on the stack), short of
 # __libc_start_main. perf's samples that still stop short are left out.
