@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Where CPython keeps what names a thread's Python call chain, per
  * version (user/runtimes/python_layout.cpp fills it; facts and how they
- * were checked: ../shared/notes/cpython.md). Byte offsets, -1 where the
- * version has no such field. Fixed-width fields, no pointers: compiled
- * both by clang -target bpf and by the C++ side. */
+ * were checked: user/runtimes/cpython.md), and the frames bpf/python.bpf.c
+ * puts in user stacks. Byte offsets, -1 where the version has no such
+ * field. Fixed-width fields, no pointers: compiled both by clang -target
+ * bpf and by the C++ side. */
 #ifndef EMBER_BPF_PYTHON_H
 #define EMBER_BPF_PYTHON_H
 
@@ -38,6 +39,7 @@ struct ember_python_layout {
 	 * cframe_current_frame >= 0 (3.11, 3.12), *(that + cframe_current_frame) */
 	__s16 tstate_frame;
 	__s16 cframe_current_frame;
+	__s16 cframe_previous;  /* 3.11: the _PyCFrame of the eval-loop call below */
 	/* frames */
 	__s16 frame_previous;
 	__s16 frame_code;
@@ -53,5 +55,27 @@ struct ember_python_layout {
 	__s16 code_adaptive;      /* 3.11+: the bytecode, inline */
 	__s16 code_firsttraceable; /* 3.11+: instructions before it are set-up, not the function's */
 };
+
+/* A process's interpreter, as the walker reads it (python_processes). */
+struct ember_python_process {
+	struct ember_python_layout layout;
+	__u16 frame_bytes;  /* read of a frame: up to its last field used, at most 128 */
+	__u64 runtime;      /* &_PyRuntime */
+	__u64 eval_start, eval_end; /* _PyEval_EvalFrameDefault (EMBER_PY_ENTRY_EVERY: its
+	                               frames are told by pc) */
+};
+
+/* A user frame of a Python function, in place of the native frame of the
+ * eval-loop call that ran it: EMBER_FRAME_PYTHON, whether the frame is a
+ * generator's or coroutine's, its instruction index + 1 (0: the frame has
+ * run none yet; EMBER_PY_INSTR_UNKNOWN: past what fits) and its code
+ * object's address >> 3. Never a user pc (their top 17 bits are equal)
+ * nor an EMBER_FRAME_METHOD (bpf/unwind.h). */
+#define EMBER_FRAME_PYTHON 0x5000000000000000ull
+#define EMBER_FRAME_PYTHON_TAG 0xf000000000000000ull
+#define EMBER_PY_FRAME_GENERATOR (1ull << 59)
+#define EMBER_PY_INSTR_SHIFT 44
+#define EMBER_PY_INSTR_UNKNOWN 0x7fffull
+#define EMBER_PY_CODE_MASK ((1ull << EMBER_PY_INSTR_SHIFT) - 1)
 
 #endif

@@ -271,6 +271,7 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 
 	/* A return address points after its call: look up the call. */
 	pc = w->exact ? w->ip : w->ip - 1;
+	w->pc = pc;
 	/* Indices, not pointers that may be null: 5.15's verifier loses which
 	 * of two registers a compiled select left valid. */
 	found = w->mapping;
@@ -364,6 +365,18 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 	return 0;
 }
 
+/* Whether the native frame just stepped through (its sp `sp`, its CFA now
+ * w->sp) is the eval-loop call the pending Python frames ran in: up to
+ * 3.10 a frame in the eval loop's code, each call one Python frame; from
+ * 3.11 the frame whose locals hold the call's marker (the code may lie
+ * outside the exported function: Debian's builds move parts of it). */
+static __always_inline bool python_runs(struct ember_unwind_state *w, __u64 sp)
+{
+	if (w->py_entry == EMBER_PY_ENTRY_EVERY)
+		return w->pc >= w->py_eval_start && w->pc < w->py_eval_end;
+	return w->py_anchor >= sp && w->py_anchor < w->sp;
+}
+
 /* Up to STEPS_PER_CALL frames of walk `slot`; 1 when it ended. A global
  * function, verified once: the loop that calls it (ember_unwind_user)
  * would otherwise be verified frame by frame. */
@@ -380,9 +393,15 @@ __noinline int ember_unwind_steps(__u32 slot)
 		walk->state.stop = EMBER_STOP_NOT_LOADED;
 		return 1;
 	}
-	for (i = 0; i < STEPS_PER_CALL; i++)
-		if (step(&walk->state, process, walk))
+	for (i = 0; i < STEPS_PER_CALL; i++) {
+		__u64 sp = walk->state.sp;
+		int ended = step(&walk->state, process, walk);
+
+		if (walk->state.py_count && walk->state.frames && python_runs(&walk->state, sp))
+			ember_python_emit(slot);
+		if (ended)
 			return 1;
+	}
 	return 0;
 }
 
@@ -394,6 +413,7 @@ __noinline int ember_unwind_user(__u32 slot)
 	for (i = 0; i <= EMBER_MAX_STACK_DEPTH / STEPS_PER_CALL; i++)
 		if (ember_unwind_steps(slot))
 			break;
+	ember_python_end(slot);
 	walk = bpf_map_lookup_elem(&unwind_walks, &slot);
 	if (!walk)
 		return EMBER_STOP_BAD_FRAME << 16;

@@ -5,6 +5,7 @@
 #define EMBER_UNWIND_BPF_H
 
 #include "profile.h"
+#include "python.h"
 #include "unwind.h"
 
 /* Where the walk starts: the user registers of the task. */
@@ -26,8 +27,17 @@ struct ember_unwind_state {
 	__u32 frames;
 	__u32 stop;
 	__s32 mapping;  /* the last frame's mapping, or -1: the next frame is often in it too */
+	__u64 pc;       /* the last frame's, as looked up (a return address less 1) */
 	__u64 last_pc;
 	struct ember_unwind_row last_row;
+	/* A Python thread's frames (bpf/python.bpf.c), read ahead one eval-loop
+	 * call at a time, wait in py_pending for the native frame of that call. */
+	__u64 py_frame;   /* the chain's next frame to read; 0: none */
+	__u64 py_anchor;  /* where that call keeps its marker, within its native frame: 3.11's
+	                     _PyCFrame, 3.12+'s entry frame (EMBER_PY_ENTRY_FLAG, _SHIM) */
+	__u64 py_eval_start, py_eval_end; /* the eval loop's code (EMBER_PY_ENTRY_EVERY) */
+	__u32 py_count;   /* frames waiting in py_pending */
+	__u32 py_entry;   /* EMBER_PY_ENTRY_* of the process, while py_count */
 };
 
 /* A walk and the frames it found, leaf first. One per scratch slot
@@ -36,6 +46,8 @@ struct ember_unwind_state {
 struct ember_unwind_walk {
 	struct ember_unwind_state state;
 	__u64 ip[EMBER_MAX_STACK_DEPTH];
+	__u64 py_pending[EMBER_MAX_STACK_DEPTH]; /* EMBER_FRAME_PYTHON words, newest first */
+	__u8 py_buf[128];                        /* the Python frame being read */
 };
 
 /* EMBER_UNWIND_*, set by the collector before load. */
@@ -48,6 +60,14 @@ struct unwind_walks_map {
 	__type(value, struct ember_unwind_walk);
 };
 extern struct unwind_walks_map unwind_walks SEC(".maps");
+
+/* Python (bpf/python.bpf.c): reads the first eval-loop call's frames of
+ * the current thread, if its process runs CPython, into walk `slot`; then
+ * puts the pending ones in place of the native frame just recorded (whose
+ * call is theirs: python_runs) and reads the next call's. */
+int ember_python_begin(__u32 slot);
+int ember_python_emit(__u32 slot);
+int ember_python_end(__u32 slot);
 
 /* Walks the stack from the start in walk `slot`: the number of frames |
  * the EMBER_STOP_* reason << 16. A global function, verified once
@@ -75,6 +95,7 @@ static __always_inline struct ember_unwind_walk *ember_unwind(__u32 slot, const 
 	walk->state.stop = EMBER_STOP_DEPTH;
 	walk->state.mapping = -1;
 	walk->state.last_pc = 0;
+	ember_python_begin(slot);
 	*result = ember_unwind_user(slot);
 	return walk;
 }

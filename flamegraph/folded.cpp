@@ -31,6 +31,16 @@ bool all_digits(std::string_view s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
+// "function (file.py)" or "function (file.py:12)", as ember and py-spy
+// write a Python frame.
+bool is_python_frame(std::string_view s) {
+  if (!s.ends_with(")") || s.find(" (") == std::string_view::npos) return false;
+  s.remove_suffix(1);
+  size_t colon = s.rfind(':');
+  if (colon != std::string_view::npos && colon > s.rfind('(') && all_digits(s.substr(colon + 1))) s = s.substr(0, colon);
+  return s.ends_with(".py");
+}
+
 // "[name tid=123]"
 bool is_thread_frame(std::string_view s) {
   size_t at = s.rfind(" tid=");
@@ -143,6 +153,7 @@ Frame parse_folded_frame(std::string_view text, bool is_root) {
     if (text.size() > s.text.size() && text.ends_with(s.text))
       return Frame{std::string(text.substr(0, text.size() - s.text.size())), s.kind, {}};
   if (is_thread_frame(text)) return Frame{std::string(text), FrameKind::Thread, {}};
+  if (is_python_frame(text)) return Frame{std::string(text), FrameKind::Python, {}};
   if (is_root && is_process_frame(text)) return Frame{std::string(text), FrameKind::Process, {}};
   FrameKind kind = text.find("::") != std::string_view::npos ? FrameKind::Cpp : FrameKind::Native;
   return Frame{std::string(text), kind, {}};

@@ -40,6 +40,22 @@ background() {
 	BACKGROUND+=($!)
 }
 
+# The CPython interpreters to test, a path a line: Debian's python3, then
+# pyenv's 3.x builds where pyenv is installed (the development machines,
+# not a bare one).
+cpythons() {
+	local root p
+	echo /usr/bin/python3
+	root=$(pyenv root 2>/dev/null) || return 0
+	for p in "$root"/versions/3.*/bin/python3.*; do
+		[[ $p =~ python3\.[0-9]+$ ]] && echo "$p"
+	done
+	return 0
+}
+
+# version_at_least A B: whether version A (3.11, 6.1.0) is B or later.
+version_at_least() { [ "$(printf '%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
+
 # Waits until ember (PID) samples. Start it with --progress-fd 3
 # 3>PROGRESS: its first line is written once the programs are armed, which
 # with -a or -p comes after every JVM's attach (up to --attach-timeout),

@@ -10,17 +10,13 @@
 . "$(dirname "$0")/../lib.sh"
 STACKS=$ROOT/build/tools/python_stacks
 [ -x "$STACKS" ] || fail "no $STACKS: make test-build"
-pythons=(/usr/bin/python3)
-pyenv_root=$(pyenv root 2>/dev/null)
-for p in "$pyenv_root"/versions/3.*/bin/python3.*; do
-	[[ $p =~ python3\.[0-9]+$ ]] && pythons+=("$p")
-done
+mapfile -t pythons < <(cpythons)
 [ -x /usr/bin/python3 ] || fail "no /usr/bin/python3: scripts/deps.sh installs python3"
 
 checked=0
 for py in "${pythons[@]}"; do
 	version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || fail "$py does not run"
-	known=$([ "$(printf '%s\n' 3.8 "$version" | sort -V | head -1)" = 3.8 ] && echo yes)
+	known=$(version_at_least "$version" 3.8 && echo yes)
 	if [ -n "$known" ]; then
 		"$py" "$ROOT/tests/workloads/py_chains.py" 120 >"$TMP/out" &
 	else
@@ -45,7 +41,7 @@ for py in "${pythons[@]}"; do
 	assert_contains "$TMP/stacks" ';(Thread\.)?run;waiter;nap$' "CPython $version: the sleeper: $(cat "$TMP/stacks")"
 	assert_contains "$TMP/stacks" ';(Thread\.)?run;loop_thread;.*;main_task;step;leaf_spin$' "CPython $version: the coroutines: $(cat "$TMP/stacks")"
 	[ "$(grep -vc '^#' "$TMP/stacks")" = 3 ] || fail "CPython $version: not 3 threads: $(cat "$TMP/stacks")"
-	if [ "$(printf '%s\n' 3.11 "$version" | sort -V | head -1)" = 3.11 ]; then
+	if version_at_least "$version" 3.11; then
 		assert_contains "$TMP/stacks" "^$pid <module>;" "CPython $version: the main thread's tid is not $pid: $(cat "$TMP/stacks")"
 		for tid in $(grep -v '^#' "$TMP/stacks" | cut -d' ' -f1); do
 			[ -d "/proc/$pid/task/$tid" ] || fail "CPython $version: tid $tid is not a thread of $pid"

@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "flamegraph/utf8.h"
 #include "user/heap/hprof.h"
 
 namespace ember::heap {
@@ -648,24 +649,6 @@ std::optional<std::pair<uint8_t, uint64_t>> field_value(const HeapIndex& x, uint
   return std::nullopt;
 }
 
-void append_utf8(std::string& out, uint32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xc0 | c >> 6);
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xe0 | c >> 12);
-    out += static_cast<char>(0x80 | (c >> 6 & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | c >> 18);
-    out += static_cast<char>(0x80 | (c >> 12 & 0x3f));
-    out += static_cast<char>(0x80 | (c >> 6 & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  }
-}
-
 // A java.lang.String's text from its value array: bytes of Latin-1 or
 // UTF-16 in the JVM's order (coder 0 or 1, JDK 9 on), or chars (written
 // big-endian).
@@ -673,7 +656,7 @@ std::string string_text(uint8_t type, std::string_view data, uint64_t coder) {
   std::string out;
   std::vector<uint16_t> units;
   if (type == hp::kByte && coder == 0) {
-    for (unsigned char b : data) append_utf8(out, b);
+    for (unsigned char b : data) flamegraph::append_utf8(out, b);
     return out;
   }
   for (size_t i = 0; i + 1 < data.size(); i += 2) {
@@ -684,7 +667,7 @@ std::string string_text(uint8_t type, std::string_view data, uint64_t coder) {
     uint32_t c = units[i];
     if (c >= 0xd800 && c < 0xdc00 && i + 1 < units.size() && units[i + 1] >= 0xdc00 && units[i + 1] < 0xe000)
       c = 0x10000 + ((c - 0xd800) << 10) + (units[++i] - 0xdc00);
-    append_utf8(out, c);
+    flamegraph::append_utf8(out, c);
   }
   return out;
 }

@@ -12,7 +12,7 @@ constexpr ember_python_layout k38 = {
     .version = 0x0308, .instr_kind = EMBER_PY_INSTR_LASTI_BYTES, .entry = EMBER_PY_ENTRY_EVERY,
     .shim_owner = 0, .code_tag_mask = 0, .ascii_data = 48, .compact_data = 72,
     .runtime_interpreters = 32, .interp_next = 0, .interp_threads = 8, .tstate_next = 8,
-    .tstate_native_thread_id = -1, .tstate_thread_id = 176, .tstate_frame = 24, .cframe_current_frame = -1,
+    .tstate_native_thread_id = -1, .tstate_thread_id = 176, .tstate_frame = 24, .cframe_current_frame = -1, .cframe_previous = -1,
     .frame_previous = 24, .frame_code = 32, .frame_instr = 104, .frame_owner = -1, .frame_is_entry = -1,
     .code_name = 112, .code_qualname = -1, .code_filename = 104, .code_firstlineno = 40, .code_linetable = 120,
     .code_adaptive = -1, .code_firsttraceable = -1};
@@ -29,7 +29,7 @@ constexpr ember_python_layout k311 = {
     .version = 0x030b, .instr_kind = EMBER_PY_INSTR_PREV, .entry = EMBER_PY_ENTRY_FLAG,
     .shim_owner = 0, .code_tag_mask = 0, .ascii_data = 48, .compact_data = 72,
     .runtime_interpreters = 40, .interp_next = 0, .interp_threads = 16, .tstate_next = 8,
-    .tstate_native_thread_id = 160, .tstate_thread_id = 152, .tstate_frame = 56, .cframe_current_frame = 8,
+    .tstate_native_thread_id = 160, .tstate_thread_id = 152, .tstate_frame = 56, .cframe_current_frame = 8, .cframe_previous = 16,
     .frame_previous = 48, .frame_code = 32, .frame_instr = 56, .frame_owner = 69, .frame_is_entry = 68,
     .code_name = 120, .code_qualname = 128, .code_filename = 112, .code_firstlineno = 72, .code_linetable = 136,
     .code_adaptive = 184, .code_firsttraceable = 168};
@@ -38,7 +38,7 @@ constexpr ember_python_layout k312 = {
     .version = 0x030c, .instr_kind = EMBER_PY_INSTR_PREV, .entry = EMBER_PY_ENTRY_SHIM,
     .shim_owner = 3, .code_tag_mask = 0, .ascii_data = 40, .compact_data = 56,
     .runtime_interpreters = 40, .interp_next = 0, .interp_threads = 72, .tstate_next = 8,
-    .tstate_native_thread_id = 144, .tstate_thread_id = 136, .tstate_frame = 56, .cframe_current_frame = 0,
+    .tstate_native_thread_id = 144, .tstate_thread_id = 136, .tstate_frame = 56, .cframe_current_frame = 0, .cframe_previous = 8,
     .frame_previous = 8, .frame_code = 0, .frame_instr = 56, .frame_owner = 70, .frame_is_entry = -1,
     .code_name = 120, .code_qualname = 128, .code_filename = 112, .code_firstlineno = 68, .code_linetable = 136,
     .code_adaptive = 192, .code_firsttraceable = 176};
@@ -47,7 +47,7 @@ constexpr ember_python_layout k313 = {
     .version = 0x030d, .instr_kind = EMBER_PY_INSTR_NEXT, .entry = EMBER_PY_ENTRY_SHIM,
     .shim_owner = 3, .code_tag_mask = 0, .ascii_data = 40, .compact_data = 56,
     .runtime_interpreters = 632, .interp_next = 7264, .interp_threads = 7344, .tstate_next = 8,
-    .tstate_native_thread_id = 160, .tstate_thread_id = 152, .tstate_frame = 72, .cframe_current_frame = -1,
+    .tstate_native_thread_id = 160, .tstate_thread_id = 152, .tstate_frame = 72, .cframe_current_frame = -1, .cframe_previous = -1,
     .frame_previous = 8, .frame_code = 0, .frame_instr = 56, .frame_owner = 70, .frame_is_entry = -1,
     .code_name = 120, .code_qualname = 128, .code_filename = 112, .code_firstlineno = 68, .code_linetable = 136,
     .code_adaptive = 200, .code_firsttraceable = 184};

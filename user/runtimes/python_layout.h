@@ -1,7 +1,7 @@
 // CPython's layout per version: where a thread's frames, their code
 // objects and the code's names lie (bpf/python.h's ember_python_layout),
 // from facts checked against each version's headers and live processes
-// (../shared/notes/cpython.md). From 3.13 on CPython publishes most of it
+// (user/runtimes/cpython.md). From 3.13 on CPython publishes most of it
 // itself, in the _Py_DebugOffsets at the start of _PyRuntime: read there,
 // it follows a patch release that moved a field.
 #pragma once

@@ -29,7 +29,9 @@ bool is_jit_token(uint64_t ip) { return ip & kJitToken; }
 // The token for the pseudo-frame that ends a stack cut at a JIT frame.
 constexpr uint32_t kBrokenChainToken = 0;
 constexpr uint32_t kUnnamedInterpretedToken = 1;  // a Method* the JVM's agent did not name
+constexpr uint32_t kHiddenToken = UINT32_MAX;  // a frame the runtime hides: left out
 bool is_interpreted_method(uint64_t ip) { return (ip & ~EMBER_FRAME_METHOD_MASK) == EMBER_FRAME_METHOD; }
+bool is_python_frame(uint64_t ip) { return (ip & EMBER_FRAME_PYTHON_TAG) == EMBER_FRAME_PYTHON; }
 
 // JVM samples wait this long for the agent to publish their code.
 constexpr uint64_t kJitSettleNs = 300'000'000;
@@ -140,6 +142,7 @@ std::vector<uint32_t> Collector::next_window() {
   unwind_tallies_.clear();
   stats_ = {};
   jit_frames_.clear();
+  python_tokens_.clear();
   for (auto& [pid, jvm] : jvms_) {
     jvm.tokens.clear();
     jvm.method_tokens.clear();
@@ -258,11 +261,30 @@ uint32_t Collector::interpreted_token(Jvm* jvm, uint64_t method_pointer) {
   return it->second;
 }
 
+uint32_t Collector::python_token(uint32_t pid, uint64_t word) {
+  auto [it, inserted] = python_tokens_[pid].try_emplace(word, kHiddenToken);
+  if (inserted) {
+    std::optional<Frame> frame = python_namer_ ? python_namer_(pid, word) : std::nullopt;
+    if (frame) {
+      it->second = static_cast<uint32_t>(jit_frames_.size());
+      jit_frames_.push_back({std::move(*frame)});
+    }
+  }
+  return it->second;
+}
+
 size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t time_ns, uint64_t* out) {
   auto found = jvms_.find(pid);
   Jvm* jvm = found == jvms_.end() ? nullptr : &found->second;
   size_t n = 0;
   for (size_t i = 0; i < ips.size(); ++i) {
+    if (is_python_frame(ips[i])) {
+      if (uint32_t token = python_token(pid, ips[i]); token != kHiddenToken) {
+        out[n++] = kJitToken | token;
+        ++stats_.python_frames;
+      }
+      continue;
+    }
     if (is_interpreted_method(ips[i])) {
       out[n++] = kJitToken | interpreted_token(jvm, ips[i] & EMBER_FRAME_METHOD_MASK);
       continue;

@@ -183,6 +183,10 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
                                    " processes at most are unwound with their tables, others by frame pointers");
   }
   bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? processes : 1);
+  if (!unwind) {  // Python frames are the unwinder's
+    bpf_map__set_max_entries(skel->maps.python_processes, 1);
+    bpf_map__set_max_entries(skel->maps.python_threads, 1);
+  }
   bpf_program__set_autoload(skel->progs.ember_unwind_exit, unwind);
   bool exit_mappings = kernel_has_exit_mappings();
   bpf_program__set_autoload(skel->progs.ember_exit_mappings, exit_mappings);
@@ -311,6 +315,8 @@ void Sampler::stop() {
 SamplerCounters Sampler::counters() const {
   SamplerCounters sum;
   sum.unwind_unsupported = state_->skel->bss->unwind_unsupported;
+  sum.python_unread = state_->skel->bss->python_unread;
+  sum.python_unplaced = state_->skel->bss->python_unplaced;
   std::vector<ember_counters> per_cpu(static_cast<size_t>(std::max(libbpf_num_possible_cpus(), 1)));
   uint32_t zero = 0;
   if (bpf_map__lookup_elem(state_->skel->maps.counters, &zero, sizeof zero, per_cpu.data(),
@@ -333,7 +339,7 @@ SamplerCounters Sampler::counters() const {
 UnwindMaps Sampler::unwind_maps() const {
   profile_bpf* skel = state_->skel.get();
   return {bpf_map__fd(skel->maps.unwind_rows), bpf_map__max_entries(skel->maps.unwind_rows),
-          bpf_map__fd(skel->maps.unwind_processes)};
+          bpf_map__fd(skel->maps.unwind_processes), bpf_map__fd(skel->maps.python_processes)};
 }
 
 std::vector<uint32_t> Sampler::live_allocations() const {

@@ -62,6 +62,8 @@ struct SamplerCounters {
   uint64_t malloc_untracked = 0;  // --live: sampled allocations not tracked, table full
   uint64_t waker_untracked = 0;   // --waker: wakeups whose waker's stacks could not be stored
   uint64_t unwind_unsupported = 0;  // frames with CFI the unwinder cannot apply
+  uint64_t python_unread = 0;    // stacks whose Python chain ended at a frame that could not be read
+  uint64_t python_unplaced = 0;  // stacks with Python frames left out: their eval loop's native frame was not met
   uint64_t scratch_busy = 0;  // records not built: every per-CPU buffer in use by nested programs
 };
 

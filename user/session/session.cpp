@@ -151,7 +151,12 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
     auto u = Unwinder::open(maps, static_cast<uint32_t>(mode));
     if (!u) return std::unexpected(u.error());
     unwinder_ = std::move(*u);
-    collector_.on_snapshot([this](uint32_t pid) { unwinder_->add_process(pid, symbolizer_.mapped_files(pid)); });
+    python_.emplace(maps.python_processes_fd, config_.lines);
+    collector_.on_snapshot([this](uint32_t pid) {
+      unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
+      python_->add_process(pid);
+    });
+    collector_.on_python_frame([this](uint32_t pid, uint64_t word) { return python_->frame(pid, word); });
     collector_.on_copied_stack([this](uint32_t pid, std::span<const __u64> copy, __u64* out) {
       return unwinder_->unwind_copy(pid, copy, out);
     });
@@ -159,7 +164,10 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
       unwinder_->set_jit_code(pid, code);
     });
     for (uint32_t pid : config_.pids)
-      if (symbolizer_.snapshot_process(pid)) unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
+      if (symbolizer_.snapshot_process(pid)) {
+        unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
+        python_->add_process(pid);
+      }
     return {};
   };
   auto sampler = Sampler::start(
@@ -361,6 +369,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
   for (uint32_t pid : window.forgotten) {
     symbolizer_.forget_process(pid);
     if (unwinder_) unwinder_->remove_process(pid);
+    if (python_) python_->remove_process(pid);
   }
   symbolizer_.end_window();
   window_start_s_ = cut_s;

@@ -26,6 +26,7 @@
 #include "user/java/java.h"
 #include "user/java/java_attach.h"
 #include "user/java/jvm.h"
+#include "user/runtimes/python_frames.h"
 #include "user/session/sampler.h"
 #include "user/session/unwinder.h"
 
@@ -133,6 +134,8 @@ class Session {
   // ...and after it, once symbols were read (kptr_restrict, unreadable files).
   // The unwinder's tables, if user stacks are unwound by CFI.
   const Unwinder* unwinder() const { return unwinder_.get(); }
+  // Python frames, named in stacks where the unwinder walks (not with fp).
+  const runtimes::PythonFrames* python() const { return python_ ? &*python_ : nullptr; }
   const symbolizer::Symbolizer& symbolizer() const { return symbolizer_; }
   std::vector<Collector::JavaStream> java_streams() const { return collector_.java_streams(); }
   // Each JVM's heap, GCs and allocation rate since it was first seen.
@@ -161,6 +164,7 @@ class Session {
   Collector collector_;
   std::optional<JavaSession> java_;
   std::unique_ptr<Unwinder> unwinder_;
+  std::optional<runtimes::PythonFrames> python_;
   std::unique_ptr<Sampler> sampler_;
   int cpus_ = 0;
   bool stopped_ = false;

@@ -35,6 +35,7 @@ struct UnwindMaps {
   int rows_fd = -1;         // array of ember_unwind_row
   uint32_t rows_capacity = 0;
   int processes_fd = -1;    // hash: tgid -> ember_unwind_process
+  int python_processes_fd = -1;  // hash: tgid -> ember_python_process (bpf/python.bpf.c)
 };
 
 // Binaries by path, the first few kept: a session that runs for weeks
