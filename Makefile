@@ -342,8 +342,9 @@ $(BUILD)/oracle/bcc_symbolize: tests/oracle/bcc_symbolize.cpp
 # hsperf), the agent's configuration and its backend's answers
 # (agent_config, backend), what clients send ember serve (serve), and the
 # tables of an HTML flamegraph that `ember convert` reads back (page), and
-# a JVM's heap dump (HPROF) that `ember jvm --heap` reads (heap).
-FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve page heap
+# a JVM's heap dump (HPROF) that `ember jvm --heap` reads (heap), and a
+# CPython process's code objects and line tables (python).
+FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve page heap python
 # The replay of every corpus (make test): one binary, each harness under the
 # sanitizers with its entry renamed fuzz_TARGET (a link of the san tree
 # takes ~30 s: one, not one a target).

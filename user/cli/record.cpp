@@ -367,6 +367,19 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
   for (const auto& [pid, summary] : session.jvm_summaries())
     std::fprintf(stderr, "  jvm %-7u %s\n", pid, summary.c_str());
   for (const std::string& note : w.java_notes) std::fprintf(stderr, "  java        %s\n", note.c_str());
+  if (const runtimes::PythonFrames* python = session.python();
+      python && (python->stats().processes || !python->stats().refused.empty())) {
+    const runtimes::PythonFrames::Stats& s = python->stats();
+    std::fprintf(stderr,
+                 "  python      %llu processes, %llu frames named, %llu unnamed (code object unreadable); stacks "
+                 "whose chain was cut: %llu at an unreadable frame, %llu where the eval loop's native frame was "
+                 "not met\n",
+                 n(s.processes), n(s.frames), n(s.unnamed), n(counters.python_unread), n(counters.python_unplaced));
+    size_t told = 0;
+    for (const auto& [pid, why] : s.refused)
+      if (told++ < 10) std::fprintf(stderr, "  python      process %u: %s: its eval loop's frames stay native\n", pid, why.c_str());
+    if (s.refused.size() > 10) std::fprintf(stderr, "  python      ... and %zu more such processes\n", s.refused.size() - 10);
+  }
   for (const Collector::JavaStream& j : session.java_streams())
     if (session.unwinder() && !j.frames_unavailable.empty())
       warn("JVM " + std::to_string(j.pid) + ": ember's agent cannot read this JVM's frame layout (its VMStructs lack " +

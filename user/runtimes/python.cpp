@@ -39,7 +39,7 @@ std::optional<uint16_t> python_version_from_name(const std::string& path) {
 
 std::expected<std::optional<PythonProcess>, std::string> find_python(pid_t pid) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  if (!maps) return std::unexpected("cannot read /proc/" + std::to_string(pid) + "/maps");
+  if (!maps) return std::nullopt;  // gone: nothing to read
   std::vector<symbolizer::Mapping> mappings = symbolizer::parse_proc_maps(maps);
   std::string root = "/proc/" + std::to_string(pid) + "/root";
   for (const symbolizer::Mapping& m : mappings) {

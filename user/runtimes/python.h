@@ -24,8 +24,8 @@ struct PythonProcess {
   uint64_t eval_end = 0;
 };
 
-// The CPython interpreter process `pid` runs, none if it runs none, or
-// why it cannot be read (a version ember does not know, a layout the
+// The CPython interpreter process `pid` runs, none if it runs none (or
+// is gone), or why it cannot be read (a version ember does not know, a layout the
 // process contradicts).
 std::expected<std::optional<PythonProcess>, std::string> find_python(pid_t pid);
 

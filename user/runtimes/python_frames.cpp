@@ -185,6 +185,7 @@ int python_line(uint16_t version, std::string_view table, int first_line, int64_
 }
 
 void PythonFrames::add_process(uint32_t pid) {
+  bool known = processes_.contains(pid);
   remove_process(pid);  // an exec: another image, maybe another interpreter
   auto found = find_python(static_cast<pid_t>(pid));
   if (!found) {
@@ -206,7 +207,7 @@ void PythonFrames::add_process(uint32_t pid) {
     return;
   }
   processes_[pid].python = std::move(**found);
-  ++stats_.processes;
+  if (!known) ++stats_.processes;
 }
 
 void PythonFrames::remove_process(uint32_t pid) {

@@ -58,7 +58,7 @@ class PythonFrames {
   std::optional<flamegraph::Frame> frame(uint32_t pid, uint64_t word);
 
   struct Stats {
-    uint64_t processes = 0;        // in which CPython was found
+    uint64_t processes = 0;        // in which CPython was found (an exec counts once)
     uint64_t frames = 0;           // named
     uint64_t unnamed = 0;          // whose code object could not be read
     // Processes whose CPython cannot be read, by pid: why (its frames stay
