@@ -539,6 +539,20 @@ TEST_CASE("two statics of one class that hold its memory together are each a pla
   CHECK(a.retainers[0].retained == 32 + 4 * 4112);
   CHECK(a.retainers[1].path == "static com.acme.Hold.THINGS → java.util.HashMap$Node[]");
   CHECK(a.retainers[1].retained == 32 + 3 * 4112);
+  // One holding most (82%) beside one holding 18%: both places, not the
+  // bigger alone (a growing list was left out while a cache held 84%).
+  Hprof m = jdk_heap();
+  m.klass(kCache, "com/acme/Hold", kObjectClass, {}, {{"CACHE", hp::kObject, 0x2000}, {"THINGS", hp::kObject, 0x3000}});
+  m.instance(0x2000, kHashMap, {0x2040, 9, 0});
+  m.array(0x2040, kNodes, {0x4000, 0x5000, 0x6000, 0x7000, 0x8000, 0x9000, 0xa000, 0xb000, 0xc000});
+  m.array(0x3000, kNodes, {0xd000, 0xe000});
+  for (uint64_t b : {0x4000, 0x5000, 0x6000, 0x7000, 0x8000, 0x9000, 0xa000, 0xb000, 0xc000, 0xd000, 0xe000})
+    m.primitives(b, hp::kByte, std::string(4096, 'x'));
+  a = analyzed(m);
+  REQUIRE(a.retainers.size() == 2);
+  CHECK(a.retainers[0].path == "static com.acme.Hold.CACHE → java.util.HashMap.table → java.util.HashMap$Node[]");
+  CHECK(a.retainers[1].path == "static com.acme.Hold.THINGS → java.util.HashMap$Node[]");
+  CHECK(a.retainers[1].retained == 24 + 2 * 4112);
   // An array's elements are one place, however evenly they share it.
   Hprof e = jdk_heap();
   e.klass(kCache, "com/acme/Hold", kObjectClass, {}, {{"ALL", hp::kObject, 0x3000}});

@@ -246,6 +246,11 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
       if (retained[children[k]] >= kAccumulation * static_cast<double>(retained[p])) return children[k];
     return p;
   };
+  // A child of p that retains a big share of it: a place of its own
+  // beside p's biggest (a growing list beside a bigger cache).
+  auto big = [&](uint32_t p, uint32_t c) {
+    return retained[c] >= kFieldShare * static_cast<double>(retained[p]) && retained[c] >= min_retained;
+  };
   // An object or class whose memory is in a few of its fields, none holding
   // most of it (two statics of one class): those fields, each a place of
   // its own with its path, rather than the holder alone; none where the
@@ -256,8 +261,7 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
     if (g.class_name(g.class_of(t.order[p])).ends_with("[]")) return fields;
     uint64_t in_fields = 0;
     for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
-      if (uint32_t c = children[k];
-          retained[c] >= kFieldShare * static_cast<double>(retained[p]) && retained[c] >= min_retained) {
+      if (uint32_t c = children[k]; big(p, c)) {
         fields.push_back(c);
         in_fields += retained[c];
       }
@@ -269,7 +273,11 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
     for (std::vector<uint32_t> from{top_child}; !from.empty() && points.size() < top;) {
       uint32_t p = from.back();
       from.pop_back();
-      for (uint32_t q = accumulation(p); q != p; q = accumulation(p)) p = q;
+      for (uint32_t q = accumulation(p); q != p; q = accumulation(p)) {
+        for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
+          if (children[k] != q && big(p, children[k])) from.push_back(children[k]);
+        p = q;
+      }
       if (std::vector<uint32_t> fields = big_fields(p); !fields.empty()) {
         std::sort(fields.begin(), fields.end(), [&](uint32_t x, uint32_t y) { return retained[x] < retained[y]; });
         from.insert(from.end(), fields.begin(), fields.end());  // the biggest next
