@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "flamegraph/utf8.h"
 #include "user/runtimes/python.h"
 
 namespace {
@@ -44,21 +45,7 @@ std::string text(const ember_python_layout& l, uint64_t str) {
   std::string out;
   for (uint64_t i = 0; i < length; ++i) {
     uint32_t c = kind == 1 ? read<uint8_t>(data + i) : kind == 2 ? read<uint16_t>(data + 2 * i) : read<uint32_t>(data + 4 * i);
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xc0 | c >> 6);
-      out += static_cast<char>(0x80 | (c & 0x3f));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xe0 | c >> 12);
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (c & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | c >> 18);
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (c & 0x3f));
-    }
+    ember::flamegraph::append_utf8(out, c);
   }
   return out;
 }
