@@ -56,6 +56,12 @@ class PythonFrames {
   // The frame of `word` (EMBER_FRAME_PYTHON) in a stack of `pid`; none
   // for a frame CPython itself hides (one that has not started running).
   std::optional<flamegraph::Frame> frame(uint32_t pid, uint64_t word);
+  // A window ends: the code objects read are read again when next met (a
+  // session of weeks meets code without end, and a freed one's address is
+  // reused by the next).
+  void next_window() {
+    for (auto& [pid, p] : processes_) p.code.clear();
+  }
 
   struct Stats {
     uint64_t processes = 0;        // in which CPython was found (an exec counts once)

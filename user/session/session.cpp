@@ -372,6 +372,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     if (python_) python_->remove_process(pid);
   }
   symbolizer_.end_window();
+  if (python_) python_->next_window();
   window_start_s_ = cut_s;
   window_start_unix_ns_ = cut_unix_ns;
   return window;
