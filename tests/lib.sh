@@ -8,8 +8,19 @@ EMBER=${EMBER:-$ROOT/build/ember}
 WORKLOADS=$ROOT/build/workloads
 TMP=$(mktemp -d /tmp/ember-test.XXXXXX)
 BACKGROUND=()
+AT_EXIT=()
+MAIN_SHELL=$BASHPID
+# at_exit COMMAND: run when the test ends (to stop or restore what it
+# changed), once its background commands are signalled, before $TMP goes.
+at_exit() { AT_EXIT+=("$1"); }
 cleanup() {
+	# A shell forked for a background command runs this trap too when a
+	# signal reaches it before its exec (a test stopping what it just
+	# started): only the test's own shell cleans up.
+	[[ $BASHPID == "$MAIN_SHELL" ]] || return 0
+	local c p
 	for p in "${BACKGROUND[@]}"; do kill "$p" 2>/dev/null; done
+	for c in "${AT_EXIT[@]}"; do eval "$c"; done
 	wait 2>/dev/null
 	rm -rf "$TMP"
 }

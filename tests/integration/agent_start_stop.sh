@@ -36,13 +36,15 @@ expect_refusal $'events = ["alloc"]\n[java]\nattach = false\n' "'alloc' needs em
 need_bpf
 # SIGTERM from the first instant of start-up (its exec) to sampling: exit 0
 # within the spool-only grace (no server), the port free again.
+exe=$(readlink -f "$EMBER")
 for delay in 0 0 0.01 0.05 0.1 0.3 0.6 1 2 4; do
 	port=$(free_port)
 	"$EMBER" agent --spool.dir "$SPOOL" --metrics.listen "127.0.0.1:$port" --period 1s 2>"$TMP/log" &
 	agent=$!
-	# From its exec on: a signal to the shell forked for it, before exec,
-	# would run this script's exit trap there and remove $TMP.
-	for _ in $(seq 500); do [[ $(readlink /proc/$agent/exe) == "$(readlink -f "$EMBER")" ]] && break; sleep 0.01; done
+	# From its exec on: before it, the signal would end the shell forked
+	# for it, not ember.
+	for _ in $(seq 1000); do [[ $(readlink /proc/$agent/exe) == "$exe" ]] && break; sleep 0.01; done
+	[[ $(readlink /proc/$agent/exe) == "$exe" ]] || fail "the agent was not started 10 s later: $(cat "$TMP/log")"
 	sleep "$delay"
 	kill -TERM $agent
 	for _ in $(seq 200); do kill -0 $agent 2>/dev/null || break; sleep 0.1; done
@@ -74,6 +76,7 @@ BACKGROUND+=($agent)
 for _ in $(seq 300); do grep -q 'its DWARF' "$TMP/log" && break; sleep 0.1; done
 kill -TERM $agent
 wait $agent
+[ -e "$TMP/log" ] || fail "the agent's log is gone; $TMP holds: $(ls -A "$TMP" 2>&1)"
 cat "$TMP/log"
 assert_contains "$TMP/log" "libc.so.6: its DWARF \\([0-9]+ MiB\\) does not fit in what is left of the symbolizer's 8 MiB for DWARF \\(half of symbol_memory\\)" \
 	"no warning naming symbol_memory"

@@ -11,7 +11,7 @@ command -v curl >/dev/null || skip "no curl (scripts/deps.sh test installs it)"
 SMALL=$TMP/small
 mkdir "$SMALL"
 mount -t tmpfs -o size=160k tmpfs "$SMALL" || skip "cannot mount a tmpfs"
-trap 'umount "$SMALL"; cleanup' EXIT
+at_exit 'umount "$SMALL"'
 
 # --- record
 background "$WORKLOADS/spinner" 60

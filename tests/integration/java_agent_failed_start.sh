@@ -19,7 +19,7 @@ missing=$TMP/gone/x.jitmap
 java -cp "$TMP/classes" Workload 60 >"$TMP/jvm.out" 2>"$TMP/jvm.err" &
 jvm=$!
 # A JVM that hangs at exit ignores SIGTERM: the end of the test kills it.
-trap 'kill -9 "$jvm" 2>/dev/null; cleanup' EXIT
+at_exit 'kill -9 "$jvm" 2>/dev/null'
 for _ in $(seq 100); do jcmd "$jvm" VM.version >/dev/null 2>&1 && break; sleep 0.1; done
 jcmd "$jvm" JVMTI.agent_load "$AGENT" "\"out=$missing\"" >"$TMP/jcmd.out" 2>&1 || fail "jcmd failed: $(cat "$TMP/jcmd.out")"
 assert_contains "$TMP/jcmd.out" "return code: 0" "the attach did not answer success: $(cat "$TMP/jcmd.out")"

@@ -21,7 +21,7 @@ chmod 755 "$TMP"
 javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
 chmod -R a+rX "$TMP/classes"
 planted=$TMP/planted
-trap 'xargs -r rm -f <"$planted" 2>/dev/null; rm -rf /tmp/ember-999999-stale000 /tmp/ember-999998-heldheld; cleanup' EXIT
+at_exit 'xargs -r rm -f <"$planted" 2>/dev/null; rm -rf /tmp/ember-999999-stale000 /tmp/ember-999998-heldheld'
 : >"$planted"
 
 started_jvm() {  # PID: waits until the JVM answers with its main class

@@ -9,7 +9,7 @@ command -v unshare >/dev/null || skip "no unshare(1)"
 # Outside /tmp: the sandbox mounts its own /tmp over it. Compile thresholds
 # at a tenth: main's loop is compiled in well under a second of CPU.
 classes=$(mktemp -d /var/tmp/ember-ct.XXXXXX)
-trap 'pkill -f "$classes" 2>/dev/null; rm -rf "$classes"; cleanup' EXIT
+at_exit 'pkill -f "$classes" 2>/dev/null; rm -rf "$classes"'
 javac -d "$classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
 unshare --pid --mount --fork --mount-proc sh -c \
 	"mount -t tmpfs tmpfs /tmp && exec java -XX:+PreserveFramePointer -XX:+PrintCompilation -XX:CompileThresholdScaling=0.1 -cp $classes Workload 30" \

@@ -14,7 +14,7 @@ java -XX:+PreserveFramePointer -XX:+PrintCompilation -XX:CompileCommand=quiet -X
 	-XX:CompileCommand=dontinline,Workload::hotB -cp "$TMP/classes" Workload 30 >"$TMP/jit.log" &
 jvm=$!
 BACKGROUND+=($jvm)
-trap 'rm -f /tmp/perf-$jvm.map; cleanup' EXIT
+at_exit 'rm -f /tmp/perf-$jvm.map'
 wait_compiled "$TMP/jit.log" Workload::hotA Workload::hotB Workload::writeChunk
 
 "$EMBER" record -p "$jvm" --threads -F 999 -d 3 -o "$TMP/agent.folded" 2>"$TMP/err" || fail "agent: ember exited $?: $(cat "$TMP/err")"

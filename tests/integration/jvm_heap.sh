@@ -127,7 +127,7 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
 	unshare --pid --mount --fork --kill-child --mount-proc sh -c \
 		"mount -t tmpfs tmpfs /tmp && exec java -cp $ct HeapLeak 200 20 4000 60" >"$TMP/ct.out" 2>&1 &
 	sandbox=$!
-	trap 'kill -KILL "$sandbox" 2>/dev/null; cleanup; rm -rf "$ct"' EXIT
+	at_exit 'kill -KILL "$sandbox" 2>/dev/null; rm -rf "$ct"'
 	for _ in $(seq 300); do grep -q '^held ' "$TMP/ct.out" && break; sleep 0.1; done
 	inside=$(pgrep -f "$ct HeapLeak" | tail -1)
 	[ -n "$inside" ] && grep -q $'NSpid:\t'"$inside"$'\t1$' /proc/"$inside"/status || fail "the sandboxed JVM is not pid 1 inside"
@@ -140,7 +140,7 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
 	unshare --pid --mount --fork --kill-child --mount-proc sh -c \
 		"mount -t tmpfs -o size=4m tmpfs /tmp && exec java -cp $ct HeapLeak 200 20 4000 60" >"$TMP/small.out" 2>&1 &
 	small=$!
-	trap 'kill -KILL "$sandbox" "$small" 2>/dev/null; cleanup; rm -rf "$ct"' EXIT
+	at_exit 'kill -KILL "$small" 2>/dev/null'
 	for _ in $(seq 300); do grep -q '^held ' "$TMP/small.out" && break; sleep 0.1; done
 	cramped=$(pgrep -f "$ct HeapLeak" | grep -vx "$inside" | tail -1)
 	[ -n "$cramped" ] || fail "the second sandboxed JVM did not start: $(cat "$TMP/small.out")"

@@ -37,7 +37,7 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
 	unshare --pid --mount --fork --kill-child --mount-proc sh -c \
 		"mount -t tmpfs tmpfs /tmp && exec java -Xmx64m -cp $ct Allocator 16 20" >/dev/null 2>&1 &
 	sandbox=$!
-	trap 'kill -KILL "$sandbox" 2>/dev/null; cleanup; rm -rf "$ct"' EXIT
+	at_exit 'kill -KILL "$sandbox" 2>/dev/null; rm -rf "$ct"'
 fi
 # Started, and allocating at its steady rate: 2 s of its reports (every
 # 250 ms) from each; a busy machine starts JVMs late.

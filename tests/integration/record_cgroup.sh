@@ -14,8 +14,8 @@ mount=$(awk '/ - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
 name=ember-test.$$
 cg=$mount/$name
 remove_cgroups() {
-	cleanup
 	# A cgroup goes once its last process is reaped.
+	wait 2>/dev/null
 	for _ in $(seq 50); do
 		rmdir "$cg/child" "$cg" 2>/dev/null
 		[ -d "$cg" ] || return 0
@@ -24,7 +24,7 @@ remove_cgroups() {
 	echo "FAIL: cgroup $cg left behind: $(cat "$cg"/cgroup.procs "$cg"/child/cgroup.procs 2>/dev/null)"
 	exit 1
 }
-trap remove_cgroups EXIT
+at_exit remove_cgroups
 mkdir "$cg" "$cg/child" || skip "cannot make a cgroup under $mount"
 
 # in_cgroup DIR CMD...: CMD in the background, in cgroup DIR from its first instruction.

@@ -47,8 +47,7 @@ fi
 # kernel.kptr_restrict=2 hides kernel addresses even from root: record
 # anyway, warn, name the sysctl.
 old=$(cat /proc/sys/kernel/kptr_restrict)
-restore_kptr() { echo "$old" >/proc/sys/kernel/kptr_restrict; cleanup; }
-trap restore_kptr EXIT
+at_exit 'echo "$old" >/proc/sys/kernel/kptr_restrict'
 if echo 2 >/proc/sys/kernel/kptr_restrict 2>/dev/null; then
 	"$EMBER" record -o "$TMP/k.folded" -- "$WORKLOADS/syscall_loop" 1 >"$TMP/out" 2>"$TMP/err"
 	rc=$?

@@ -12,7 +12,7 @@ need_bpf
 max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
 # The kernel lowers this limit when sampling interrupts run long: put it
 # back, whatever this storm made of it.
-trap 'echo "$max" >/proc/sys/kernel/perf_event_max_sample_rate; cleanup' EXIT
+at_exit 'echo "$max" >/proc/sys/kernel/perf_event_max_sample_rate'
 rate=$((max < 20000 ? max : 20000))
 background "$WORKLOADS/spinner" 30
 background "$WORKLOADS/spinner" 30

@@ -183,7 +183,7 @@ EOF
 gcc -O1 -o "$TMP/anon" "$TMP/anon.c" || fail "gcc failed"
 background "$TMP/anon" >"$TMP/anon.out"
 anon_pid=${BACKGROUND[-1]}
-trap 'rm -f "/tmp/perf-$anon_pid.map"; cleanup' EXIT
+at_exit 'rm -f "/tmp/perf-$anon_pid.map"'
 for _ in $(seq 50); do [ -s "$TMP/anon.out" ] && break; sleep 0.1; done
 base=$((16#$(cat "$TMP/anon.out")))
 ((base != 0)) || fail "the anonymous mapping's address did not arrive"

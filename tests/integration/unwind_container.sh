@@ -10,7 +10,7 @@
 need_bpf
 command -v unshare >/dev/null || skip "no unshare(1)"
 root=$(mktemp -d /var/tmp/ember-root.XXXXXX)
-trap 'pkill -f "^unwind_mix-nofp" 2>/dev/null; rm -rf "$root"; cleanup' EXIT
+at_exit 'pkill -f "^unwind_mix-nofp" 2>/dev/null; rm -rf "$root"'
 # The binary, its library, and every library ldd names, at their paths.
 cp "$WORKLOADS/unwind_mix-nofp" "$WORKLOADS/libunwind_mixlib-nofp.so" "$root/"
 for lib in $(ldd "$WORKLOADS/unwind_mix-nofp" | grep -oE '/[^ ]+\.so[^ ]*'); do
