@@ -146,11 +146,18 @@ static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 	return 0;
 }
 
-/* Code the tables do not cover: frame pointers (auto), or the end (cfi). */
-static __always_inline long without_table(struct ember_unwind_state *w, __u32 stop)
+/* Code the tables do not cover: frame pointers (auto), or the end (cfi).
+ * `in_file`: the code lies in a file whose other code has a table (V8's
+ * builtins in node), not in a mapping without one (JIT code). */
+static __always_inline long without_table(struct ember_unwind_state *w, __u32 stop, bool in_file)
 {
-	if (unwind_mode == EMBER_UNWIND_AUTO)
+	if (unwind_mode == EMBER_UNWIND_AUTO) {
+		if (w->v8) {
+			w->v8_fp = w->bp;
+			w->v8_leaf_builtin = in_file && w->exact && w->frames == 1;
+		}
 		return frame_pointer_step(w);
+	}
 	w->stop = stop;
 	return 1;
 }
@@ -289,18 +296,18 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 			return 1;
 		}
 		if (found < 0)
-			return without_table(w, EMBER_STOP_UNMAPPED);
+			return without_table(w, EMBER_STOP_UNMAPPED, false);
 		w->mapping = found;
 	}
 	m = &p->mappings[found & (EMBER_UNWIND_MAPPINGS - 1)];
 	if (!m->rows)
-		return without_table(w, EMBER_STOP_NO_TABLE);
+		return without_table(w, EMBER_STOP_NO_TABLE, false);
 	if (pc == w->last_pc) {
 		row = &w->last_row;
 	} else {
 		row = find_row(m, pc);
 		if (!row)
-			return without_table(w, EMBER_STOP_NO_TABLE);
+			return without_table(w, EMBER_STOP_NO_TABLE, true);
 		w->last_pc = pc;
 		w->last_row = *row;
 	}
@@ -327,10 +334,10 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 		w->stop = EMBER_STOP_ROOT;
 		return 1;
 	case EMBER_ROW_NONE:
-		return without_table(w, EMBER_STOP_NO_TABLE);
+		return without_table(w, EMBER_STOP_NO_TABLE, true);
 	default:
 		__sync_fetch_and_add(&unwind_unsupported, 1);
-		return without_table(w, EMBER_STOP_UNSUPPORTED);
+		return without_table(w, EMBER_STOP_UNSUPPORTED, true);
 	}
 	if (row->rbp == -2) {
 		/* rbp pushed right below the return address (a frame-pointer
@@ -399,6 +406,8 @@ __noinline int ember_unwind_steps(__u32 slot)
 
 		if (walk->state.py_count && walk->state.frames && python_runs(&walk->state, sp))
 			ember_python_emit(slot);
+		if (walk->state.v8_fp)
+			ember_v8_frame(slot);
 		if (ended)
 			return 1;
 	}

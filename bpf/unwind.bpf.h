@@ -6,6 +6,7 @@
 
 #include "profile.h"
 #include "python.h"
+#include "v8.h"
 #include "unwind.h"
 
 /* Where the walk starts: the user registers of the task. */
@@ -38,6 +39,12 @@ struct ember_unwind_state {
 	__u64 py_eval_start, py_eval_end; /* the eval loop's code (EMBER_PY_ENTRY_EVERY) */
 	__u32 py_count;   /* frames waiting in py_pending */
 	__u32 py_entry;   /* EMBER_PY_ENTRY_* of the process, while py_count */
+	/* V8 (bpf/v8.bpf.c): the fp of the frame just stepped by frame
+	 * pointers in a V8 process, for ember_v8_frame to name; 0: none. */
+	__u64 v8_fp;
+	bool v8;              /* the process runs V8 */
+	bool v8_leaf_builtin; /* that frame is the leaf, in code of a file (V8's builtins): the
+	                         function goes below it, not in its place */
 };
 
 /* A walk and the frames it found, leaf first. One per scratch slot
@@ -69,6 +76,12 @@ int ember_python_begin(__u32 slot);
 int ember_python_emit(__u32 slot);
 int ember_python_end(__u32 slot);
 
+/* V8 (bpf/v8.bpf.c): whether walk `slot` is of a V8 process; then names
+ * the frame just stepped by frame pointers (state.v8_fp) as its
+ * JavaScript function, if it is one. */
+int ember_v8_begin(__u32 slot);
+int ember_v8_frame(__u32 slot);
+
 /* Walks the stack from the start in walk `slot`: the number of frames |
  * the EMBER_STOP_* reason << 16. A global function, verified once
  * whatever calls it; its argument a scalar, as 5.10 wants. */
@@ -95,7 +108,9 @@ static __always_inline struct ember_unwind_walk *ember_unwind(__u32 slot, const 
 	walk->state.stop = EMBER_STOP_DEPTH;
 	walk->state.mapping = -1;
 	walk->state.last_pc = 0;
+	walk->state.v8_fp = 0;
 	ember_python_begin(slot);
+	ember_v8_begin(slot);
 	*result = ember_unwind_user(slot);
 	return walk;
 }

@@ -31,14 +31,23 @@ bool all_digits(std::string_view s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
-// "function (file.py)" or "function (file.py:12)", as ember and py-spy
-// write a Python frame.
-bool is_python_frame(std::string_view s) {
-  if (!s.ends_with(")") || s.find(" (") == std::string_view::npos) return false;
-  s.remove_suffix(1);
+// The file of "function (file)" or "function (file:12)", as ember and
+// py-spy write a script's frame; empty for other frames.
+std::string_view script_file(std::string_view s) {
+  size_t open = s.rfind(" (");
+  if (!s.ends_with(")") || open == std::string_view::npos) return {};
+  s = s.substr(open + 2, s.size() - open - 3);
   size_t colon = s.rfind(':');
-  if (colon != std::string_view::npos && colon > s.rfind('(') && all_digits(s.substr(colon + 1))) s = s.substr(0, colon);
-  return s.ends_with(".py");
+  if (colon != std::string_view::npos && all_digits(s.substr(colon + 1))) s = s.substr(0, colon);
+  return s;
+}
+
+bool is_python_frame(std::string_view s) { return script_file(s).ends_with(".py"); }
+
+// Node's: a script (.js, .mjs, .cjs) or one of its own modules (node:fs).
+bool is_javascript_frame(std::string_view s) {
+  std::string_view file = script_file(s);
+  return file.ends_with(".js") || file.ends_with(".mjs") || file.ends_with(".cjs") || file.starts_with("node:");
 }
 
 // "[name tid=123]"
@@ -154,6 +163,7 @@ Frame parse_folded_frame(std::string_view text, bool is_root) {
       return Frame{std::string(text.substr(0, text.size() - s.text.size())), s.kind, {}};
   if (is_thread_frame(text)) return Frame{std::string(text), FrameKind::Thread, {}};
   if (is_python_frame(text)) return Frame{std::string(text), FrameKind::Python, {}};
+  if (is_javascript_frame(text)) return Frame{std::string(text), FrameKind::JavaScript, {}};
   if (is_root && is_process_frame(text)) return Frame{std::string(text), FrameKind::Process, {}};
   FrameKind kind = text.find("::") != std::string_view::npos ? FrameKind::Cpp : FrameKind::Native;
   return Frame{std::string(text), kind, {}};

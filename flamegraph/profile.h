@@ -23,14 +23,16 @@ enum class FrameKind : uint8_t {
   Inlined,      // Java inlined into a JIT frame
   Interpreted,  // interpreted Java
   Python,       // a Python function (CPython's frames, in place of its eval loop's)
+  JavaScript,   // a JavaScript function (V8's frames, in place of its code's)
   Alloc,        // allocated class, top of an allocation stack
   Thread,       // pseudo-frame: one per thread (--threads)
   Process,      // pseudo-frame: comm or "comm (pid)" at the root
   Unknown,      // an address no symbol source could name
 };
 
-inline constexpr std::array<std::string_view, 11> kFrameKindNames = {
-    "kernel", "native", "cpp", "jit", "inlined", "interpreted", "python", "alloc", "thread", "process", "unknown"};
+inline constexpr std::array<std::string_view, 12> kFrameKindNames = {
+    "kernel", "native", "cpp",   "jit",    "inlined", "interpreted",
+    "python", "js",     "alloc", "thread", "process", "unknown"};
 
 inline std::string_view kind_name(FrameKind k) { return kFrameKindNames[static_cast<size_t>(k)]; }
 

@@ -6,9 +6,11 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 
 namespace ember::symbolizer {
 
@@ -36,7 +38,11 @@ std::expected<SegmentPlace, std::string> exported_function_place(const std::stri
   return SegmentPlace{it->second.vaddr - it->second.code_segment_vaddr, it->second.code_segment_size};
 }
 
-std::expected<Exports, std::string> exported_symbols(const std::string& path, const std::vector<std::string>& names) {
+namespace {
+
+// The exported symbols whose names `wanted` takes.
+std::expected<Exports, std::string> exported_symbols_if(const std::string& path,
+                                                        const std::function<bool(std::string_view)>& wanted) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::unexpected(path + ": " + std::strerror(errno));
   elf_version(EV_CURRENT);
@@ -65,25 +71,35 @@ std::expected<Exports, std::string> exported_symbols(const std::string& path, co
       if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value ||
           !(name = elf_strptr(elf, shdr.sh_link, sym.st_name)))
         continue;
-      for (const std::string& wanted : names) {
-        if (wanted != name) continue;
-        ExportedSymbol e{sym.st_value, sym.st_size};
-        for (const GElf_Phdr& ph : loads) {
-          if (sym.st_value >= ph.p_vaddr && sym.st_value + sym.st_size <= ph.p_vaddr + ph.p_filesz)
-            e.file_offset = ph.p_offset + (sym.st_value - ph.p_vaddr);
-          if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && (ph.p_flags & PF_X) && sym.st_value >= ph.p_vaddr &&
-              sym.st_value < ph.p_vaddr + ph.p_memsz) {
-            e.code_segment_vaddr = ph.p_vaddr;
-            e.code_segment_size = ph.p_memsz;
-          }
+      if (!wanted(name)) continue;
+      ExportedSymbol e{sym.st_value, sym.st_size};
+      for (const GElf_Phdr& ph : loads) {
+        if (sym.st_value >= ph.p_vaddr && sym.st_value + sym.st_size <= ph.p_vaddr + ph.p_filesz)
+          e.file_offset = ph.p_offset + (sym.st_value - ph.p_vaddr);
+        if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && (ph.p_flags & PF_X) && sym.st_value >= ph.p_vaddr &&
+            sym.st_value < ph.p_vaddr + ph.p_memsz) {
+          e.code_segment_vaddr = ph.p_vaddr;
+          e.code_segment_size = ph.p_memsz;
         }
-        out.symbols[wanted] = e;
       }
+      out.symbols[name] = e;
     }
   }
   elf_end(elf);
   close(fd);
   return out;
+}
+
+}  // namespace
+
+std::expected<Exports, std::string> exported_symbols(const std::string& path, const std::vector<std::string>& names) {
+  return exported_symbols_if(path, [&](std::string_view name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  });
+}
+
+std::expected<Exports, std::string> exported_symbols_starting(const std::string& path, std::string_view prefix) {
+  return exported_symbols_if(path, [&](std::string_view name) { return name.starts_with(prefix); });
 }
 
 }  // namespace ember::symbolizer

@@ -41,5 +41,7 @@ struct Exports {
   uint64_t first_load_vaddr = 0;
 };
 std::expected<Exports, std::string> exported_symbols(const std::string& path, const std::vector<std::string>& names);
+// Those whose names start with `prefix` (V8's v8dbg_ constants).
+std::expected<Exports, std::string> exported_symbols_starting(const std::string& path, std::string_view prefix);
 
 }  // namespace ember::symbolizer

@@ -380,6 +380,15 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
       if (told++ < 10) std::fprintf(stderr, "  python      process %u: %s: its eval loop's frames stay native\n", pid, why.c_str());
     if (s.refused.size() > 10) std::fprintf(stderr, "  python      ... and %zu more such processes\n", s.refused.size() - 10);
   }
+  if (const runtimes::V8Frames* v8 = session.v8(); v8 && (v8->stats().processes || !v8->stats().refused.empty())) {
+    const runtimes::V8Frames::Stats& s = v8->stats();
+    std::fprintf(stderr, "  js          %llu processes, %llu functions named, %llu unnamed (function unreadable)\n",
+                 n(s.processes), n(s.frames), n(s.unnamed));
+    size_t told = 0;
+    for (const auto& [pid, why] : s.refused)
+      if (told++ < 10) std::fprintf(stderr, "  js          process %u: %s: its frames stay V8's code\n", pid, why.c_str());
+    if (s.refused.size() > 10) std::fprintf(stderr, "  js          ... and %zu more such processes\n", s.refused.size() - 10);
+  }
   for (const Collector::JavaStream& j : session.java_streams())
     if (session.unwinder() && !j.frames_unavailable.empty())
       warn("JVM " + std::to_string(j.pid) + ": ember's agent cannot read this JVM's frame layout (its VMStructs lack " +

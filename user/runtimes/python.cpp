@@ -1,22 +1,15 @@
 #include "user/runtimes/python.h"
 
-#include <sys/uio.h>
-
 #include <fstream>
 #include <regex>
 #include <vector>
 
 #include "symbolizer/elf_facts.h"
 #include "symbolizer/proc_maps.h"
+#include "user/runtimes/process_memory.h"
 
 namespace ember::runtimes {
 namespace {
-
-bool read_memory(pid_t pid, uint64_t address, void* out, size_t size) {
-  iovec local{out, size};
-  iovec remote{reinterpret_cast<void*>(address), size};
-  return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
-}
 
 // Py_Version (3.11+): PY_VERSION_HEX, a constant read from the file.
 std::optional<uint16_t> version_in_file(const std::string& path, const symbolizer::ExportedSymbol& symbol) {
@@ -68,7 +61,7 @@ std::expected<std::optional<PythonProcess>, std::string> find_python(pid_t pid) 
     p.eval_end = p.eval_start + s["_PyEval_EvalFrameDefault"].size;
     if (version >= 0x030d) {
       std::vector<uint8_t> head(kDebugOffsetsBytes);
-      if (!read_memory(pid, p.runtime, head.data(), head.size()))
+      if (!read_process(pid, p.runtime, head.data(), head.size()))
         return std::unexpected("cannot read _PyRuntime of process " + std::to_string(pid));
       auto layout = python_layout_from_debug_offsets(head);
       if (!layout) return std::unexpected(layout.error());

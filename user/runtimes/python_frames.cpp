@@ -1,7 +1,5 @@
 #include "user/runtimes/python_frames.h"
 
-#include <sys/uio.h>
-
 #include <bpf/bpf.h>
 
 #include <algorithm>
@@ -226,12 +224,8 @@ std::optional<flamegraph::Frame> PythonFrames::frame(uint32_t pid, uint64_t word
   Process& p = process->second;
   auto [cached, added] = p.code.try_emplace(address);
   if (added) {
-    auto read = [pid](uint64_t at, void* out, size_t size) {
-      iovec local{out, size};
-      iovec remote{reinterpret_cast<void*>(at), size};
-      return process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
-    };
-    auto code = read_python_code(p.python.layout, p.python.code_type, address, read, lines_);
+    auto code = read_python_code(p.python.layout, p.python.code_type, address, process_reader(static_cast<pid_t>(pid)),
+                                 lines_);
     if (code) cached->second = std::move(*code);
   }
   if (!cached->second) return unnamed("code object unreadable");

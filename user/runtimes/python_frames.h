@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <expected>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,12 +15,10 @@
 #include <unordered_map>
 
 #include "flamegraph/profile.h"
+#include "user/runtimes/process_memory.h"
 #include "user/runtimes/python.h"
 
 namespace ember::runtimes {
-
-// Reads `size` bytes at `address` of a process into `out`; false if it cannot.
-using ReadMemory = std::function<bool(uint64_t address, void* out, size_t size)>;
 
 // What names a code object.
 struct PythonCode {

@@ -32,6 +32,7 @@ constexpr uint32_t kUnnamedInterpretedToken = 1;  // a Method* the JVM's agent d
 constexpr uint32_t kHiddenToken = UINT32_MAX;  // a frame the runtime hides: left out
 bool is_interpreted_method(uint64_t ip) { return (ip & ~EMBER_FRAME_METHOD_MASK) == EMBER_FRAME_METHOD; }
 bool is_python_frame(uint64_t ip) { return (ip & EMBER_FRAME_PYTHON_TAG) == EMBER_FRAME_PYTHON; }
+bool is_v8_frame(uint64_t ip) { return (ip & ~EMBER_FRAME_V8_MASK) == EMBER_FRAME_V8; }
 
 // JVM samples wait this long for the agent to publish their code.
 constexpr uint64_t kJitSettleNs = 300'000'000;
@@ -142,7 +143,7 @@ std::vector<uint32_t> Collector::next_window() {
   unwind_tallies_.clear();
   stats_ = {};
   jit_frames_.clear();
-  python_tokens_.clear();
+  runtime_tokens_.clear();
   for (auto& [pid, jvm] : jvms_) {
     jvm.tokens.clear();
     jvm.method_tokens.clear();
@@ -261,10 +262,11 @@ uint32_t Collector::interpreted_token(Jvm* jvm, uint64_t method_pointer) {
   return it->second;
 }
 
-uint32_t Collector::python_token(uint32_t pid, uint64_t word) {
-  auto [it, inserted] = python_tokens_[pid].try_emplace(word, kHiddenToken);
+uint32_t Collector::runtime_token(uint32_t pid, uint64_t word) {
+  auto [it, inserted] = runtime_tokens_[pid].try_emplace(word, kHiddenToken);
   if (inserted) {
-    std::optional<Frame> frame = python_namer_ ? python_namer_(pid, word) : std::nullopt;
+    const RuntimeNamer& namer = is_v8_frame(word) ? v8_namer_ : python_namer_;
+    std::optional<Frame> frame = namer ? namer(pid, word) : std::nullopt;
     if (frame) {
       it->second = static_cast<uint32_t>(jit_frames_.size());
       jit_frames_.push_back({std::move(*frame)});
@@ -278,10 +280,10 @@ size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t 
   Jvm* jvm = found == jvms_.end() ? nullptr : &found->second;
   size_t n = 0;
   for (size_t i = 0; i < ips.size(); ++i) {
-    if (is_python_frame(ips[i])) {
-      if (uint32_t token = python_token(pid, ips[i]); token != kHiddenToken) {
+    if (is_python_frame(ips[i]) || is_v8_frame(ips[i])) {
+      if (uint32_t token = runtime_token(pid, ips[i]); token != kHiddenToken) {
         out[n++] = kJitToken | token;
-        ++stats_.python_frames;
+        ++(is_v8_frame(ips[i]) ? stats_.js_frames : stats_.python_frames);
       }
       continue;
     }

@@ -20,6 +20,7 @@
 extern "C" {
 #include "profile.h"
 #include "python.h"
+#include "v8.h"
 #include "unwind.h"
 }
 #include "flamegraph/profile.h"
@@ -71,6 +72,7 @@ struct CollectorStats {
   uint64_t jit_frames = 0;       // user frames named through a JVM's code map
   uint64_t interpreted_frames = 0, unnamed_interpreted_frames = 0;  // by Method* (EMBER_FRAME_METHOD)
   uint64_t python_frames = 0;    // user frames of Python functions (EMBER_FRAME_PYTHON)
+  uint64_t js_frames = 0;        // user frames of JavaScript functions (EMBER_FRAME_V8)
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
   uint64_t bad_jit_map_lines = 0;   // code-map lines that did not parse (and were skipped)
   uint64_t java_streams_cut = 0;  // JVM streams whose next file (an R line's) could not be opened
@@ -98,10 +100,12 @@ class Collector {
   // are taken as unwound, with or without frame pointers.
   using JitListener = std::function<void(uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code)>;
   void on_jit_code(JitListener listener) { on_jit_code_ = std::move(listener); }
-  // Names a runtime's frame (bpf/python.h's EMBER_FRAME_PYTHON words) in
-  // a stack of `pid`; none for a frame the runtime itself hides.
+  // Names a runtime's frame (bpf/python.h's EMBER_FRAME_PYTHON words,
+  // bpf/v8.h's EMBER_FRAME_V8) in a stack of `pid`; none for a frame the
+  // runtime itself hides.
   using RuntimeNamer = std::function<std::optional<flamegraph::Frame>(uint32_t pid, uint64_t word)>;
   void on_python_frame(RuntimeNamer namer) { python_namer_ = std::move(namer); }
+  void on_v8_frame(RuntimeNamer namer) { v8_namer_ = std::move(namer); }
   // Takes in a mapping that a sampled process had as it exited.
   void add_exit_mapping(const ember_mapping& mapping);
   // Takes in the records whose user stack is a copy waiting for its
@@ -265,8 +269,8 @@ class Collector {
   uint32_t jit_token(Jvm& jvm, const symbolizer::JitMap::Location& at);
   // The frame of an interpreted method by its Method* (EMBER_FRAME_METHOD).
   uint32_t interpreted_token(Jvm* jvm, uint64_t method_pointer);
-  // The frame of a Python frame word of `pid`; kHiddenToken for none.
-  uint32_t python_token(uint32_t pid, uint64_t word);
+  // The frame of a runtime's frame word of `pid`; kHiddenToken for none.
+  uint32_t runtime_token(uint32_t pid, uint64_t word);
   // Reads the mappings of process `pid` again, for the symbolizer and the
   // unwinder; whether the unwinder has them.
   bool snapshot(uint32_t pid);
@@ -334,8 +338,8 @@ class Collector {
   std::unordered_map<uint32_t, std::vector<std::vector<uint8_t>>> copies_waiting_;
   CopyUnwinder copy_unwinder_;
   JitListener on_jit_code_;
-  RuntimeNamer python_namer_;
-  std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> python_tokens_;  // pid -> word -> token
+  RuntimeNamer python_namer_, v8_namer_;
+  std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> runtime_tokens_;  // pid -> word -> token
   struct Tally {
     uint32_t name = 0;
     uint64_t stops[EMBER_STOP_KINDS] = {};

@@ -183,9 +183,10 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
                                    " processes at most are unwound with their tables, others by frame pointers");
   }
   bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? processes : 1);
-  if (!unwind) {  // Python frames are the unwinder's
+  if (!unwind) {  // Python's and V8's frames are the unwinder's
     bpf_map__set_max_entries(skel->maps.python_processes, 1);
     bpf_map__set_max_entries(skel->maps.python_threads, 1);
+    bpf_map__set_max_entries(skel->maps.v8_processes, 1);
   }
   bpf_program__set_autoload(skel->progs.ember_unwind_exit, unwind);
   bool exit_mappings = kernel_has_exit_mappings();
@@ -339,7 +340,8 @@ SamplerCounters Sampler::counters() const {
 UnwindMaps Sampler::unwind_maps() const {
   profile_bpf* skel = state_->skel.get();
   return {bpf_map__fd(skel->maps.unwind_rows), bpf_map__max_entries(skel->maps.unwind_rows),
-          bpf_map__fd(skel->maps.unwind_processes), bpf_map__fd(skel->maps.python_processes)};
+          bpf_map__fd(skel->maps.unwind_processes), bpf_map__fd(skel->maps.python_processes),
+          bpf_map__fd(skel->maps.v8_processes)};
 }
 
 std::vector<uint32_t> Sampler::live_allocations() const {

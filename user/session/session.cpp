@@ -152,11 +152,14 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
     if (!u) return std::unexpected(u.error());
     unwinder_ = std::move(*u);
     python_.emplace(maps.python_processes_fd, config_.lines);
+    v8_.emplace(maps.v8_processes_fd);
     collector_.on_snapshot([this](uint32_t pid) {
       unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
       python_->add_process(pid);
+      v8_->add_process(pid);
     });
     collector_.on_python_frame([this](uint32_t pid, uint64_t word) { return python_->frame(pid, word); });
+    collector_.on_v8_frame([this](uint32_t pid, uint64_t word) { return v8_->frame(pid, word); });
     collector_.on_copied_stack([this](uint32_t pid, std::span<const __u64> copy, __u64* out) {
       return unwinder_->unwind_copy(pid, copy, out);
     });
@@ -167,6 +170,7 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
       if (symbolizer_.snapshot_process(pid)) {
         unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
         python_->add_process(pid);
+        v8_->add_process(pid);
       }
     return {};
   };
@@ -370,9 +374,11 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     symbolizer_.forget_process(pid);
     if (unwinder_) unwinder_->remove_process(pid);
     if (python_) python_->remove_process(pid);
+    if (v8_) v8_->remove_process(pid);
   }
   symbolizer_.end_window();
   if (python_) python_->next_window();
+  if (v8_) v8_->next_window();
   window_start_s_ = cut_s;
   window_start_unix_ns_ = cut_unix_ns;
   return window;

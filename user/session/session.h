@@ -27,6 +27,7 @@
 #include "user/java/java_attach.h"
 #include "user/java/jvm.h"
 #include "user/runtimes/python_frames.h"
+#include "user/runtimes/v8_frames.h"
 #include "user/session/sampler.h"
 #include "user/session/unwinder.h"
 
@@ -136,6 +137,8 @@ class Session {
   const Unwinder* unwinder() const { return unwinder_.get(); }
   // Python frames, named in stacks where the unwinder walks (not with fp).
   const runtimes::PythonFrames* python() const { return python_ ? &*python_ : nullptr; }
+  // JavaScript frames, likewise.
+  const runtimes::V8Frames* v8() const { return v8_ ? &*v8_ : nullptr; }
   const symbolizer::Symbolizer& symbolizer() const { return symbolizer_; }
   std::vector<Collector::JavaStream> java_streams() const { return collector_.java_streams(); }
   // Each JVM's heap, GCs and allocation rate since it was first seen.
@@ -165,6 +168,7 @@ class Session {
   std::optional<JavaSession> java_;
   std::unique_ptr<Unwinder> unwinder_;
   std::optional<runtimes::PythonFrames> python_;
+  std::optional<runtimes::V8Frames> v8_;
   std::unique_ptr<Sampler> sampler_;
   int cpus_ = 0;
   bool stopped_ = false;

@@ -36,6 +36,7 @@ struct UnwindMaps {
   uint32_t rows_capacity = 0;
   int processes_fd = -1;    // hash: tgid -> ember_unwind_process
   int python_processes_fd = -1;  // hash: tgid -> ember_python_process (bpf/python.bpf.c)
+  int v8_processes_fd = -1;      // hash: tgid -> ember_v8_process (bpf/v8.bpf.c)
 };
 
 // Binaries by path, the first few kept: a session that runs for weeks
