@@ -93,19 +93,22 @@ class Reader {
     return out;
   }
 
-  // The function name a ScopeInfo holds: the first string past its
-  // context locals' names and infos, its own name or (an anonymous
-  // function's) the one V8 inferred (Module._load). V8 keeps them in slots
-  // whose places depend on flags that change with versions: found, not
-  // computed.
+  // The function name a ScopeInfo holds. Past its context locals' names
+  // and infos come, each only where flags (whose bits V8 does not
+  // publish) say: the function's own name and its slot, the name V8
+  // inferred for an anonymous function (Module._load), then the
+  // function's start and end positions, two small integers. The first
+  // non-empty string before those is the name.
   std::string scope_info_name(uint64_t scope_info) const {
     std::array<uint64_t, kScopeSlots> slots{};
     if (!read_(scope_info - kHeapObjectTag + l_.heap_object_map + 8, slots.data(), sizeof slots)) return {};
     uint64_t locals = slots[l_.scope_info_context_locals % kScopeSlots];
     if (!is_small_integer(locals)) return {};
-    for (uint64_t i = l_.scope_info_first_vars + 2 * (locals >> l_.smi_shift); i < kScopeSlots; ++i)
+    for (uint64_t i = l_.scope_info_first_vars + 2 * (locals >> l_.smi_shift); i + 1 < kScopeSlots; ++i) {
+      if (is_small_integer(slots[i]) && is_small_integer(slots[i + 1])) break;  // the positions: no name
       if (is_string(slots[i]))
         if (std::string name = string(slots[i]).value_or(""); !name.empty()) return name;
+    }
     return {};
   }
 
