@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# kind: structural
 # JavaScript frames (bpf/v8.bpf.c, user/runtimes/v8_frames): js_chains.js
 # under the node on the machine (Debian's nodejs, or another in PATH),
 # recorded with -p once its threads spin. Every sample of the main thread
