@@ -79,4 +79,18 @@ done
 	fail "ember exited $?: $(cat "$TMP/err")"
 assert_contains "$TMP/cmd.folded" "^python[^;]*;\\[[^]]*\\];(.*;)?$(py_frame '<module>' | sed 's/:\[0-9\]+//');$(py_frame outer | sed 's/:\[0-9\]+//')" \
 	"python3 started by ember: no whole chain: $(sort -t' ' -k2 -nr "$TMP/cmd.folded" | head -3 | cut -c1-600)"
+
+# The whole host (-a): its processes found as their first samples come,
+# the running workload's among them. Its two spinning threads share the
+# GIL: inner has about half of what runs Python, less beside other work.
+/usr/bin/python3 "$WORKLOAD" 600 >"$TMP/out" &
+pid=$!
+BACKGROUND+=($pid)
+for _ in $(seq 600); do grep -q ready "$TMP/out" && break; sleep 0.1; done
+"$EMBER" record -a -F 499 -d 4 -o "$TMP/all.folded" 2>"$TMP/err" || fail "-a: ember exited $?: $(cat "$TMP/err")"
+kill $pid
+python_samples=$(weight "$TMP/all.folded" "^python")
+inner_samples=$(weight "$TMP/all.folded" "^python[^;]*;(.*;)?$(py_frame outer | sed 's/:\[0-9\]+//');(.*;)?inner \\(py_chains\\.py\\)")
+echo "-a: $inner_samples of $python_samples python samples run inner, below outer"
+((inner_samples * 5 >= python_samples && inner_samples >= 50)) || fail "-a: $inner_samples of $python_samples python samples in inner"
 echo "$checked CPython versions recorded whole"
