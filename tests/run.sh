@@ -126,16 +126,6 @@ run_each() {
 	fi
 }
 
-# The kernel matrix: a whole run only. Its guests start first and run
-# beside the host's tests (the suite must pass on a busy host, and the two
-# side by side take a quarter less time than one after the other).
-matrix_out=""
-if [[ -z $kind && -z $filter ]] && (( ! repeat )); then
-	matrix_out=$(mktemp /tmp/ember-matrix.XXXXXX)
-	tests/kernels/matrix.sh >"$matrix_out" 2>&1 &
-	matrix_pid=$!
-fi
-
 (( repeat )) || [[ $kind ]] || run_unit_tests
 
 echo "== integration tests${kind:+ of kind $kind}"
@@ -154,11 +144,10 @@ if [[ -z $kind ]]; then
 	done
 fi
 
-# Each kernel's line counts into the totals; one that cannot be had here
-# is one skip.
-if [[ $matrix_out ]]; then
+# The kernel matrix: a whole run only. Each kernel's line counts into the
+# totals; one that cannot be had here is one skip.
+if [[ -z $kind && -z $filter ]] && (( ! repeat )); then
 	echo "== kernel matrix (tests/kernels/matrix.sh)"
-	wait "$matrix_pid"
 	while IFS= read -r line; do
 		echo "$line"
 		if [[ $line =~ ^kernel\ ([^ ]+).*:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
@@ -167,8 +156,7 @@ if [[ $matrix_out ]]; then
 		elif [[ $line =~ ^kernel\ [^\ ]+:\ skipped: ]]; then
 			skipped=$((skipped + 1))
 		fi
-	done <"$matrix_out"
-	rm -f "$matrix_out"
+	done < <(tests/kernels/matrix.sh 2>&1)
 fi
 
 (( failed )) && echo "failed: ${failures[*]}"

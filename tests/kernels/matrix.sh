@@ -20,10 +20,9 @@ SHARED=$ROOT/../shared/kernels
 ALL=(debian-6.1 debian-6.1-rt 5.15 5.10)
 # What `make test` boots: all of them.
 DEFAULT=("${ALL[@]}")
-# Seconds a guest may take (MATRIX_LIMIT): 600 to 700 s each here, two at
-# a time on a quiet host, up to twice that beside the host's tests
-# (tests/run.sh runs both at once); then it dumps its tasks and powers off.
-LIMIT=${MATRIX_LIMIT:-2400}
+# Seconds a guest may take (MATRIX_LIMIT): 700 to 1,100 s each here, two
+# at a time on a busy host; then it dumps its tasks and powers off.
+LIMIT=${MATRIX_LIMIT:-1500}
 names=("$@")
 (($#)) || names=("${DEFAULT[@]}")
 mkdir -p "$WORK"
