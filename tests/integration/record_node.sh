@@ -17,6 +17,11 @@ pid=$!
 BACKGROUND+=($pid)
 for _ in $(seq 600); do grep -q ready "$TMP/out" && break; sleep 0.1; done
 grep -q ready "$TMP/out" || fail "the workload did not start: $(cat "$TMP/out")"
+# Under the emulator (the kernel matrix) a thread gets a fifth of the
+# samples or less, and V8 tiers its code up as slowly: counts and shares
+# are asked of a smaller, slower run.
+least=300 share=95 left=1
+[[ ${EMBER_EMULATED:-} ]] && least=100 share=90 left=10
 "$EMBER" record -F 499 -d 3 -p $pid --threads -o "$TMP/out.folded" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 grep -E '^  js ' "$TMP/err"
 # A JavaScript frame: FUNCTION (js_chains.js).
@@ -29,9 +34,9 @@ worker_tid=$(grep -E "$(js workerOuter)" "$TMP/out.folded" | grep -oE ' tid=[0-9
 worker=$(weight "$TMP/out.folded" "tid=$worker_tid\\];")
 worker_whole=$(weight "$TMP/out.folded" "tid=$worker_tid\\];(.*;)?$(js workerOuter)(;| )")
 echo "node $(node --version): main thread $whole/$main samples whole, $engine with V8's interpreter or JIT code left; worker thread $worker_whole/$worker"
-((main >= 300)) || fail "only $main samples of the main thread in 3 s"
-((whole * 100 >= main * 95)) ||
+((main >= least)) || fail "only $main samples of the main thread in 3 s"
+((whole * 100 >= main * share)) ||
 	fail "$whole of $main main-thread samples carry outer and inner: $(grep "tid=$pid\\]" "$TMP/out.folded" | grep -vE "$(js inner)" | head -3 | cut -c1-900)"
-((engine * 100 <= main)) || fail "$engine samples keep V8's code: $(grep -m2 -E 'InterpreterEntryTrampoline|\[anon\]' "$TMP/out.folded" | cut -c1-900)"
-((worker >= 300 && worker_whole * 100 >= worker * 95)) ||
+((engine * 100 <= main * left)) || fail "$engine samples keep V8's code: $(grep -m2 -E 'InterpreterEntryTrampoline|\[anon\]' "$TMP/out.folded" | cut -c1-900)"
+((worker >= least && worker_whole * 100 >= worker * share)) ||
 	fail "$worker_whole of $worker worker-thread samples carry workerOuter"
