@@ -15,6 +15,7 @@
 
 #include "user/runtimes/python_frames.h"
 #include "user/runtimes/python_layout.h"
+#include "fake_memory.h"
 
 using namespace ember::runtimes;
 namespace fs = std::filesystem;
@@ -33,24 +34,6 @@ std::string from_hex(const std::string& hex) {
   return out;
 }
 
-// A process's memory: regions by start address.
-struct Memory {
-  std::map<uint64_t, std::vector<uint8_t>> regions;
-  void put(uint64_t at, const void* data, size_t size) {
-    auto& r = regions[at];
-    r.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + size);
-  }
-  ReadMemory reader() const {
-    return [this](uint64_t address, void* out, size_t size) {
-      auto it = regions.upper_bound(address);
-      if (it == regions.begin()) return false;
-      --it;
-      if (address + size > it->first + it->second.size()) return false;
-      std::memcpy(out, it->second.data() + (address - it->first), size);
-      return true;
-    };
-  }
-};
 
 template <typename T>
 void set(std::vector<uint8_t>& object, size_t at, T value) {
@@ -111,7 +94,7 @@ TEST_CASE("python code objects: names read from the process, checked for their t
     ember_python_layout l = *python_layout(v);
     const uint64_t code_type = 0x7000, code_at = 0x10000, name_at = 0x20000, qualname_at = 0x30000,
                    file_at = 0x40000, table_at = 0x50000;
-    Memory m;
+    FakeMemory m;
     std::vector<uint8_t> code(512);
     set<uint64_t>(code, 8, code_type);
     set<uint64_t>(code, static_cast<size_t>(l.code_name), name_at);

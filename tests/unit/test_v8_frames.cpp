@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "user/runtimes/v8_frames.h"
+#include "fake_memory.h"
 
 using namespace ember::runtimes;
 
@@ -51,34 +52,33 @@ const std::map<std::string, int64_t> kNode20 = {
 };
 
 // A process's heap: objects by untagged address, each 256 bytes.
-struct Heap {
-  std::map<uint64_t, std::vector<uint8_t>> objects;
+struct Heap : FakeMemory {
   uint64_t next = 0x100000;
 
   // A new object whose map says `type`: its tagged address.
   uint64_t object(uint16_t type) {
     uint64_t map = next, at = next + 0x100;
     next += 0x200;
-    objects[map].assign(256, 0);
-    std::memcpy(objects[map].data() + 12, &type, 2);
-    objects[at].assign(256, 0);
+    regions[map].assign(256, 0);
+    std::memcpy(regions[map].data() + 12, &type, 2);
+    regions[at].assign(256, 0);
     set(at + 1, 0, map + 1);
     return at + 1;
   }
   template <typename T>
   void set(uint64_t tagged, size_t offset, T value) {
-    std::memcpy(objects[tagged - 1].data() + offset, &value, sizeof value);
+    std::memcpy(regions[tagged - 1].data() + offset, &value, sizeof value);
   }
   uint64_t one_byte(const std::string& s) {
     uint64_t o = object(8);  // ONE_BYTE_INTERNALIZED_STRING_TYPE
     set<int32_t>(o, 12, static_cast<int32_t>(s.size()));
-    std::memcpy(objects[o - 1].data() + 16, s.data(), s.size());
+    std::memcpy(regions[o - 1].data() + 16, s.data(), s.size());
     return o;
   }
   uint64_t two_byte(const std::u16string& s) {
     uint64_t o = object(32);  // STRING_TYPE
     set<int32_t>(o, 12, static_cast<int32_t>(s.size()));
-    std::memcpy(objects[o - 1].data() + 16, s.data(), 2 * s.size());
+    std::memcpy(regions[o - 1].data() + 16, s.data(), 2 * s.size());
     return o;
   }
   uint64_t cons(uint64_t first, uint64_t second, int32_t length) {
@@ -87,16 +87,6 @@ struct Heap {
     set(o, 16, first);
     set(o, 24, second);
     return o;
-  }
-  ReadMemory reader() const {
-    return [this](uint64_t address, void* out, size_t size) {
-      auto it = objects.upper_bound(address);
-      if (it == objects.begin()) return false;
-      --it;
-      if (address + size > it->first + it->second.size()) return false;
-      std::memcpy(out, it->second.data() + (address - it->first), size);
-      return true;
-    };
   }
 };
 
