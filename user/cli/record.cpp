@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 
 #include "flamegraph/output.h"
 #include "user/events/timer.h"
@@ -295,6 +296,15 @@ std::expected<void, std::string> cut_window(Session& session, const std::vector<
 }
 
 // The summary of a recording, after its graphs were written.
+// The processes whose runtime ember cannot read (by pid: why), 10 at most,
+// on summary lines of `label`; `then`: what their frames are instead.
+void print_refused(const char* label, const std::map<uint32_t, std::string>& refused, const char* then) {
+  size_t told = 0;
+  for (const auto& [pid, why] : refused)
+    if (told++ < 10) std::fprintf(stderr, "  %-11s process %u: %s: %s\n", label, pid, why.c_str(), then);
+  if (refused.size() > 10) std::fprintf(stderr, "  %-11s ... and %zu more such processes\n", label, refused.size() - 10);
+}
+
 void print_summary(const Window& w, Session& session, const std::function<void(const std::string&)>& warn) {
   auto n = [](uint64_t x) { return static_cast<unsigned long long>(x); };
   const SessionConfig& c = session.config();
@@ -375,19 +385,13 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
                  "whose chain was cut: %llu at an unreadable frame, %llu where the eval loop's native frame was "
                  "not met\n",
                  n(s.processes), n(s.frames), n(s.unnamed), n(counters.python_unread), n(counters.python_unplaced));
-    size_t told = 0;
-    for (const auto& [pid, why] : s.refused)
-      if (told++ < 10) std::fprintf(stderr, "  python      process %u: %s: its eval loop's frames stay native\n", pid, why.c_str());
-    if (s.refused.size() > 10) std::fprintf(stderr, "  python      ... and %zu more such processes\n", s.refused.size() - 10);
+    print_refused("python", s.refused, "its eval loop's frames stay native");
   }
   if (const runtimes::V8Frames* v8 = session.v8(); v8 && (v8->stats().processes || !v8->stats().refused.empty())) {
     const runtimes::V8Frames::Stats& s = v8->stats();
     std::fprintf(stderr, "  js          %llu processes, %llu functions named, %llu unnamed (function unreadable)\n",
                  n(s.processes), n(s.frames), n(s.unnamed));
-    size_t told = 0;
-    for (const auto& [pid, why] : s.refused)
-      if (told++ < 10) std::fprintf(stderr, "  js          process %u: %s: its frames stay V8's code\n", pid, why.c_str());
-    if (s.refused.size() > 10) std::fprintf(stderr, "  js          ... and %zu more such processes\n", s.refused.size() - 10);
+    print_refused("js", s.refused, "its frames stay V8's code");
   }
   for (const Collector::JavaStream& j : session.java_streams())
     if (session.unwinder() && !j.frames_unavailable.empty())

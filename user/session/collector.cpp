@@ -281,10 +281,7 @@ size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t 
   size_t n = 0;
   for (size_t i = 0; i < ips.size(); ++i) {
     if (is_python_frame(ips[i]) || is_v8_frame(ips[i])) {
-      if (uint32_t token = runtime_token(pid, ips[i]); token != kHiddenToken) {
-        out[n++] = kJitToken | token;
-        ++(is_v8_frame(ips[i]) ? stats_.js_frames : stats_.python_frames);
-      }
+      if (uint32_t token = runtime_token(pid, ips[i]); token != kHiddenToken) out[n++] = kJitToken | token;
       continue;
     }
     if (is_interpreted_method(ips[i])) {

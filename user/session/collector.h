@@ -71,8 +71,6 @@ struct CollectorStats {
   uint64_t jvms = 0;             // JVMs whose code maps were read
   uint64_t jit_frames = 0;       // user frames named through a JVM's code map
   uint64_t interpreted_frames = 0, unnamed_interpreted_frames = 0;  // by Method* (EMBER_FRAME_METHOD)
-  uint64_t python_frames = 0;    // user frames of Python functions (EMBER_FRAME_PYTHON)
-  uint64_t js_frames = 0;        // user frames of JavaScript functions (EMBER_FRAME_V8)
   uint64_t broken_java_stacks = 0;  // cut at a JIT frame: no -XX:+PreserveFramePointer
   uint64_t bad_jit_map_lines = 0;   // code-map lines that did not parse (and were skipped)
   uint64_t java_streams_cut = 0;  // JVM streams whose next file (an R line's) could not be opened

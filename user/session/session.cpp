@@ -153,11 +153,13 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
     unwinder_ = std::move(*u);
     python_.emplace(maps.python_processes_fd, config_.lines);
     v8_.emplace(maps.v8_processes_fd);
-    collector_.on_snapshot([this](uint32_t pid) {
+    // A process whose mappings were just read: its tables, its runtimes.
+    auto take_process = [this](uint32_t pid) {
       unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
       python_->add_process(pid);
       v8_->add_process(pid);
-    });
+    };
+    collector_.on_snapshot(take_process);
     collector_.on_python_frame([this](uint32_t pid, uint64_t word) { return python_->frame(pid, word); });
     collector_.on_v8_frame([this](uint32_t pid, uint64_t word) { return v8_->frame(pid, word); });
     collector_.on_copied_stack([this](uint32_t pid, std::span<const __u64> copy, __u64* out) {
@@ -167,11 +169,7 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
       unwinder_->set_jit_code(pid, code);
     });
     for (uint32_t pid : config_.pids)
-      if (symbolizer_.snapshot_process(pid)) {
-        unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
-        python_->add_process(pid);
-        v8_->add_process(pid);
-      }
+      if (symbolizer_.snapshot_process(pid)) take_process(pid);
     return {};
   };
   auto sampler = Sampler::start(
