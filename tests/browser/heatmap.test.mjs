@@ -11,7 +11,7 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assert, check, decodeStacks, failed, hueOf, launch, pixelAt, readEmbeddedData, settle, waitReady, watch } from './lib.mjs';
+import { assert, check, decodeStacks, failed, hueOf, launch, pixelAt, pixelRow, readEmbeddedData, settle, waitReady, watch } from './lib.mjs';
 import { packTables } from './tables.mjs';
 
 const args = { file: process.argv[2], screenshot: null };
@@ -77,6 +77,7 @@ const urlRange = () => page.evaluate(() => {
 });
 
 let xOf = null;   // ms -> x on the canvas
+let barMs = 0;    // the time a bar of the timeline covers
 
 await check('the recording holds both phases, each in its own half of the time', async () => {
   assert(entries.length > 0, 'the page has no timeline');
@@ -92,10 +93,17 @@ await check('the heatmap shows above the graph, a timeline of bars for a short r
   assert(box.height >= 40 && box.width > 600, 'heatmap box ' + JSON.stringify(box));
   assert(/^bars of /.test(await page.locator('#heat-how').textContent()), 'not a timeline of bars');
   assert(/^All time/.test(await page.locator('#heat-range').textContent()), 'the range line does not say all time');
-  // Time runs left to right: the map from pixels to ms, from two hovers.
+  // Time runs left to right in bars of equal width across the canvas: the
+  // last bar's time gives their number, hence the map from ms to pixels.
+  const how = /^bars of ([\d.]+) (ms|s)/.exec(await page.locator('#heat-how').textContent());
+  barMs = parseFloat(how[1]) * (how[2] === 's' ? 1000 : 1);
+  const bars = Math.round(await timeAt(box.width - 0.5) / barMs) + 1;
+  xOf = (ms) => ms / barMs * box.width / bars;
   const x0 = box.width * 0.1, x1 = box.width * 0.9, t0 = await timeAt(x0), t1 = await timeAt(x1);
   assert(t1 > t0, `time at ${x1} px is ${t1} ms, not after ${t0} ms at ${x0} px`);
-  xOf = (ms) => x0 + (ms - t0) * (x1 - x0) / (t1 - t0);
+  for (const [x, t] of [[x0, t0], [x1, t1]]) {
+    assert(xOf(t) <= x && x < xOf(t + barMs), `the bar at ${x} px starts at ${t} ms, where ${bars} bars of ${barMs} ms put ${xOf(t)} px`);
+  }
   return `${t0} ms at ${x0.toFixed(0)} px, ${t1} ms at ${x1.toFixed(0)} px`;
 });
 
@@ -147,14 +155,25 @@ await check('"All time" shows the whole recording again', async () => {
 await check('a search colours the heatmap where the matched stacks ran', async () => {
   await page.fill('#search', '^phase_b$');
   await settle(page);
-  const y = box.height - 14 - 2;   // the bottom of the bars, above the axis
-  // Ten points across the middle of each half (a point on the edge of a bar blends in the background).
-  const colours = async (from, to) => Promise.all(Array.from({ length: 10 }, (_, i) =>
-    pixelAt(page, '#heat-canvas', xOf(from + (to - from) * (0.25 + i / 20)), y).then(hueOf)));
-  const searched = (c) => c.sat > 0.3 && Math.abs(c.hue - 300) < 20;
-  const a = await colours(0, lastA), b = await colours(firstB, end);
-  assert(a.every((c) => c.sat < 0.05), 'phase_a\'s time is not grey: ' + JSON.stringify(a));
-  assert(b.filter(searched).length >= 8, 'phase_b\'s time is not in the search colour: ' + JSON.stringify(b));
+  // Each bar's colour at its middle (its edges blend into the background)
+  // on the bottom row of pixels, which a bar of a single sample covers.
+  const row = await pixelRow(page, '#heat-canvas', box.height - 14 - 1);
+  const wrong = [];
+  let withB = 0, onlyA = 0;
+  for (let t = 0; t <= end; t += barMs) {
+    const a = weightIn(t, t + barMs, 'a'), b = weightIn(t, t + barMs, 'b');
+    const c = hueOf(row[Math.floor(xOf(t + barMs / 2))]);
+    if (b > 0) {
+      withB++;
+      if (!(c.sat > 0.5 && Math.abs(c.hue - 300) < 20)) wrong.push(`${t} ms (phase_b ${b}): ${JSON.stringify(c)}`);
+    } else if (a > 0) {
+      onlyA++;
+      if (c.sat > 0.05) wrong.push(`${t} ms (phase_a only): ${JSON.stringify(c)}`);
+    }
+  }
+  assert(withB >= 10 && onlyA >= 10, `${onlyA} bars of phase_a alone and ${withB} with phase_b`);
+  assert(wrong.length === 0, 'bars not in the search colour where phase_b ran, or coloured where it did not: ' + wrong.join('; '));
+  return `${onlyA} bars grey, ${withB} in the search colour`;
 });
 
 // The grid: a sample of `steady` every 10 ms for 120 s, and one of

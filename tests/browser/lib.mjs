@@ -408,6 +408,18 @@ export function pixelAt(page, canvas, x, y) {
   }, { canvas, x, y });
 }
 
+// The RGB triples of one row of a canvas, a CSS pixel each.
+export function pixelRow(page, canvas, y) {
+  return page.evaluate(({ canvas, y }) => {
+    const c = document.querySelector(canvas), k = c.width / c.getBoundingClientRect().width;
+    const d = c.getContext('2d').getImageData(0, Math.round(y * k), c.width, 1).data;
+    return Array.from({ length: Math.floor(c.width / k) }, (_, x) => {
+      const i = 4 * Math.round(x * k);
+      return [d[i], d[i + 1], d[i + 2]];
+    });
+  }, { canvas, y });
+}
+
 // Hue (degrees) and saturation (0..1) of an RGB triple.
 export function hueOf([r, g, b]) {
   const max = Math.max(r, g, b), min = Math.min(r, g, b), c = max - min;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Time in a recording: a workload that changes phase (phase_a for 3 s,
+# Time in a recording: a workload that changes phase (phase_a for 3 s of CPU,
 # then phase_b for 3 s) recorded to a page whose heatmap picks each half
 # (tests/browser/heatmap.test.mjs), and to pprof, whose "time" label the
 # real pprof filters on and which converts back to the same timeline.

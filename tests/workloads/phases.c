@@ -1,6 +1,7 @@
-/* Changes phase halfway: burns CPU in phase_a for N seconds of wall-clock
- * time, then in phase_b for N more (usage: phases [N], default 3). What
- * the heatmap must tell apart: each half of the recording has one function.
+/* Changes phase halfway: burns N seconds of CPU time in phase_a, then N
+ * more in phase_b (usage: phases [N], default 3). What the heatmap must
+ * tell apart: each half of the recording has one function. CPU time, not
+ * wall-clock time, so that each half has its samples on a busy machine.
  * The work units are of random length, as in cpu_split, so a periodic
  * sampling timer does not alias with them. */
 #include <stdlib.h>
@@ -9,15 +10,15 @@
 
 __attribute__((noinline)) void phase_a(double seconds, unsigned long *random)
 {
-	struct timespec start = now();
-	while (seconds_since(start) < seconds)
+	double end = thread_cpu_seconds() + seconds;
+	while (thread_cpu_seconds() < end)
 		work_unit(20000 + next_random(random) % 40000);
 }
 
 __attribute__((noinline)) void phase_b(double seconds, unsigned long *random)
 {
-	struct timespec start = now();
-	while (seconds_since(start) < seconds)
+	double end = thread_cpu_seconds() + seconds;
+	while (thread_cpu_seconds() < end)
 		work_unit(20000 + next_random(random) % 40000);
 }
 
