@@ -13,7 +13,8 @@ server's documented contracts, not from ember's code:
 
 Every profile it takes is written, gunzipped if it was gzipped, to
 OUT/NNNNNN.pprof, and described by one JSON line in OUT/log.jsonl:
-{"api", "labels", "id", "file", "bytes", "received"} (+ "name", "from",
+{"api", "labels", "id", "file", "bytes", "received", "time_ns",
+"duration_ns"} (the last two the profile's own) (+ "name", "from",
 "until", "sample_type_config" for /ingest). Anything malformed is answered
 400 and logged with "error", and so is a profile over Pyroscope's limits
 (max_profile_stacktrace_samples, max_profile_size_bytes: 16,000 samples
@@ -128,7 +129,9 @@ class Store:
             name = "%06d.pprof" % self.count
             with open(os.path.join(self.out, name), "wb") as f:
                 f.write(profile)
-            entry.update(file=name, bytes=len(profile), received=time.time())
+            top = {number: value for number, wire, value in fields(profile) if wire == 0}
+            entry.update(file=name, bytes=len(profile), received=time.time(),
+                         time_ns=top.get(9, 0), duration_ns=top.get(10, 0))
             if entry["api"] == "ingest":
                 self.periods.add(str(entry["from"]))
             self.log.write(json.dumps(entry) + "\n")
