@@ -10,7 +10,8 @@
 #                each kernel of tests/kernels/matrix.sh (qemu), a line each
 # Usage: tests/run.sh [--repeat N] [--kind KIND] [--verbose] [NAME_FILTER]
 #   NAME_FILTER   run only the integration scripts whose file name contains
-#                 it (record_offcpu: two scripts; record_offcpu.sh: one)
+#                 it (record_offcpu: two scripts; record_offcpu.sh: one), or
+#                 one of its comma-separated words (record_lock,record_malloc)
 #   --kind KIND   only the integration scripts that say "# kind: KIND"
 #                 (structural: asserts what load and slow clocks cannot
 #                 change, so it runs in the kernel matrix's emulated guests;
@@ -37,6 +38,13 @@ while [[ ${1:-} == --* ]]; do
 done
 (( $# <= 1 )) || usage
 filter=${1:-}
+# wanted FILE: no filter, or the file's name holds one of its words.
+wanted() {
+	local word
+	[[ -z $filter ]] && return 0
+	for word in ${filter//,/ }; do [[ $1 == *$word* ]] && return 0; done
+	return 1
+}
 passed=0 failed=0 skipped=0 failures=()
 # A script or two of each command (record, Java, serve, agent), short
 # ones: the sanitized ember runs each about 1.5 times slower.
@@ -131,7 +139,7 @@ run_each() {
 echo "== integration tests${kind:+ of kind $kind}"
 for t in tests/integration/*.sh; do
 	name=$(basename "$t" .sh)
-	[[ -n $filter && $(basename "$t") != *$filter* ]] && continue
+	wanted "$(basename "$t")" || continue
 	[[ -n $kind ]] && ! grep -q "^# kind: $kind\$" "$t" && continue
 	run_each "$t" "$name"
 done
@@ -139,7 +147,7 @@ done
 if [[ -z $kind ]]; then
 	echo "== integration tests with build/san/ember (ASan + UBSan)"
 	for name in "${SANITIZED[@]}"; do
-		[[ -n $filter && $name.sh != *$filter* ]] && continue
+		wanted "$name.sh" || continue
 		run_each "tests/integration/$name.sh" "$name [sanitized]" sanitized
 	done
 fi

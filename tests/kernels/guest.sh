@@ -6,8 +6,8 @@
 # writes their output to the results share, and powers off.
 # The kernel command line says where and what: embersrc=CHECKOUT
 # embermods=DIR (the extracted package's lib/modules/VERSION, or none),
-# emberlimit=SECONDS (then it dumps its tasks), emberfilter=WORD (only the
-# scripts whose name holds it; empty: all).
+# emberlimit=SECONDS (then it dumps its tasks), emberfilter=WORD,... (only the
+# scripts whose name holds one of the words; empty: all).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb
 off() { sync; echo o >/proc/sysrq-trigger; sleep 10; }
 trap off EXIT
