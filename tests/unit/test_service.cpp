@@ -29,6 +29,13 @@ void fake_process(const fs::path& root, int pid, const std::string& cgroup, cons
   fs::create_symlink(exe, proc / "exe");
 }
 
+// A /proc/PID/cmdline of these words.
+std::string cmd(std::initializer_list<std::string_view> words) {
+  std::string out;
+  for (std::string_view w : words) out.append(w).push_back('\0');
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("service: cgroup paths of systemd, Docker, podman and kubelet") {
@@ -139,4 +146,50 @@ TEST_CASE("service: the sources' order is configurable; kernel threads and memfd
   CHECK(java_first.labels(3, "memfd:sealed-12").service_name == "backend");
   // Without exe among the sources, a process nothing names keeps its comm.
   CHECK(ServiceNamer(root.path.string(), {"kubernetes"}).labels(3, "backend").service_name == "backend");
+}
+
+TEST_CASE("service: a Python command's script, module or served application") {
+  CHECK(python_service(cmd({"/usr/bin/python3", "/srv/billing/worker.py", "--queue", "high"})) == "worker");
+  CHECK(python_service(cmd({"python3.11", "-u", "-X", "dev", "-W", "ignore", "app.py"})) == "app");
+  CHECK(python_service(cmd({"python3", "-m", "http.server", "8000"})) == "http.server");
+  CHECK(python_service(cmd({"/usr/bin/python3", "/srv/tool/__main__.py"})) == "tool");
+  // A console script run through its shebang: the interpreter, then the script.
+  CHECK(python_service(cmd({"/usr/bin/python3", "/usr/bin/gunicorn", "-w", "4", "-b", ":8000", "shop.wsgi:application"})) == "shop.wsgi");
+  CHECK(python_service(cmd({"/usr/local/bin/python3.12", "/usr/local/bin/uvicorn", "main:app", "--port", "8000"})) == "main");
+  CHECK(python_service(cmd({"python3", "-m", "uvicorn", "api.asgi:app", "--host", "0.0.0.0"})) == "api.asgi");
+  CHECK(python_service(cmd({"python3", "-m", "gunicorn", "--version"})) == "gunicorn");
+  CHECK(python_service(cmd({"python3", "-c", "import time; time.sleep(9)"})).empty());
+  CHECK(python_service(cmd({"python3"})).empty());
+  CHECK(python_service(cmd({"/usr/bin/pythonista", "a.py"})).empty());
+  CHECK(python_service(cmd({"java", "Main"})).empty());
+}
+
+TEST_CASE("service: a node command's script") {
+  CHECK(node_script(cmd({"node", "server.js"})) == "server.js");
+  CHECK(node_script(cmd({"/usr/bin/nodejs", "--max-old-space-size=512", "-r", "dotenv/config", "/srv/api/index.js", "--port", "3000"})) ==
+        "/srv/api/index.js");
+  CHECK(node_script(cmd({"node", "--", "app.mjs"})) == "app.mjs");
+  CHECK(node_script(cmd({"node", "-e", "setTimeout(()=>{},1e6)"})).empty());
+  CHECK(node_script(cmd({"node"})).empty());
+  CHECK(node_script(cmd({"/usr/bin/python3", "server.js"})).empty());
+}
+
+TEST_CASE("service: a node process is named by its script's package, else by the script") {
+  TempDir root;
+  fs::path proc = root.path / "proc" / "7";
+  // An absolute script inside a package, seen through the process's root.
+  write(proc / "root/srv/api/package.json", R"({"name": "orders-api", "version": "1.0.0"})");
+  write(proc / "root/srv/api/lib/server.js", "");
+  fake_process(root.path, 7, "/user.slice/session-1.scope", cmd({"node", "/srv/api/lib/server.js"}), "/usr/bin/node");
+  // A relative script, through its cwd, in a directory without a package.
+  fake_process(root.path, 8, "/user.slice/session-1.scope", cmd({"node", "jobs/nightly.mjs"}), "/usr/bin/node");
+  fs::create_directories(root.path / "work/jobs");
+  fs::create_directory_symlink(root.path / "work", root.path / "proc/8/cwd");
+  fs::create_directory_symlink("/", root.path / "proc/8/root");
+  // A package.json without a name does not lend an outer package's.
+  write(root.path / "work/package.json", R"({"name": "outer"})");
+  write(root.path / "work/jobs/package.json", R"({"private": true})");
+  ServiceNamer namer(root.path.string(), {"node", "exe"});
+  CHECK(namer.labels(7, "node").service_name == "orders-api");
+  CHECK(namer.labels(8, "node").service_name == "nightly");
 }

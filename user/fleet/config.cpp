@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -211,12 +212,14 @@ const std::vector<Key>& keys() {
          return std::nullopt;
        }},
       {{"service_sources",
-        "Where service_name comes from, first that names a process wins: kubernetes, docker, systemd, java, exe",
+        "Where service_name comes from, first that names a process wins: kubernetes, docker, systemd, java, "
+        "python, node, exe",
         true},
        [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
+         const auto& known = ServiceNamer::kAllSources;
          for (const std::string& s : v)
-           if (s != "kubernetes" && s != "docker" && s != "systemd" && s != "java" && s != "exe")
-             return "'" + s + "' is not one of kubernetes, docker, systemd, java, exe";
+           if (std::find(known.begin(), known.end(), s) == known.end())
+             return "'" + s + "' is not one of kubernetes, docker, systemd, java, python, node, exe";
          if (v.empty()) return "needs at least one source (exe names every process)";
          c.service_sources = v;
          return std::nullopt;

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "user/fleet/service.h"
+
 namespace ember::fleet {
 
 // A Prometheus-style relabeling rule over one process's series labels.
@@ -45,7 +47,7 @@ struct AgentConfig {
   // Series labels.
   std::string host;                           // default: the host name
   std::map<std::string, std::string> labels;  // added to every series
-  std::vector<std::string> service_sources = {"kubernetes", "docker", "systemd", "java", "exe"};
+  std::vector<std::string> service_sources = ServiceNamer::kAllSources;
   bool pid_label = false;     // a series per process (cardinality!)
   bool thread_label = false;  // a pprof label per thread
   std::vector<RelabelRule> relabel;

@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <cctype>
 #include <iterator>
+#include <span>
+
+#include <nlohmann/json.hpp>
 
 #include "user/session/cgroup.h"
 
@@ -51,6 +55,56 @@ std::string basename_of(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
+std::string_view directory_of(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string_view{} : path.substr(0, slash);
+}
+
+// A /proc/PID/cmdline's words.
+std::vector<std::string_view> split_args(std::string_view cmdline) {
+  std::vector<std::string_view> args;
+  for (size_t from = 0; from < cmdline.size();) {
+    size_t end = cmdline.find('\0', from);
+    if (end == std::string_view::npos) end = cmdline.size();
+    args.push_back(cmdline.substr(from, end - from));
+    from = end + 1;
+  }
+  return args;
+}
+
+// "python", "python3", "python3.11"; "node", "nodejs".
+bool is_python(std::string_view exe) {
+  if (!exe.starts_with("python")) return false;
+  exe.remove_prefix(6);
+  return std::all_of(exe.begin(), exe.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+}
+
+bool is_node(std::string_view exe) { return exe == "node" || exe == "nodejs"; }
+
+// "server.js" -> "server".
+std::string script_name(std::string_view script) {
+  std::string name = basename_of(script);
+  for (std::string_view ext : {".js", ".mjs", ".cjs"})
+    if (name.ends_with(ext) && name.size() > ext.size()) return name.substr(0, name.size() - ext.size());
+  return name;
+}
+
+// The module of an application named as `module:attribute` (gunicorn's
+// APP_MODULE, uvicorn's and hypercorn's APP): "shop.wsgi:application" -> "shop.wsgi".
+std::string app_module(std::span<const std::string_view> args) {
+  for (std::string_view a : args) {
+    size_t colon = a.find(':');
+    if (a.starts_with("-") || colon == 0 || colon == std::string_view::npos) continue;
+    std::string_view module = a.substr(0, colon);
+    if (std::all_of(module.begin(), module.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }))
+      return std::string(module);
+  }
+  return {};
+}
+
+// Python's servers of WSGI and ASGI applications: the service is the application.
+bool is_app_server(std::string_view name) { return name == "gunicorn" || name == "uvicorn" || name == "hypercorn"; }
+
 }  // namespace
 
 CgroupFacts parse_cgroup_path(std::string_view path) {
@@ -82,13 +136,7 @@ CgroupFacts parse_cgroup_path(std::string_view path) {
 }
 
 std::string java_main_class(std::string_view cmdline) {
-  std::vector<std::string_view> args;
-  for (size_t from = 0; from < cmdline.size();) {
-    size_t end = cmdline.find('\0', from);
-    if (end == std::string_view::npos) end = cmdline.size();
-    args.push_back(cmdline.substr(from, end - from));
-    from = end + 1;
-  }
+  std::vector<std::string_view> args = split_args(cmdline);
   if (args.empty() || basename_of(args[0]) != "java") return {};
   // The launcher's options that take the next argument as their value.
   static constexpr std::string_view kWithValue[] = {"-cp", "-classpath", "--class-path", "-p", "--module-path",
@@ -114,6 +162,79 @@ std::string java_main_class(std::string_view cmdline) {
     return std::string(a);
   }
   return {};
+}
+
+std::string python_service(std::string_view cmdline) {
+  std::vector<std::string_view> args = split_args(cmdline);
+  if (args.empty() || !is_python(basename_of(args[0]))) return {};
+  std::span<const std::string_view> all(args);
+  // An application server's application, else the server.
+  auto served = [&](std::string name, size_t next) {
+    std::string app = is_app_server(name) ? app_module(all.subspan(next)) : "";
+    return app.empty() ? name : app;
+  };
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    if (a == "-c") return {};  // a command, not a program: nothing to name it by
+    if (a == "-m" && i + 1 < args.size()) return served(std::string(args[i + 1]), i + 2);
+    // The interpreter's options that take the next word as their value.
+    if (a == "-W" || a == "-X" || a == "--check-hash-based-pycs") {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-")) continue;
+    std::string script = basename_of(a);
+    if (script.ends_with(".py")) script.resize(script.size() - 3);
+    // A package or a zip run as a program: its directory's name.
+    if (script == "__main__") script = basename_of(directory_of(a));
+    return served(script, i + 1);
+  }
+  return {};
+}
+
+std::string node_script(std::string_view cmdline) {
+  std::vector<std::string_view> args = split_args(cmdline);
+  if (args.empty() || !is_node(basename_of(args[0]))) return {};
+  static constexpr std::string_view kWithValue[] = {"-r", "--require", "--import", "--loader",
+                                                    "--experimental-loader", "--conditions", "-C",
+                                                    "--title", "--env-file", "--input-type"};
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    if (a == "-e" || a == "--eval" || a == "-p" || a == "--print" || a == "-") return {};
+    if (a == "--") return i + 1 < args.size() ? std::string(args[i + 1]) : std::string();
+    if (std::find(std::begin(kWithValue), std::end(kWithValue), a) != std::end(kWithValue)) {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-")) continue;
+    return std::string(a);
+  }
+  return {};
+}
+
+std::string ServiceNamer::node_service(const std::string& proc) {
+  std::string script = node_script(read_file(proc + "/cmdline"));
+  if (script.empty()) return {};
+  if (!script.starts_with("/")) {
+    char cwd[4096];
+    ssize_t n = readlink((proc + "/cwd").c_str(), cwd, sizeof cwd);
+    if (n <= 0 || n == sizeof cwd) return script_name(script);
+    script = std::string(cwd, static_cast<size_t>(n)) + "/" + script;
+  }
+  // The package the script belongs to: the nearest package.json at or
+  // above it, seen from the process's root.
+  const std::string root = proc + "/root";
+  std::string path = root + script;
+  for (std::string_view dir = directory_of(path); dir.size() >= root.size(); dir = directory_of(dir)) {
+    std::string text = read_file(std::string(dir) + "/package.json");
+    if (text.empty()) continue;
+    nlohmann::json package = nlohmann::json::parse(text, nullptr, false);
+    if (package.is_object() && package.contains("name") && package["name"].is_string() &&
+        !package["name"].get<std::string>().empty())
+      return package["name"].get<std::string>();
+    break;  // the script's own package has no name: an outer one is not its
+  }
+  return script_name(script);
 }
 
 ServiceNamer::ServiceNamer(std::string root, std::vector<std::string> sources)
@@ -147,6 +268,10 @@ ServiceLabels ServiceNamer::name(pid_t pid, std::string_view comm) {
       l.service_name = facts.systemd_unit.substr(0, facts.systemd_unit.size() - std::string_view(".service").size());
     } else if (source == "java") {
       l.service_name = java_main_class(read_file(proc + "/cmdline"));
+    } else if (source == "python") {
+      l.service_name = python_service(read_file(proc + "/cmdline"));
+    } else if (source == "node") {
+      l.service_name = node_service(proc);
     } else if (source == "exe") {
       char exe[4096];
       ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);

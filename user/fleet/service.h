@@ -36,6 +36,16 @@ CgroupFacts parse_cgroup_path(std::string_view path);
 // empty when `cmdline` is not a java command or names none.
 std::string java_main_class(std::string_view cmdline);
 
+// The service a Python command line (/proc/PID/cmdline) runs: its script's
+// name (a package's __main__.py: the package's), the -m module, or the
+// application module that gunicorn, uvicorn or hypercorn serves
+// ("shop.wsgi:app" -> "shop.wsgi"). Empty for other commands and for -c.
+std::string python_service(std::string_view cmdline);
+
+// The script a node command line runs, as written there; empty for
+// other commands and for -e, -p and the REPL.
+std::string node_script(std::string_view cmdline);
+
 // A Kubernetes container's names, from kubelet's log links
 // (/var/log/containers/POD_NAMESPACE_CONTAINER-ID.log).
 struct PodNames {
@@ -56,11 +66,14 @@ struct ServiceLabels {
 // the agent runs in a container with it mounted there). `sources`: where
 // a service's name comes from, the first that names the process winning:
 // kubernetes (namespace/container), docker (the container's name), systemd
-// (the unit), java (the main class or jar), exe (the executable's name).
+// (the unit), java (the main class or jar), python (the script, module or
+// served application), node (the script's package, else the script), exe
+// (the executable's name).
 class ServiceNamer {
  public:
   explicit ServiceNamer(std::string root = "/", std::vector<std::string> sources = kAllSources);
-  static inline const std::vector<std::string> kAllSources = {"kubernetes", "docker", "systemd", "java", "exe"};
+  static inline const std::vector<std::string> kAllSources = {"kubernetes", "docker", "systemd", "java", "python",
+                                                                   "node", "exe"};
 
   // The labels of process `pid`, named once per process. `comm`: the name
   // its records carried, the last resort (a process gone before it was
@@ -72,6 +85,9 @@ class ServiceNamer {
 
  private:
   ServiceLabels name(pid_t pid, std::string_view comm);
+  // A node process's service: the name in the package.json nearest its
+  // script (through the process's root and cwd), else the script's name.
+  std::string node_service(const std::string& proc);
   // Kubernetes names of a container; null if kubelet's logs do not name
   // it (read again on a miss: pods come and go).
   const PodNames* pod_names(const std::string& container_id);
