@@ -6,50 +6,19 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "user/runtimes/v8_frames.h"
 #include "fake_memory.h"
+#include "v8_node20.h"
 
 using namespace ember::runtimes;
 
 namespace {
-
-// node 20.20's v8dbg_ constants (nm -D /usr/bin/node) that ember reads.
-const std::map<std::string, int64_t> kNode20 = {
-    {"TaggedSize", 8},
-    {"off_fp_function", -16},
-    {"off_fp_context_or_frame_type", -8},
-    {"class_JSFunction__shared__SharedFunctionInfo", 24},
-    {"class_HeapObject__map__Map", 0},
-    {"class_Map__instance_type__uint16_t", 12},
-    {"type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", 262},
-    {"class_SharedFunctionInfo__name_or_scope_info__Object", 16},
-    {"class_SharedFunctionInfo__script_or_debug_info__HeapObject", 32},
-    {"class_Script__name__Object", 16},
-    {"class_String__length__int32_t", 12},
-    {"class_SeqOneByteString__chars__char", 16},
-    {"class_SeqTwoByteString__chars__char", 16},
-    {"class_ConsString__first__String", 16},
-    {"class_ConsString__second__String", 24},
-    {"class_ThinString__actual__String", 16},
-    {"class_SlicedString__parent__String", 16},
-    {"class_SlicedString__offset__SMI", 24},
-    {"FirstNonstringType", 128},
-    {"StringRepresentationMask", 7},
-    {"ConsStringTag", 1},
-    {"SlicedStringTag", 3},
-    {"ThinStringTag", 5},
-    {"StringEncodingMask", 8},
-    {"OneByteStringTag", 8},
-    {"type_ScopeInfo__SCOPE_INFO_TYPE", 261},
-    {"type_Script__SCRIPT_TYPE", 167},
-    {"scopeinfo_idx_ncontextlocals", 2},
-    {"scopeinfo_idx_first_vars", 3},
-    {"SmiShiftSize", 31},
-};
 
 // A process's heap: objects by untagged address, each 256 bytes.
 struct Heap : FakeMemory {
@@ -155,5 +124,20 @@ TEST_CASE("functions are named from their SharedFunctionInfo") {
     CHECK_FALSE(read_v8_function(l, other, heap.reader()));
     CHECK_FALSE(read_v8_function(l, 0x7fff0001, heap.reader()));
     CHECK_FALSE(read_v8_function(l, other - 1, heap.reader()));  // not a tagged pointer
+  }
+}
+
+TEST_CASE("the fuzz target's seeds hold a function as node lays it out") {
+  V8Layout l = v8_layout(kNode20)->layout;
+  for (auto [seed, name] : {std::pair{"seed-one-byte", "handleRequest"}, std::pair{"seed-two-byte", "Router.h\xc3\xa9"}}) {
+    std::ifstream in(std::string("tests/fuzz/corpus/v8/") + seed, std::ios::binary);
+    std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    REQUIRE(!bytes.empty());
+    FakeMemory memory;
+    memory.regions[0x10000].assign(bytes.begin(), bytes.end());
+    auto f = read_v8_function(l, 0x10001, memory.reader());
+    REQUIRE(f);
+    CHECK(f->name == name);
+    CHECK(f->script == "app.js");
   }
 }

@@ -1,0 +1,26 @@
+// Fuzz target: a node process's memory as ember reads it to name
+// JavaScript frames (user/runtimes/v8_frames.h), with node 20's layout:
+// the input is the memory at 0x10000, whose first object is the
+// SharedFunctionInfo asked for; its name (strings of every kind, a
+// ScopeInfo) and script are read wherever the bytes point. Never a read
+// past what the "process" holds, never a hang on a cycle of strings.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../unit/v8_node20.h"
+#include "user/runtimes/v8_frames.h"
+
+using namespace ember::runtimes;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  constexpr uint64_t kBase = 0x10000;
+  static const V8Layout layout = v8_layout(kNode20)->layout;
+  ReadMemory read = [&](uint64_t address, void* out, size_t n) {
+    if (address < kBase || address - kBase > size || n > size - (address - kBase)) return false;
+    std::memcpy(out, data + (address - kBase), n);
+    return true;
+  };
+  (void)read_v8_function(layout, kBase + 1, read);
+  return 0;
+}
