@@ -343,14 +343,16 @@ $(BUILD)/oracle/bcc_symbolize: tests/oracle/bcc_symbolize.cpp
 # (agent_config, backend), what clients send ember serve (serve), and the
 # tables of an HTML flamegraph that `ember convert` reads back (page), and
 # a JVM's heap dump (HPROF) that `ember jvm --heap` reads (heap), and a
-# CPython process's code objects and line tables (python).
-FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve page heap python
+# CPython process's code objects and line tables (python), and a node
+# process's functions, strings and scripts (v8).
+FUZZ_TARGETS := folded pprof elf perfmap jitmap attach hsperf agent_config backend serve page heap python v8
 # The replay of every corpus (make test): one binary, each harness under the
 # sanitizers with its entry renamed fuzz_TARGET (a link of the san tree
 # takes ~30 s: one, not one a target).
 FUZZ_OBJ := $(FUZZ_TARGETS:%=$(BUILD)/san/tests/fuzz/fuzz_%.o)
 $(BUILD)/san/tests/fuzz/fuzz_%.o: CXXFLAGS += -DLLVMFuzzerTestOneInput=$(basename $(notdir $@))
 $(BUILD)/san/tests/fuzz/replay.o: CXXFLAGS += -DFUZZ_ALL="$(foreach t,$(FUZZ_TARGETS),TARGET($(t)))"
+$(BUILD)/san/tests/fuzz/replay.o: Makefile  # the list of targets is here
 $(BUILD)/fuzz/replay: $(FUZZ_OBJ) $(BUILD)/san/tests/fuzz/replay.o $(LIBS:%=$(BUILD)/san/lib%.a)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

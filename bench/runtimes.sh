@@ -15,7 +15,8 @@
 #      of ember (-a, its CFI unwinder and the runtimes' walkers) and of the
 #      bpftrace reference `profile:hz:999 { @[kstack, ustack] = count(); }`,
 #      attached together system-wide at 999 Hz to one workload per CPU;
-#      the ratio per run, then the median of REPS runs [min-max].
+#      the ratio per run, then the median of REPS runs [min-max]. A native
+#      workload's row gives what the runtimes' walkers add to the unwinder.
 #
 # Environment: BENCH_SECONDS (10) per run, REPS (3), PYTHON (a CPython
 # 3.13+ for -X perf_jit; default: pyenv's newest, else python3 if it is).
@@ -151,8 +152,9 @@ agree "node $(node --version) --perf-basic-prof" fp node --perf-basic-prof tests
 echo
 echo "BPF time per sample, system-wide at 999 Hz, one workload per CPU, ember and bpftrace attached together:"
 printf '  %-28s %22s %22s %24s\n' workload "ember, ns" "bpftrace, ns" "ratio to bpftrace"
-for w in python node; do
+for w in native python node; do
 	case $w in
+	native) cmd=(build/workloads/throughput) name="native (throughput, C)" ;;
 	python) cmd=(python3 tests/workloads/py_split.py) name="python3 ($(python3 -c 'import platform; print(platform.python_version())'))" ;;
 	node) cmd=(node tests/workloads/js_split.js) name="node ($(node --version))" ;;
 	esac

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <cctype>
+#include <fstream>
 #include <iterator>
 #include <span>
 
@@ -72,7 +72,7 @@ std::vector<std::string_view> split_args(std::string_view cmdline) {
   return args;
 }
 
-// "python", "python3", "python3.11"; "node", "nodejs".
+// "python", "python3", "python3.11".
 bool is_python(std::string_view exe) {
   if (!exe.starts_with("python")) return false;
   exe.remove_prefix(6);
@@ -212,7 +212,11 @@ std::string node_script(std::string_view cmdline) {
   return {};
 }
 
-std::string ServiceNamer::node_service(const std::string& proc) {
+namespace {
+
+// A node process's service: the name in the package.json nearest its
+// script (through the process's root and cwd), else the script's name.
+std::string node_service(const std::string& proc) {
   std::string script = node_script(read_file(proc + "/cmdline"));
   if (script.empty()) return {};
   if (!script.starts_with("/")) {
@@ -236,6 +240,8 @@ std::string ServiceNamer::node_service(const std::string& proc) {
   }
   return script_name(script);
 }
+
+}  // namespace
 
 ServiceNamer::ServiceNamer(std::string root, std::vector<std::string> sources)
     : root_(root == "/" ? "" : std::move(root)), sources_(std::move(sources)) {}

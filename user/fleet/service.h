@@ -85,9 +85,6 @@ class ServiceNamer {
 
  private:
   ServiceLabels name(pid_t pid, std::string_view comm);
-  // A node process's service: the name in the package.json nearest its
-  // script (through the process's root and cwd), else the script's name.
-  std::string node_service(const std::string& proc);
   // Kubernetes names of a container; null if kubelet's logs do not name
   // it (read again on a miss: pods come and go).
   const PodNames* pod_names(const std::string& container_id);
