@@ -44,10 +44,12 @@ std::string_view script_file(std::string_view s) {
 
 bool is_python_frame(std::string_view s) { return script_file(s).ends_with(".py"); }
 
-// Node's: a script (.js, .mjs, .cjs) or one of its own modules (node:fs).
+// Node's: a script (.js, .mjs, .cjs) or one of its own modules (node:fs,
+// not C++'s node:: namespace).
 bool is_javascript_frame(std::string_view s) {
   std::string_view file = script_file(s);
-  return file.ends_with(".js") || file.ends_with(".mjs") || file.ends_with(".cjs") || file.starts_with("node:");
+  return file.ends_with(".js") || file.ends_with(".mjs") || file.ends_with(".cjs") ||
+         (file.starts_with("node:") && !file.starts_with("node::"));
 }
 
 // "[name tid=123]"

@@ -60,6 +60,23 @@ TEST_CASE("folded round trip keeps kinds and weights") {
   CHECK(kind_of("app") == FrameKind::Process);
 }
 
+TEST_CASE("folded reader tells Python and JavaScript frames by their script") {
+  std::istringstream in(
+      "app;main;outer (svc.py:12);emit (node:events);inner (js_chains.js);load (entry.mjs);"
+      "node::Start(int, char**);handler (node::Environment*);leaf 3\n");
+  auto result = read_folded(in);
+  REQUIRE(result);
+  std::map<std::string, FrameKind> kinds;
+  for (const Frame& f : result->profile.frames()) kinds[f.name] = f.kind;
+  CHECK(kinds["outer (svc.py:12)"] == FrameKind::Python);
+  CHECK(kinds["emit (node:events)"] == FrameKind::JavaScript);
+  CHECK(kinds["inner (js_chains.js)"] == FrameKind::JavaScript);
+  CHECK(kinds["load (entry.mjs)"] == FrameKind::JavaScript);
+  CHECK(kinds["node::Start(int, char**)"] == FrameKind::Cpp);
+  // C++'s node:: namespace in parentheses is no Node module.
+  CHECK(kinds["handler (node::Environment*)"] != FrameKind::JavaScript);
+}
+
 TEST_CASE("folded reader recognises thread and process pseudo-frames") {
   std::istringstream in("java (4242);[C2 CompilerThre tid=4250];start_thread 9\n");
   auto result = read_folded(in);
