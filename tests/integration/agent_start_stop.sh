@@ -34,6 +34,14 @@ expect_refusal '' "^ember agent: --events: unknown event 'gpu'" --events gpu
 expect_refusal $'events = ["alloc"]\n[java]\nattach = false\n' "'alloc' needs ember's Java agent: set java.attach = true"
 
 need_bpf
+# cycles needs a hardware PMU; where there is none the agent says so in its
+# own words (record's -e is no option of the agent's).
+timeout -s TERM 10 "$EMBER" agent --events cycles --spool.dir "$SPOOL" --metrics.listen '' >/dev/null 2>"$TMP/err"
+if grep -q "no hardware PMU" "$TMP/err"; then
+	assert_contains "$TMP/err" "use 'cpu-clock'" "events = cycles without a PMU: $(cat "$TMP/err")"
+	assert_absent "$TMP/err" "-e cpu-clock" "events = cycles: record's spelling"
+fi
+
 # SIGTERM from the first instant of start-up (its exec) to sampling: exit 0
 # within the spool-only grace (no server), the port free again.
 exe=$(readlink -f "$EMBER")

@@ -9,7 +9,9 @@ namespace {
 template <CpuTimer::Clock kClock>
 std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
                                            std::vector<std::string>&) {
-  sample_on_timer(s, config).clock = kClock;
+  CpuTimer& timer = sample_on_timer(s, config);
+  timer.clock = kClock;
+  timer.spelling = s.spelling;
   return {};
 }
 

@@ -15,6 +15,7 @@ class CpuTimer : public KernelPart {
   enum class Clock { CpuClock, Cycles };  // the software timer, or the hardware cycle counter
   Clock clock = Clock::CpuClock;
   uint32_t frequency = 99;
+  Spelling spelling = Spelling::Option;  // how its refusal names the other event
 
   ~CpuTimer() override;
   std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override;
