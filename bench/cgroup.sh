@@ -27,16 +27,7 @@ WORK=build/workloads/throughput
 MOUNT=$(awk '/ - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
 [ -n "$MOUNT" ] || { echo "bench: cgroup v2 is not mounted" >&2; exit 1; }
 CG=ember-bench.$$
-T=$(mktemp -d /tmp/ember-bench.XXXXXX)
-stats_before=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
-	jobs -p | xargs -r kill -KILL 2>/dev/null || true
-	wait 2>/dev/null || true
-	rmdir "$MOUNT/$CG/last" "$MOUNT/$CG" 2>/dev/null || true
-	sysctl -qw kernel.bpf_stats_enabled="$stats_before"
-	rm -rf "$T"
-}
-trap cleanup EXIT
+bpf_stats_bench 'rmdir "$MOUNT/$CG/last" "$MOUNT/$CG" 2>/dev/null || true'
 mkdir "$MOUNT/$CG" "$MOUNT/$CG/last"
 SIXTEEN=()
 for _ in $(seq 15); do SIXTEEN+=(--cgroup "$CG/last"); done
@@ -72,7 +63,6 @@ per_sample_run() {
 	wait 2>/dev/null || true
 }
 
-sysctl -qw kernel.bpf_stats_enabled=1
 echo "bench: $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); $REPS runs of $WINDOW s"
 echo "BPF time per sample at 999 Hz, $WORK in cgroup /$CG, all recordings attached together:"
 for ((i = 0; i < REPS; i++)); do per_sample_run; done >"$T/per_sample"

@@ -42,3 +42,16 @@ until_sampling() {
 		sleep 0.1
 	done
 }
+
+# bpf_stats_bench [CMD]: for a bench that reads BPF run times: a scratch
+# directory $T, kernel.bpf_stats_enabled on, and at exit CMD (its own
+# clean-up, if any), every background job killed, the sysctl as it was and
+# $T removed.
+bpf_stats_bench() {
+	T=$(mktemp -d /tmp/ember-bench.XXXXXX)
+	BPF_STATS_BEFORE=$(sysctl -n kernel.bpf_stats_enabled)
+	BENCH_CLEANUP=${1:-}
+	trap 'jobs -p | xargs -r kill -KILL 2>/dev/null || true; wait 2>/dev/null || true; eval "$BENCH_CLEANUP"
+	      sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_BEFORE"; rm -rf "$T"' EXIT
+	sysctl -qw kernel.bpf_stats_enabled=1
+}

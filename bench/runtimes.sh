@@ -27,15 +27,7 @@ REPS=${REPS:-3}
 EMBER=build/ember
 REFERENCE='profile:hz:999 { @[kstack, ustack] = count(); }'
 CPUS=$(nproc)
-T=$(mktemp -d /tmp/ember-bench.XXXXXX)
-stats_before=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
-	jobs -p | xargs -r kill -KILL 2>/dev/null || true
-	wait 2>/dev/null || true
-	sysctl -qw kernel.bpf_stats_enabled="$stats_before"
-	rm -rf "$T"
-}
-trap cleanup EXIT
+bpf_stats_bench
 command -v bpftrace >/dev/null || { echo "bench: no bpftrace (the reference): install it with scripts/deps.sh bench" >&2; exit 1; }
 command -v perf >/dev/null || { echo "bench: no perf: install it with scripts/deps.sh bench" >&2; exit 1; }
 command -v node >/dev/null || { echo "bench: no node" >&2; exit 1; }
@@ -136,7 +128,6 @@ per_sample() {
 	echo "$(((ens - ens0) / (ecnt - ecnt0))) $(((bns - bns0) / (bcnt - bcnt0)))"
 }
 
-sysctl -qw kernel.bpf_stats_enabled=1
 echo "bench: $CPUS CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); $SECS s runs, $REPS runs per setting"
 echo
 echo "Innermost function's share, ember and perf at once on one process, 999 Hz (by design 50 / 30 / 20):"

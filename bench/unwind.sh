@@ -27,15 +27,7 @@ EMBER=build/ember
 WORK=build/workloads/throughput
 REFERENCE='profile:hz:999 { @[kstack, ustack] = count(); }'
 CPUS=$(nproc)
-T=$(mktemp -d /tmp/ember-bench.XXXXXX)
-stats_before=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
-	jobs -p | xargs -r kill -KILL 2>/dev/null || true
-	wait 2>/dev/null || true
-	sysctl -qw kernel.bpf_stats_enabled="$stats_before"
-	rm -rf "$T"
-}
-trap cleanup EXIT
+bpf_stats_bench
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", 100 * (a - b) / a }'; }
 fmt_spread() { awk -v m="$1" -v lo="$2" -v hi="$3" -v f="$4" 'BEGIN { printf f " [" f "-" f "]", m, lo, hi }'; }
@@ -96,7 +88,6 @@ slowdown_run() {
 	echo "$(requests "$out") $(($(now_ms) - t0))"
 }
 
-sysctl -qw kernel.bpf_stats_enabled=1
 echo "bench: $CPUS CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); $REPS runs per setting"
 echo
 echo "BPF time per sample, system-wide at 999 Hz, $WINDOW s of $WORK, all attached together:"
