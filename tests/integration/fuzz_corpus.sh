@@ -6,7 +6,8 @@
 # maps (perfmap), JVM agents' streams (jitmap), a JVM's attach replies and
 # hsperfdata (attach, hsperf), the agent's configuration and its backend's
 # answers (agent_config, backend), what clients send ember serve (serve),
-# an HTML flamegraph's tables (page).
+# an HTML flamegraph's tables (page), a heap dump (heap), a CPython
+# process's code objects (python), a node process's functions (v8).
 . "$(dirname "$0")/../lib.sh"
 for dir in "$ROOT"/tests/fuzz/corpus/*/; do
 	target=$(basename "$dir")
