@@ -138,7 +138,9 @@ if [ -n "$PY" ]; then
 else
 	echo "  CPython: no 3.13 or later here for -X perf_jit (set PYTHON): skipped"
 fi
-agree "node $(node --version) --perf-basic-prof" fp node --perf-basic-prof tests/workloads/js_split.js
+# --perf-basic-prof also turns on V8's log: kept out of the working directory.
+agree "node $(node --version) --perf-basic-prof" fp \
+	node --perf-basic-prof --no-logfile-per-isolate --logfile="$T/v8.log" tests/workloads/js_split.js
 
 echo
 echo "BPF time per sample, system-wide at 999 Hz, one workload per CPU, ember and bpftrace attached together:"
