@@ -158,6 +158,12 @@ TEST_CASE("service: a Python command's script, module or served application") {
   CHECK(python_service(cmd({"/usr/local/bin/python3.12", "/usr/local/bin/uvicorn", "main:app", "--port", "8000"})) == "main");
   CHECK(python_service(cmd({"python3", "-m", "uvicorn", "api.asgi:app", "--host", "0.0.0.0"})) == "api.asgi");
   CHECK(python_service(cmd({"python3", "-m", "gunicorn", "--version"})) == "gunicorn");
+  // The address it binds is no application.
+  CHECK(python_service(cmd({"/usr/bin/python3", "/usr/bin/gunicorn", "-b", "0.0.0.0:8000", "shop.wsgi:app"})) == "shop.wsgi");
+  CHECK(python_service(cmd({"/usr/bin/python3", "/usr/bin/gunicorn", "--bind", "localhost:8000", "-w", "2", "shop.wsgi:app"})) ==
+        "shop.wsgi");
+  CHECK(python_service(cmd({"python3", "/usr/bin/gunicorn", "--bind=unix:/run/shop.sock", "app:create_app()"})) == "app");
+  CHECK(python_service(cmd({"python3", "/usr/bin/gunicorn", "-c", "conf.py"})) == "gunicorn");
   CHECK(python_service(cmd({"python3", "-c", "import time; time.sleep(9)"})).empty());
   CHECK(python_service(cmd({"python3"})).empty());
   CHECK(python_service(cmd({"/usr/bin/pythonista", "a.py"})).empty());

@@ -295,7 +295,6 @@ std::expected<void, std::string> cut_window(Session& session, const std::vector<
   return {};
 }
 
-// The summary of a recording, after its graphs were written.
 // The processes whose runtime ember cannot read (by pid: why), 10 at most,
 // on summary lines of `label`; `then`: what their frames are instead.
 void print_refused(const char* label, const std::map<uint32_t, std::string>& refused, const char* then) {
@@ -305,6 +304,7 @@ void print_refused(const char* label, const std::map<uint32_t, std::string>& ref
   if (refused.size() > 10) std::fprintf(stderr, "  %-11s ... and %zu more such processes\n", label, refused.size() - 10);
 }
 
+// The summary of a recording, after its graphs were written.
 void print_summary(const Window& w, Session& session, const std::function<void(const std::string&)>& warn) {
   auto n = [](uint64_t x) { return static_cast<unsigned long long>(x); };
   const SessionConfig& c = session.config();

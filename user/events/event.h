@@ -53,6 +53,9 @@ struct Scope {
 // the keys of the agent's configuration ('cpu', min_block, java.attach).
 enum class Spelling { Option, Field };
 
+// Event `name` as a command of that spelling names it: -e cpu, or 'cpu'.
+std::string event_named(std::string_view name, Spelling spelling);
+
 // The settings as an event reads them: min_block parsed.
 struct Resolved {
   const Settings& settings;

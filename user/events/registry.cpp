@@ -93,11 +93,13 @@ std::optional<uint64_t> parse_duration_ns(const std::string& text) {
   return static_cast<uint64_t>(*ns);
 }
 
+std::string event_named(std::string_view name, Spelling spelling) {
+  return spelling == Spelling::Option ? "-e " + std::string(name) : "'" + std::string(name) + "'";
+}
+
 std::expected<std::vector<const Event*>, std::string> check_names(const std::vector<std::string>& names,
                                                                   Spelling spelling) {
-  auto named = [&](std::string_view name) {
-    return spelling == Spelling::Option ? "-e " + std::string(name) : "'" + std::string(name) + "'";
-  };
+  auto named = [&](std::string_view name) { return event_named(name, spelling); };
   std::vector<const Event*> events;
   const std::string* cpu = nullptr;  // as given
   for (const std::string& name : names) {

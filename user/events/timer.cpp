@@ -47,7 +47,7 @@ std::expected<void, std::string> CpuTimer::attach(profile_bpf& skel, std::vector
       if (clock == Clock::Cycles && (err == ENOENT || err == EOPNOTSUPP))
         return std::unexpected(
             "event 'cycles' is not available: this machine has no hardware PMU (common in VMs); use " +
-            std::string(spelling == Spelling::Option ? "-e cpu-clock" : "'cpu-clock'"));
+            event_named("cpu-clock", spelling));
       if (err == EACCES || err == EPERM)
         return std::unexpected("perf_event_open refused (" + errno_text(err) +
                                "): run as root, or lower kernel.perf_event_paranoid");

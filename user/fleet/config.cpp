@@ -218,8 +218,11 @@ const std::vector<Key>& keys() {
        [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
          const auto& known = ServiceNamer::kAllSources;
          for (const std::string& s : v)
-           if (std::find(known.begin(), known.end(), s) == known.end())
-             return "'" + s + "' is not one of kubernetes, docker, systemd, java, python, node, exe";
+           if (std::find(known.begin(), known.end(), s) == known.end()) {
+             std::string all;
+             for (const std::string& k : known) all += (all.empty() ? "" : ", ") + k;
+             return "'" + s + "' is not one of " + all;
+           }
          if (v.empty()) return "needs at least one source (exe names every process)";
          c.service_sources = v;
          return std::nullopt;

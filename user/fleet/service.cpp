@@ -7,6 +7,7 @@
 #include <cctype>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <span>
 
 #include <nlohmann/json.hpp>
@@ -89,21 +90,65 @@ std::string script_name(std::string_view script) {
   return name;
 }
 
+// "shop.wsgi": dotted Python identifiers.
+bool is_module_name(std::string_view s) {
+  for (size_t from = 0;;) {
+    size_t dot = s.find('.', from);
+    std::string_view part = s.substr(from, dot == std::string_view::npos ? dot : dot - from);
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    if (part.empty() || std::isdigit(static_cast<unsigned char>(part[0])) || !std::all_of(part.begin(), part.end(), word))
+      return false;
+    if (dot == std::string_view::npos) return true;
+    from = dot + 1;
+  }
+}
+
 // The module of an application named as `module:attribute` (gunicorn's
-// APP_MODULE, uvicorn's and hypercorn's APP): "shop.wsgi:application" -> "shop.wsgi".
+// APP_MODULE, uvicorn's and hypercorn's APP): "shop.wsgi:application" ->
+// "shop.wsgi". The address of -b/--bind (localhost:8000) is no application.
 std::string app_module(std::span<const std::string_view> args) {
-  for (std::string_view a : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    if (a == "-b" || a == "--bind") {
+      ++i;
+      continue;
+    }
     size_t colon = a.find(':');
-    if (a.starts_with("-") || colon == 0 || colon == std::string_view::npos) continue;
-    std::string_view module = a.substr(0, colon);
-    if (std::all_of(module.begin(), module.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }))
-      return std::string(module);
+    if (colon != std::string_view::npos && is_module_name(a.substr(0, colon))) return std::string(a.substr(0, colon));
   }
   return {};
 }
 
 // Python's servers of WSGI and ASGI applications: the service is the application.
 bool is_app_server(std::string_view name) { return name == "gunicorn" || name == "uvicorn" || name == "hypercorn"; }
+
+// The service of node process `proc` (/proc/PID) running `cmdline`: the
+// name in the package.json nearest its script (through the process's root
+// and cwd), else the script's name.
+std::string node_service(const std::string& proc, const std::string& cmdline) {
+  std::string script = node_script(cmdline);
+  if (script.empty()) return {};
+  if (!script.starts_with("/")) {
+    char cwd[4096];
+    ssize_t n = readlink((proc + "/cwd").c_str(), cwd, sizeof cwd);
+    if (n <= 0 || n == sizeof cwd) return script_name(script);
+    script = std::string(cwd, static_cast<size_t>(n)) + "/" + script;
+  }
+  // The package the script belongs to: the nearest package.json at or
+  // above it, seen from the process's root.
+  const std::string root = proc + "/root";
+  std::string path = root + script;
+  for (std::string_view dir = directory_of(path); dir.size() >= root.size(); dir = directory_of(dir)) {
+    std::string text = read_file(std::string(dir) + "/package.json");
+    if (text.empty()) continue;
+    nlohmann::json package = nlohmann::json::parse(text, nullptr, false);
+    if (package.is_object() && package.contains("name") && package["name"].is_string() &&
+        !package["name"].get<std::string>().empty())
+      return package["name"].get<std::string>();
+    break;  // the script's own package has no name: an outer one is not its
+  }
+  return script_name(script);
+}
 
 }  // namespace
 
@@ -212,37 +257,6 @@ std::string node_script(std::string_view cmdline) {
   return {};
 }
 
-namespace {
-
-// A node process's service: the name in the package.json nearest its
-// script (through the process's root and cwd), else the script's name.
-std::string node_service(const std::string& proc) {
-  std::string script = node_script(read_file(proc + "/cmdline"));
-  if (script.empty()) return {};
-  if (!script.starts_with("/")) {
-    char cwd[4096];
-    ssize_t n = readlink((proc + "/cwd").c_str(), cwd, sizeof cwd);
-    if (n <= 0 || n == sizeof cwd) return script_name(script);
-    script = std::string(cwd, static_cast<size_t>(n)) + "/" + script;
-  }
-  // The package the script belongs to: the nearest package.json at or
-  // above it, seen from the process's root.
-  const std::string root = proc + "/root";
-  std::string path = root + script;
-  for (std::string_view dir = directory_of(path); dir.size() >= root.size(); dir = directory_of(dir)) {
-    std::string text = read_file(std::string(dir) + "/package.json");
-    if (text.empty()) continue;
-    nlohmann::json package = nlohmann::json::parse(text, nullptr, false);
-    if (package.is_object() && package.contains("name") && package["name"].is_string() &&
-        !package["name"].get<std::string>().empty())
-      return package["name"].get<std::string>();
-    break;  // the script's own package has no name: an outer one is not its
-  }
-  return script_name(script);
-}
-
-}  // namespace
-
 ServiceNamer::ServiceNamer(std::string root, std::vector<std::string> sources)
     : root_(root == "/" ? "" : std::move(root)), sources_(std::move(sources)) {}
 
@@ -259,6 +273,12 @@ ServiceLabels ServiceNamer::name(pid_t pid, std::string_view comm) {
   if (auto cgroup = cgroup2_of(read_file(proc + "/cgroup"))) facts = parse_cgroup_path(*cgroup);
   l.container_id = facts.container_id;
   l.systemd_unit = facts.systemd_unit;
+  // Its command line, read once if a source asks.
+  std::optional<std::string> cmdline_read;
+  auto cmdline = [&]() -> const std::string& {
+    if (!cmdline_read) cmdline_read = read_file(proc + "/cmdline");
+    return *cmdline_read;
+  };
   for (const std::string& source : sources_) {
     if (source == "kubernetes" && !facts.pod_uid.empty() && !facts.container_id.empty()) {
       if (const PodNames* pod = pod_names(facts.container_id)) {
@@ -273,11 +293,11 @@ ServiceLabels ServiceNamer::name(pid_t pid, std::string_view comm) {
     } else if (source == "systemd" && !facts.systemd_unit.empty()) {
       l.service_name = facts.systemd_unit.substr(0, facts.systemd_unit.size() - std::string_view(".service").size());
     } else if (source == "java") {
-      l.service_name = java_main_class(read_file(proc + "/cmdline"));
+      l.service_name = java_main_class(cmdline());
     } else if (source == "python") {
-      l.service_name = python_service(read_file(proc + "/cmdline"));
+      l.service_name = python_service(cmdline());
     } else if (source == "node") {
-      l.service_name = node_service(proc);
+      l.service_name = node_service(proc, cmdline());
     } else if (source == "exe") {
       char exe[4096];
       ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
@@ -286,14 +306,11 @@ ServiceLabels ServiceNamer::name(pid_t pid, std::string_view comm) {
         if (path.ends_with(" (deleted)")) path.remove_suffix(10);
         l.service_name = basename_of(path);
         // Run from memory (memfd_create + fexecve): its own argv[0] names it.
-        if (path.starts_with("/memfd:")) {
-          std::string cmdline = read_file(proc + "/cmdline");
-          l.service_name = basename_of(cmdline.substr(0, cmdline.find('\0')));
-        }
+        if (path.starts_with("/memfd:")) l.service_name = basename_of(cmdline().substr(0, cmdline().find('\0')));
       }
       // A kernel thread has no executable and no command line: one
       // service, not one per kworker's name.
-      if (n <= 0 && access((proc + "/stat").c_str(), F_OK) == 0 && read_file(proc + "/cmdline").empty())
+      if (n <= 0 && access((proc + "/stat").c_str(), F_OK) == 0 && cmdline().empty())
         l.service_name = "kernel";
       if (l.service_name.empty()) l.service_name = comm.empty() ? "pid-" + std::to_string(pid) : std::string(comm);
       // Inside a container the executable is the container's, not a
