@@ -96,7 +96,12 @@ agree() {
 	rm -f /tmp/perf-"$pid".map /tmp/jit-"$pid".dump /tmp/jitted-"$pid"-*.so
 	read -r ea eb eg en < <(shares ember "$T/ember.folded")
 	read -r pa pb pg pn < <(shares perf "$T/perf.txt")
-	printf '  %-34s %-8s %6s %6s %6s %9s\n' "$runtime" ember "$ea" "$eb" "$eg" "$en" "" perf "$pa" "$pb" "$pg" "$pn"
+	printf '  %-34s %-8s %6s %6s %6s %9s\n' "$runtime" ember "$ea" "$eb" "$eg" "$en"
+	printf '  %-34s %-8s %6s %6s %6s %9s\n' "" perf "$pa" "$pb" "$pg" "$pn"
+	if [ "$pn" = 0 ] || [ "$en" = 0 ]; then
+		echo "  (a tool named none of alpha, beta and gamma: no agreement to measure)"
+		return
+	fi
 	printf '  %-34s %-8s %6s %6s %6s\n' "" "diff, pp" \
 		"$(awk -v a="$ea" -v b="$pa" 'BEGIN { printf "%+.1f", a - b }')" \
 		"$(awk -v a="$eb" -v b="$pb" 'BEGIN { printf "%+.1f", a - b }')" \
