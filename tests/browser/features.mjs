@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import {
   assert, assertPercent, buildModel, calibrate, canvasBox, canvasHash, check, differingColumns, escapeRegExp,
-  gridCheck, hoverMany, labelledStacks, matchedShare, nodes, reverseStacks, sameTree, sandwichStacks, settle, sumWeight,
+  gridCheck, hoverMany, labelledStacks, matchedShare, meta, nodes, reverseStacks, sameTree, sandwichStacks, settle, sumWeight,
   transforms, waitReady, watch,
 } from './lib.mjs';
 
@@ -92,6 +92,24 @@ export async function featureChecks({ page, file, data, pageErrors, dialogs }) {
     visibleDepth = Math.floor(geo.y0 / geo.rowH);
     names = candidates(original, visibleDepth - 4);   // targets low enough that what changes is on screen
     return `${await gridCheck(page, { model: plain, geometry: geo })} points`;
+  });
+
+  await check('a click zooms the frame clicked, not a sibling of the same name', async () => {
+    const px = (w) => (w * W) / plain.total;
+    const twins = [...nodes(plain)].filter((n) => n.parent && n.depth < visibleDepth && px(n.total) >= 6 &&
+      n.parent.children.some((c) => c !== n && c.label.name === n.label.name));
+    if (!twins.length) return 'SKIP no two sibling frames share a name';
+    for (const n of twins.slice(0, 6)) {
+      const y = Math.round(geo.rowY(n.depth));
+      await page.locator('#flame').click({ position: { x: Math.round(px(n.x0 + n.total / 2)), y } });
+      await settle(page);
+      const [left, right] = await hoverMany(page, '#flame', [[2, y], [Math.round(W) - 3, y]]);
+      await page.keyboard.press('Escape');   // the later checks start unzoomed
+      await settle(page);
+      const want = `${n.label.name} (${meta(n.label)})`, got = (t) => t && `${t.name} (${t.meta})`;
+      assert(got(left) === want && got(right) === want, `clicking ${want} zoomed to ${got(left)} … ${got(right)}`);
+    }
+    return `${twins.length} frames with a twin`;
   });
 
   const chartHeight = () => page.evaluate(() => {

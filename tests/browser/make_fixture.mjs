@@ -6,7 +6,8 @@
 // Default: ~5,000 unique stacks. --big: 100,000 unique stacks of depth 8-60.
 // The profile holds kernel, native, cpp, jit, inlined, interpreted, alloc,
 // thread, process and unknown frames, a 250-deep recursive stack, recursion
-// with gaps (a recursive-descent parser), Java lambda classes with ids, and
+// with gaps (a recursive-descent parser), Java lambda classes with ids, two
+// sibling frames of one name (_start in ld.so and in the executable), and
 // frame names / a title that try to inject HTML.
 //
 // --diff: a differential page. BASE is the profile above; NEW is the same
@@ -181,6 +182,8 @@ function generate({ big, unit }) {
   for (const stack of [...lambdaStacks(pools, threads), ...parserStacks(pools, threads, extraRand)]) {
     byKey.set(stack.join(','), { stack, weight: Math.max(1, Math.round(total * (0.002 + 0.003 * extraRand()))) });
   }
+  const twin = loaderStack(pools, threads);
+  byKey.set(twin.join(','), { stack: twin, weight: Math.round(total * 0.015) });
   return { pools, threads, list: [...byKey.values()], total };
 }
 
@@ -196,6 +199,13 @@ function lambdaStacks(pools, threads) {
     out.push([...prefix, jit(`Ljava/app/Handler$$Lambda$${id}/0x${addr};::apply`), jit(`Ljava/app/Handler;::lambda$handle$${i % 3}`)]);
   }
   return out;
+}
+
+// A process caught in its dynamic loader: a second _start (ld.so's) beside
+// its executable's, the same name under the same parent.
+function loaderStack(pools, threads) {
+  const ld = (n) => pools.frame(n, 'native', '/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2');
+  return [...threads[3].prefix.slice(0, 2), ld('_start'), ld('_dl_start'), ld('_dl_start_final')];
 }
 
 // A recursive-descent parser: parseExpr -> parseTerm -> parseFactor ->
