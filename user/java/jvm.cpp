@@ -124,14 +124,14 @@ std::expected<JvmTelemetry, std::string> read_whole(hsperf::File& file, pid_t pi
   }
 }
 
-std::expected<Source, std::string> open_source(pid_t pid) {
+std::expected<Source, std::string> open_source(pid_t pid, double patience = 1.0) {
   auto jvm = java::inspect_jvm(pid);
   if (!jvm) return std::unexpected(jvm.error());
   auto path = hsperf::find_file(*jvm);
   if (!path) return std::unexpected(no_hsperfdata(pid, path.error()));
   auto file = hsperf::File::open(*path);
   if (!file) return std::unexpected(file.error());
-  auto first = read_whole(*file, pid, 1.0);
+  auto first = read_whole(*file, pid, patience);
   if (!first) return std::unexpected(first.error());
   return Source{std::move(*file), std::move(*first)};
 }
@@ -206,7 +206,7 @@ JvmAllocation since(const JvmAllocation& now, const JvmAllocation& base) {
 
 int run_live(const JvmOptions& o) {
   if (!(o.interval > 0)) return fail("--interval must be more than 0 seconds");
-  auto watch = JvmWatch::start(o.pid);
+  auto watch = JvmWatch::start(o.pid, 1.0);
   if (!watch) return fail(watch.error());
   const JvmTelemetry& first = watch->first();
   std::fprintf(stderr, "ember: JVM %d (%s), %s GC, counters from %s\n", o.pid,
@@ -614,8 +614,8 @@ std::string summarize_jvm(const JvmTelemetry& a, const JvmTelemetry& b) {
 JvmWatch::JvmWatch(hsperf::File file, JvmTelemetry first)
     : file_(std::move(file)), first_(first), last_(std::move(first)), allocated_{.known = first_.eden.known()} {}
 
-std::expected<JvmWatch, std::string> JvmWatch::start(pid_t pid) {
-  auto source = open_source(pid);
+std::expected<JvmWatch, std::string> JvmWatch::start(pid_t pid, double patience) {
+  auto source = open_source(pid, patience);
   if (!source) return std::unexpected(source.error());
   return JvmWatch(std::move(source->file), std::move(source->first));
 }

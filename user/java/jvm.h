@@ -154,7 +154,9 @@ std::string summarize_jvm(const JvmTelemetry& before, const JvmTelemetry& after)
 // exact where two readings far apart (summarize_jvm) can only estimate it.
 class JvmWatch {
  public:
-  static std::expected<JvmWatch, std::string> start(pid_t pid);
+  // Opens the JVM's hsperfdata and reads it, waiting up to `patience`
+  // seconds for a JVM still creating its counters (or in a GC pause).
+  static std::expected<JvmWatch, std::string> start(pid_t pid, double patience);
   // Reads the counters once (~40 µs), passing over a reading taken in a GC
   // pause. An error once the JVM has exited, or if its file stayed
   // unreadable for 2 s.

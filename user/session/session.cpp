@@ -256,11 +256,15 @@ void Session::poll(int timeout_ms) {
 
 void Session::watch_jvms() {
   std::vector<uint32_t> jvms = collector_.jvm_pids();
-  for (uint32_t pid : jvms)
-    if (!jvm_watches_.count(pid)) {
-      auto w = JvmWatch::start(static_cast<pid_t>(pid));
-      jvm_watches_[pid].watch = w ? std::optional<JvmWatch>(std::move(*w)) : std::nullopt;
-    }
+  double now = now_s();
+  for (uint32_t pid : jvms) {
+    auto [it, added] = jvm_watches_.try_emplace(pid);
+    Watched& w = it->second;
+    if (added) w.give_up_s = now + kHsperfWaitS;
+    if (w.watch || w.ended_order || now >= w.give_up_s) continue;
+    // Not waiting: the next poll tries again.
+    if (auto started = JvmWatch::start(static_cast<pid_t>(pid), 0)) w.watch = std::move(*started);
+  }
   // A JVM's file reads on after it exits (mapped, deleted): it ends when
   // the collector forgets the JVM too.
   auto known = [&](uint32_t pid) { return std::find(jvms.begin(), jvms.end(), pid) != jvms.end(); };

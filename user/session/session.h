@@ -181,13 +181,18 @@ class Session {
   // the summaries of the kEndedJvmsKept last to exit stay, so a session
   // through endless short-lived JVMs holds no more.
   struct Watched {
-    std::optional<JvmWatch> watch;  // none: no hsperfdata (-XX:-UsePerfData), or ended
+    std::optional<JvmWatch> watch;  // none: not yet, no hsperfdata (-XX:-UsePerfData), or ended
+    // A JVM loads its agents before it makes its hsperfdata, and marks it
+    // readable once created: one found by its agent is looked at again at
+    // each poll until then.
+    double give_up_s = 0;
     std::string ended_summary;      // the JVM exited: its summary stands
     uint64_t ended_order = 0;       // 1, 2, ... in the order they ended
   };
   std::map<uint32_t, Watched> jvm_watches_;
   uint64_t jvms_ended_ = 0;
   static constexpr size_t kEndedJvmsKept = 64;
+  static constexpr double kHsperfWaitS = 10;
   java::JvmScanner jvm_scanner_;
   bool whole_host_ = false;  // no pids, tids or command: JVMs are found on the host
   double next_jvm_scan_s_ = 0;
