@@ -201,6 +201,16 @@ $(BUILD)/java/lib%.so: tests/java/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) -fPIC -shared -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux $< -o $@
 
+# The Java workloads (tests/java, bench/java), compiled once: each test
+# copies the classes (java_classes in tests/lib.sh), as a javac start takes
+# tens of seconds under the kernel matrix's emulator.
+JAVA_CLASSES := $(BUILD)/java/classes/.built
+$(JAVA_CLASSES): $(wildcard tests/java/*.java) $(wildcard bench/java/*.java)
+	$(call msg,JAVAC,$(@D))
+	$(Q)rm -rf $(@D) && mkdir -p $(@D)
+	$(Q)$(JAVA_HOME)/bin/javac -d $(@D) $^
+	$(Q)touch $@
+
 $(BUILD)/san/%.o: %.cpp $(call STD_PCH,san) | $(BPF_SKELS)
 	$(call msg,CXX-SAN,$@)
 	$(Q)mkdir -p $(@D)
@@ -419,7 +429,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 # Everything the tests run, built without running them: for
 # tests/run.sh GROUP while working on a part.
 test-build:
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(JAVA_CLASSES) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
 		$(BUILD)/fuzz/replay $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn $(BUILD)/tools/python_stacks
 
 test: deps-test

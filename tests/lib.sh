@@ -42,6 +42,13 @@ need_browser() {
 	command -v node >/dev/null || skip "no node"
 }
 
+# java_classes DIR: the Java workloads (tests/java, bench/java) in DIR,
+# compiled by make test-build.
+java_classes() {
+	[ -e "$ROOT/build/java/classes/.built" ] || fail "no build/java/classes: make test-build compiles tests/java"
+	mkdir -p "$1" && cp -r "$ROOT/build/java/classes/." "$1"
+}
+
 # A TCP port of 127.0.0.1 free now.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

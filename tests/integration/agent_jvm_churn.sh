@@ -7,8 +7,7 @@
 # kept open beside a JVM every 20 s.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 "$EMBER" agent --period 1s --frequency 49 --events cpu --spool.dir "$TMP/spool" --metrics.listen "" 2>"$TMP/agent.log" &
 agent=$!
 BACKGROUND+=($agent)

@@ -8,11 +8,10 @@
 # and retried forever: it never exited, one core busy. At startup
 # (-agentpath), the JVM must run, not refuse to start.
 . "$(dirname "$0")/../lib.sh"
-command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
 command -v jcmd >/dev/null || skip "no jcmd (openjdk-17-jdk-headless)"
 AGENT=$ROOT/build/libember-agent.so
 [ -e "$AGENT" ] || fail "no $AGENT: make build/libember-agent.so"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 missing=$TMP/gone/x.jitmap
 
 # Attached while running.

@@ -14,11 +14,10 @@
 #   loads no agent into it.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
 command -v setpriv >/dev/null || skip "no setpriv (util-linux)"
 # Readable by the JVM run as nobody.
 chmod 755 "$TMP"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 chmod -R a+rX "$TMP/classes"
 planted=$TMP/planted
 at_exit 'xargs -r rm -f <"$planted" 2>/dev/null; rm -rf /tmp/ember-999999-stale000 /tmp/ember-999998-heldheld'

@@ -9,12 +9,11 @@
 # monitor's class; attach, re-attach with other options, stop, and 10
 # attach/stop cycles on a running JVM (jcmd JVMTI.agent_load).
 . "$(dirname "$0")/../lib.sh"
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
 DUMP=$ROOT/build/tools/java_events_dump
 AGENT=$ROOT/build/libember-agent.so
 [ -x "$DUMP" ] || fail "no $DUMP: make build/tools/java_events_dump"
 [ -f "$AGENT" ] || fail "no $AGENT: make build/libember-agent.so"
-javac -d "$TMP/classes" "$ROOT"/tests/java/{AllocRatio,LiveLeak,Contention}.java || fail "javac failed"
+java_classes "$TMP/classes"
 JAVA=(java -Xms512m -Xmx512m -cp "$TMP/classes")
 
 # weight_of FILE REGEX: summed weights of the folded lines matching, as an

@@ -10,7 +10,7 @@ command -v unshare >/dev/null || skip "no unshare(1)"
 # at a tenth: main's loop is compiled in well under a second of CPU.
 classes=$(mktemp -d /var/tmp/ember-ct.XXXXXX)
 at_exit 'pkill -f "$classes" 2>/dev/null; rm -rf "$classes"'
-javac -d "$classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$classes"
 unshare --pid --mount --fork --mount-proc sh -c \
 	"mount -t tmpfs tmpfs /tmp && exec java -XX:+PreserveFramePointer -XX:+PrintCompilation -XX:CompileThresholdScaling=0.1 -cp $classes Workload 30" \
 	>"$TMP/jit.log" 2>&1 &

@@ -7,8 +7,7 @@
 # it counts and names, and leaves shares and timings to java_unwind.sh.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 java -XX:CompileThresholdScaling=0.1 -XX:+PrintCompilation -cp "$TMP/classes" Workload 900 >"$TMP/jit.log" &
 jit=$!
 BACKGROUND+=($jit)
@@ -18,7 +17,7 @@ BACKGROUND+=($xint)
 wait_compiled "$TMP/jit.log" Workload::hotA Workload::hotB Workload::main@
 # An emulated kernel (the matrix) runs the JVM's attach listener and the
 # agent's start-up tens of times slower than a real CPU: 15 to 30 s.
-"$EMBER" record -p "$jit,$xint" --pid-frames --attach-timeout 120 -F 199 -d 6 -o "$TMP/out.folded" 2>"$TMP/err" ||
+"$EMBER" record -p "$jit,$xint" --pid-frames --attach-timeout 120 -F 199 -d 4 -o "$TMP/out.folded" 2>"$TMP/err" ||
 	fail "ember exited $?: $(cat "$TMP/err")"
 grep -E "^  (java|stacks)|^    java|ember: JVM" "$TMP/err"
 grep -q "frames-unavailable" "$TMP/err" && skip "this JDK's VMStructs lack what the agent needs: $(grep frames-unavailable "$TMP/err")"

@@ -16,9 +16,8 @@
 #   exists) too.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
 command -v objdump >/dev/null || skip "no objdump (binutils)"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 AGENT=$ROOT/build/libember-agent.so
 
 # check_stream STREAM LABEL: the L/G and S/G pairs of a stream.

@@ -5,8 +5,7 @@
 # JVMs that refuse, are not JVMs, or do not answer in time.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 # Compile thresholds at a tenth: main's loop is compiled (OSR) after ~0.3 s
 # of CPU, not 3 s, so stacks hold a compiled main even on a busy machine.
 JAVA=(java -XX:CompileThresholdScaling=0.1 -cp "$TMP/classes")

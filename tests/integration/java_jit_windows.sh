@@ -10,8 +10,7 @@
 # On JDK 17 and, if installed, the Temurin JDK 25.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
-javac -d "$TMP/classes" "$ROOT/tests/java/Prologues.java" || fail "javac failed"
+java_classes "$TMP/classes"
 
 # windows JAVA_HOME LABEL
 windows() {

@@ -4,8 +4,7 @@
 # counts it.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 JAVA=(java -XX:CompileThresholdScaling=0.1 -cp "$TMP/classes")
 
 "$EMBER" record -a -F 499 -o "$TMP/late.folded" 2>"$TMP/err" --progress-fd 3 3>"$TMP/progress" &

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 command -v jcmd >/dev/null || fail "jcmd missing: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 # hotA and hotB stay methods of their own: C2 may otherwise inline them
 # into main's OSR code, at a moment that depends on the load, between the
 # two recordings (and the perf map does not list OSR code).

@@ -6,8 +6,7 @@
 # tests/unit/test_jit_map.cpp.)
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/Unloading.java" "$ROOT/tests/java/Gen.java" || fail "javac failed"
+java_classes "$TMP/classes"
 "$EMBER" record -F 499 -o "$TMP/out.folded" -- java -Xlog:class+unload=info:file="$TMP/unload.log" \
 	-cp "$TMP/classes" Unloading 6 >"$TMP/stdout" 2>"$TMP/err" || fail "ember or the JVM exited $?: $(cat "$TMP/err")"
 grep -q '^done' "$TMP/stdout" || fail "the JVM did not finish its loop"

@@ -9,8 +9,7 @@
 # whole too, and each interpreted frame is named by its method.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 JAVA=(java -XX:CompileThresholdScaling=0.1 -XX:+PrintCompilation -cp "$TMP/classes")
 "${JAVA[@]}" Workload 60 >"$TMP/default.jit" &
 default=$!
@@ -69,7 +68,6 @@ echo "top methods (both): $(top "$TMP/fp.folded" | tr '\n' ' ')"
 
 # From start-up, default flags: bench/java/Throughput's workers, whose
 # JIT code lies where the JVM had mapped nothing at its first sample.
-javac -d "$TMP/classes" "$ROOT/bench/java/Throughput.java" || fail "javac failed"
 "$EMBER" record -F 999 -o "$TMP/start.folded" -- java -cp "$TMP/classes" Throughput 8 \
 	>/dev/null 2>"$TMP/start.err" || fail "start-up: ember exited $?: $(cat "$TMP/start.err")"
 read -r whole java < <(reach "$TMP/start.folded" 'Throughput\.[a-zA-Z]+_\[(j|i)\]')

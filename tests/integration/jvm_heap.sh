@@ -23,9 +23,8 @@
 #     it), attach disabled, a JVM killed during the dump.
 . "$(dirname "$0")/../lib.sh"
 [ -x "$EMBER" ] || fail "no $EMBER: make build/ember"
-command -v javac >/dev/null || skip "no javac: scripts/deps.sh installs openjdk-17-jdk-headless"
 command -v jcmd >/dev/null || skip "no jcmd: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/HeapLeak.java" || fail "javac failed"
+java_classes "$TMP/classes"
 
 java -cp "$TMP/classes" HeapLeak 500 20 4000 120 >"$TMP/leak.out" &
 jvm=$!

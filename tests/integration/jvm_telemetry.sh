@@ -9,8 +9,7 @@
 # errors: not a JVM, -XX:-UsePerfData, a JVM that exits.
 . "$(dirname "$0")/../lib.sh"
 [ -x "$EMBER" ] || fail "no $EMBER: make build/ember"
-command -v javac >/dev/null || skip "no javac: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/Allocator.java" "$ROOT/tests/java/Leaky.java" || fail "javac failed"
+java_classes "$TMP/classes"
 classes=$TMP/classes
 
 RATE=64 # 10^6 bytes/s (61 MiB/s: ember's MB are MiB, as in -Xmx); -Xmx128m: a young GC

@@ -8,8 +8,7 @@
 # file written; a bad regex and an unknown extension are refused.
 . "$(dirname "$0")/../lib.sh"
 [ -x "$EMBER" ] || fail "no $EMBER: make build/ember"
-command -v javac >/dev/null || skip "no javac: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/Leaky.java" || fail "javac failed"
+java_classes "$TMP/classes"
 java -cp "$TMP/classes" Leaky 20000 60 >/dev/null &
 jvm=$!
 BACKGROUND+=($jvm)

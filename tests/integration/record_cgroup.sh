@@ -80,8 +80,7 @@ assert_contains "$TMP/child.folded" '^alloc_service;' "--cgroup DIR/child: alloc
 stop_background
 
 # A JVM in the cgroup gets the agent, one outside does not.
-command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless): the agent's scope is not tested"
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 in_cgroup "$cg" java -cp "$TMP/classes" Workload 900
 jvm_in=${BACKGROUND[-1]}
 background java -cp "$TMP/classes" Workload 900

@@ -5,9 +5,7 @@
 # the waiter's stack and the monitor's class.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
-javac -d "$TMP/classes" "$ROOT/tests/java/AllocRatio.java" "$ROOT/tests/java/LiveLeak.java" \
-	"$ROOT/tests/java/Contention.java" || fail "javac failed"
+java_classes "$TMP/classes"
 
 # A sample every 16 KiB: ~50000 samples; at the default 512 KiB, ~2500
 # made +-10% on 3:1 only 2.3 sigma of the Big share.

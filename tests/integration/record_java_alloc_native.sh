@@ -7,10 +7,9 @@
 # class, then the JNI function in libjvm; site A's carry none; 1:1 (±10%).
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-command -v javac >/dev/null || fail "javac missing: scripts/deps.sh installs openjdk-17-jdk-headless"
 JNI=$ROOT/build/java
 [ -f "$JNI/liballocnative.so" ] || fail "no $JNI/liballocnative.so: make build/java/liballocnative.so"
-javac -d "$TMP/classes" "$ROOT/tests/java/AllocNative.java" || fail "javac failed"
+java_classes "$TMP/classes"
 
 # A sample every 4 KiB (each array about): at the default 512 KiB the two
 # sites had ~70 samples each, and +-10% was half a sigma.

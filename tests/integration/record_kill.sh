@@ -9,7 +9,6 @@
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 command -v strace >/dev/null || skip "no strace (scripts/deps.sh test installs it)"
-command -v javac >/dev/null || skip "no javac (openjdk-17-jdk-headless)"
 # Real-time, so that it sees a phase of milliseconds while the JVM's
 # threads keep both CPUs busy.
 kill_when() { chrt -f 10 python3 "$ROOT/tests/tools/kill_when.py" "$@"; }
@@ -63,7 +62,7 @@ echo "$(cat "$TMP/kill") (writing)"
 
 # Attaching: a JVM of default flags; the kill comes once ember has made the
 # trigger file that asks HotSpot for its attach socket.
-javac -d "$TMP/classes" "$ROOT/tests/java/Workload.java" || fail "javac failed"
+java_classes "$TMP/classes"
 mkdir "$TMP/jvm"
 (cd "$TMP/jvm" && exec java -cp "$TMP/classes" Workload 60) >"$TMP/jvm.log" 2>&1 &
 jvm=$!
