@@ -19,7 +19,9 @@
 #      workload's row gives what the runtimes' walkers add to the unwinder.
 #
 # Environment: BENCH_SECONDS (10) per run, REPS (3), PYTHON (a CPython
-# 3.13+ for -X perf_jit; default: pyenv's newest, else python3 if it is).
+# 3.13+ for -X perf_jit; default: pyenv's newest, else python3 if it is),
+# NODE (default: node; build/debian-nodejs/node is Debian 12's nodejs 18
+# where tests/integration/record_node.sh fetched it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
@@ -30,7 +32,8 @@ CPUS=$(nproc)
 bpf_stats_bench
 command -v bpftrace >/dev/null || { echo "bench: no bpftrace (the reference): install it with scripts/deps.sh bench" >&2; exit 1; }
 command -v perf >/dev/null || { echo "bench: no perf: install it with scripts/deps.sh bench" >&2; exit 1; }
-command -v node >/dev/null || { echo "bench: no node" >&2; exit 1; }
+NODE=${NODE:-node}
+command -v "$NODE" >/dev/null || { echo "bench: no $NODE" >&2; exit 1; }
 
 # A CPython with -X perf_jit (3.13+).
 python_with_perf() {
@@ -144,8 +147,8 @@ else
 	echo "  CPython: no 3.13 or later here for -X perf_jit (set PYTHON): skipped"
 fi
 # --perf-basic-prof also turns on V8's log: kept out of the working directory.
-agree "node $(node --version) --perf-basic-prof" fp \
-	node --perf-basic-prof --no-logfile-per-isolate --logfile="$T/v8.log" tests/workloads/js_split.js
+agree "node $("$NODE" --version) --perf-basic-prof" fp \
+	"$NODE" --perf-basic-prof --no-logfile-per-isolate --logfile="$T/v8.log" tests/workloads/js_split.js
 
 echo
 echo "BPF time per sample, system-wide at 999 Hz, one workload per CPU, ember and bpftrace attached together:"
@@ -154,7 +157,7 @@ for w in native python node; do
 	case $w in
 	native) cmd=(build/workloads/throughput) name="native (throughput, C)" ;;
 	python) cmd=(python3 tests/workloads/py_split.py) name="python3 ($(python3 -c 'import platform; print(platform.python_version())'))" ;;
-	node) cmd=(node tests/workloads/js_split.js) name="node ($(node --version))" ;;
+	node) cmd=("$NODE" tests/workloads/js_split.js) name="node ($("$NODE" --version))" ;;
 	esac
 	for ((r = 0; r < REPS; r++)); do per_sample "$w" "${cmd[@]}"; done >"$T/cost.$w"
 	read -r em elo ehi < <(awk '{ print $1 }' "$T/cost.$w" | spread)
