@@ -213,9 +213,9 @@ for m in ember_agent_profiles_pushed_total process_resident_memory_bytes process
 done
 
 profiles >"$TMP/all.txt"
-python3 - "$TMP/all.txt" "$TMP/agent.log" "$hup_at" "$jvm_at" "$RECV" "$PPROF" "$PERIOD" "$TMP/first.txt" "$caught_up_at" <<'EOF'
-import re, subprocess, sys
-lines, agent_log, hup_at, jvm_at, recv, pprof, period, before, caught_up_at = sys.argv[1:10]
+python3 - "$TMP/all.txt" "$TMP/agent.log" "$hup_at" "$jvm_at" "$RECV" "$PPROF" "$PERIOD" "$TMP/first.txt" "$caught_up_at" "$TMP/spool" <<'EOF'
+import os, re, subprocess, sys
+lines, agent_log, hup_at, jvm_at, recv, pprof, period, before, caught_up_at, spool_dir = sys.argv[1:11]
 hup_at, jvm_at, period, caught_up_at = map(float, (hup_at, jvm_at, period, caught_up_at))
 # Every period cut before the outage was pushed: the cap may drop from the next.
 down_at = max(int(r[7]) + int(r[10]) for r in (l.split() for l in open(before))) / 1e9
@@ -236,7 +236,9 @@ if not m: fail("no final line in the agent's log:\n" + log)
 cut, made, pushed, refused, dropped, waiting = map(int, m.groups())
 if refused or waiting: fail("refused %d, waiting %d:\n%s" % (refused, waiting, log))
 if dropped == 0: fail("the 64 KiB cap dropped nothing in a 25 s outage: the cap is not tested")
-if pushed + dropped != made: fail("pushed %d + dropped %d != made %d" % (pushed, dropped, made))
+if pushed + dropped != made:
+    fail("pushed %d + dropped %d != made %d; the spool at the end: %s; the agent's log:\n%s"
+         % (pushed, dropped, made, sorted(os.listdir(spool_dir)), log))
 if pushed != len(profiles): fail("the agent pushed %d profiles, the server holds %d" % (pushed, len(profiles)))
 print("%d periods, %d profiles made, %d pushed, %d dropped by the cap (oldest first)" % (cut, made, pushed, dropped))
 
