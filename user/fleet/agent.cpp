@@ -135,8 +135,11 @@ class Sender {
       }
       auto body = Spool::read(spool_.dir(), *entry);
       if (!body) {
-        log("%s", body.error().c_str());
+        // Lost like a refused period: counted so, or the agent's counts
+        // would not add up to what it made.
+        log("%s; the period is not sent", body.error().c_str());
         spool_.mark(*entry, Spool::State::Rejected);
+        metrics_.profiles_rejected += entry->profiles;
         continue;
       }
       if (!*body) continue;  // a cap removed it
