@@ -261,8 +261,9 @@ void Session::watch_jvms() {
     auto [it, added] = jvm_watches_.try_emplace(pid);
     Watched& w = it->second;
     if (added) w.give_up_s = now + kHsperfWaitS;
-    if (w.watch || w.ended_order || now >= w.give_up_s) continue;
-    // Not waiting: the next poll tries again.
+    if (w.watch || w.ended_order || now < w.next_try_s || now >= w.give_up_s) continue;
+    w.next_try_s = now + kHsperfRetryS;
+    // Not waiting: a later poll tries again.
     if (auto started = JvmWatch::start(static_cast<pid_t>(pid), 0)) w.watch = std::move(*started);
   }
   // A JVM's file reads on after it exits (mapped, deleted): it ends when

@@ -183,8 +183,9 @@ class Session {
   struct Watched {
     std::optional<JvmWatch> watch;  // none: not yet, no hsperfdata (-XX:-UsePerfData), or ended
     // A JVM loads its agents before it makes its hsperfdata, and marks it
-    // readable once created: one found by its agent is looked at again at
-    // each poll until then.
+    // readable once created: one found by its agent is tried again every
+    // kHsperfRetryS (each try reads its maps), for kHsperfWaitS.
+    double next_try_s = 0;
     double give_up_s = 0;
     std::string ended_summary;      // the JVM exited: its summary stands
     uint64_t ended_order = 0;       // 1, 2, ... in the order they ended
@@ -193,6 +194,7 @@ class Session {
   uint64_t jvms_ended_ = 0;
   static constexpr size_t kEndedJvmsKept = 64;
   static constexpr double kHsperfWaitS = 10;
+  static constexpr double kHsperfRetryS = 0.25;
   java::JvmScanner jvm_scanner_;
   bool whole_host_ = false;  // no pids, tids or command: JVMs are found on the host
   double next_jvm_scan_s_ = 0;
