@@ -76,8 +76,8 @@ cpythons() {
 # where that is not Debian's, Debian 12's own nodejs, fetched with
 # apt-get download into build/debian-nodejs (never installed). It finds its
 # builtins under /usr/share/nodejs, so its launcher overlays the packages'
-# /usr/share on the host's, in a mount namespace of its own. Not under the emulator: a guest
-# tests the kernel, once.
+# /usr/share on the host's, in a mount namespace of its own. Not under the
+# emulator: a guest tests the kernel, once.
 nodes() {
 	local dir=$ROOT/build/debian-nodejs deb v
 	command -v node || return 0
