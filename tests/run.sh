@@ -136,14 +136,16 @@ run_each() {
 }
 
 # The kernel matrix: a whole run only, its guests booted at once, beside
-# the host's tests (its emulators load the host as two CPU hogs would: the
-# host's tests are made to pass so). Its lines come at the end.
+# the host's tests. Its lines come at the end. Niced: its emulators take
+# the CPU time the host's tests leave, rather than half of the machine
+# (two emulators at equal priority made the host's tests wait for a CPU
+# for seconds at a time, and their time bounds flaky).
 # In a session of its own, so that a run stopped early (Ctrl-C) stops its
 # emulators too: a background job ignores the terminal's SIGINT.
 matrix_log=""
 if [[ -z $kind && -z $filter ]] && (( ! repeat )); then
 	matrix_log=$(mktemp /tmp/ember-matrix.XXXXXX)
-	setsid tests/kernels/matrix.sh >"$matrix_log" 2>&1 &
+	setsid nice -n 10 tests/kernels/matrix.sh >"$matrix_log" 2>&1 &
 	matrix_pid=$!
 	trap 'kill -- -"$matrix_pid" 2>/dev/null; rm -f "$matrix_log"' EXIT
 	trap 'exit 130' INT TERM

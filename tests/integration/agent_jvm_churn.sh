@@ -18,11 +18,13 @@ ours=""
 for i in 1 2 3; do
 	java -cp "$TMP/classes" Workload 30 >/dev/null 2>&1 &
 	jvm=$!
-	for _ in $(seq 150); do
+	# The agent looks for JVMs every 2 s; a JVM starting on a busy host may
+	# take the whole attach timeout (10 s) to open its socket.
+	for _ in $(seq 300); do
 		(($(held "hsperfdata_[^/]*/$jvm\$") > 0)) && ls -d /tmp/ember-$agent-*/ >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	(($(held "hsperfdata_[^/]*/$jvm\$") > 0)) || fail "JVM $i ($jvm) not watched within 15 s: $(tail -3 "$TMP/agent.log")"
+	(($(held "hsperfdata_[^/]*/$jvm\$") > 0)) || fail "JVM $i ($jvm) not watched within 30 s: $(tail -3 "$TMP/agent.log")"
 	kill $jvm
 	wait $jvm 2>/dev/null
 	ours+="${ours:+|}$jvm"

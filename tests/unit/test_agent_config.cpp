@@ -100,7 +100,7 @@ TEST_CASE("agent config: flags alone, and the defaults") {
   CHECK(c->server.url.empty());
   CHECK(c->server.api == "push");
   CHECK(c->metrics_listen == "127.0.0.1:9464");
-  CHECK(c->java.attach_timeout_s == 5);
+  CHECK(c->java.attach_timeout_s == 10);
   REQUIRE(c->relabel.size() == 1);
   CHECK(c->relabel[0].action == RelabelRule::Action::Keep);
   CHECK(c->relabel[0].regex_text == "(api|web)");

@@ -294,7 +294,7 @@ const std::vector<Key>& keys() {
        }},
       {{"java.attach", "Attach ember's agent to JVMs, running and started later", false},
        boolean([](C& c) -> bool& { return c.java.attach; })},
-      {{"java.attach_timeout", "How long a JVM may take to answer the attach and, separately, to load the agent (5s, 30s)", false},
+      {{"java.attach_timeout", "How long a JVM may take to answer the attach and, separately, to load the agent (10s, 30s)", false},
        seconds([](C& c) -> double& { return c.java.attach_timeout_s; }, 0.1, 600)},
       {{"java.allow", "Attach only to JVMs whose main class (or jar) matches one of these regexes", true},
        regexes([](C& c) -> std::vector<std::string>& { return c.java.allow; })},

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "user/fleet/service.h"
+#include "user/java/java_attach.h"
 
 namespace ember::fleet {
 
@@ -74,7 +75,7 @@ struct AgentConfig {
   std::string metrics_listen = "127.0.0.1:9464";  // empty: no /metrics
   struct Java {
     bool attach = true;
-    double attach_timeout_s = 5;  // each wait of an attach (socket, agent load)
+    double attach_timeout_s = java::kAttachTimeoutS;  // each wait of an attach (socket, agent load)
     std::vector<std::string> allow, deny;              // main classes (regex, whole name)
     std::vector<std::string> allow_users, deny_users;  // user names or uids
   } java;

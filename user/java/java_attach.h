@@ -14,6 +14,12 @@
 
 namespace ember::java {
 
+// How long a JVM may take to open its attach socket and, separately, to
+// load the agent, unless told otherwise: the JDK's own attach API waits as
+// long (HotSpotVirtualMachine's defaultAttachTimeout, 10000 ms), and a JVM
+// still starting on a busy host took over 5 s.
+inline constexpr double kAttachTimeoutS = 10;
+
 // A running HotSpot JVM, as ember reaches it.
 struct JvmProcess {
   pid_t pid = 0;

@@ -57,7 +57,7 @@ struct SessionConfig {
                                       // those that start later, found every 2 s)
   std::vector<uint32_t> java_attach;  // attach only to these JVMs
   std::function<bool(pid_t)> java_allowed;  // which JVMs found on the host get the agent (none: all)
-  double java_attach_timeout_s = 5;   // each wait of an attach: the JVM's socket, the agent's load
+  double java_attach_timeout_s = java::kAttachTimeoutS;  // each wait of an attach: the JVM's socket, the agent's load
   bool verbose = false;               // libbpf's own messages on stderr
   // How messages name the settings: record's options, the agent's keys.
   events::Spelling spelling = events::Spelling::Option;
