@@ -130,9 +130,7 @@ __noinline int ember_python_frame(__u32 slot)
 
 	if (!walk)
 		return 1;
-	p = bpf_map_lookup_elem(&python_processes, &walk->state.pid);
-	if (!p)
-		return 1;
+	p = &walk->state.py;
 	l = &p->layout;
 	frame = walk->state.py_frame;
 	n = walk->state.py_count;
@@ -202,6 +200,9 @@ __noinline int ember_python_begin(__u32 slot)
 	p = bpf_map_lookup_elem(&python_processes, &walk->state.pid);
 	if (!p)
 		return 0;
+	/* Copied: the frames' reads use it without a lookup each. */
+	walk->state.py = *p;
+	p = &walk->state.py;
 	if (task_by_reads) {
 		task = (struct task_struct *)bpf_get_current_task();
 		self = BPF_CORE_READ(task, thread.fsbase);
@@ -228,9 +229,6 @@ __noinline int ember_python_begin(__u32 slot)
 	if (p->layout.cframe_current_frame >= 0 && newest)
 		newest = read_u64(newest + p->layout.cframe_current_frame);
 	walk->state.py_frame = newest;
-	walk->state.py_entry = p->layout.entry;
-	walk->state.py_eval_start = p->eval_start;
-	walk->state.py_eval_end = p->eval_end;
 	ember_python_read_call(slot);
 	return 0;
 }
@@ -258,8 +256,8 @@ __noinline int ember_python_emit(__u32 slot)
 	walk->state.frames = at + n;
 	walk->state.py_count = 0;
 	/* 3.11: the next call's _PyCFrame is this one's previous. */
-	p = bpf_map_lookup_elem(&python_processes, &walk->state.pid);
-	if (p && p->layout.entry == EMBER_PY_ENTRY_FLAG)
+	p = &walk->state.py;
+	if (p->layout.entry == EMBER_PY_ENTRY_FLAG)
 		walk->state.py_anchor = read_u64(walk->state.py_anchor + p->layout.cframe_previous);
 	ember_python_read_call(slot);
 	return 0;

@@ -120,7 +120,7 @@ static __always_inline long read_user(__u64 *to, __u64 address)
 /* One frame up by the frame-pointer chain: code without CFI. */
 static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 {
-	__u64 ra, bp;
+	__u64 frame[2]; /* at rbp: the caller's rbp, the return address */
 
 	if (!w->bp) {
 		w->stop = EMBER_STOP_FP_END;
@@ -130,17 +130,17 @@ static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 		w->stop = EMBER_STOP_BAD_FRAME;
 		return 1;
 	}
-	if (read_user(&ra, w->bp + 8) || read_user(&bp, w->bp)) {
+	if (bpf_probe_read_user(frame, sizeof(frame), (void *)w->bp)) {
 		w->stop = EMBER_STOP_BAD_READ;
 		return 1;
 	}
-	if (!ra) {
+	if (!frame[1]) {
 		w->stop = EMBER_STOP_FP_END;
 		return 1;
 	}
 	w->sp = w->bp + 16;
-	w->bp = bp;
-	w->ip = ra;
+	w->bp = frame[0];
+	w->ip = frame[1];
 	w->exact = false;
 	w->guessed = true;
 	return 0;
@@ -379,8 +379,8 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
  * outside the exported function: Debian's builds move parts of it). */
 static __always_inline bool python_runs(struct ember_unwind_state *w, __u64 sp)
 {
-	if (w->py_entry == EMBER_PY_ENTRY_EVERY)
-		return w->pc >= w->py_eval_start && w->pc < w->py_eval_end;
+	if (w->py.layout.entry == EMBER_PY_ENTRY_EVERY)
+		return w->pc >= w->py.eval_start && w->pc < w->py.eval_end;
 	return w->py_anchor >= sp && w->py_anchor < w->sp;
 }
 

@@ -36,12 +36,12 @@ struct ember_unwind_state {
 	__u64 py_frame;   /* the chain's next frame to read; 0: none */
 	__u64 py_anchor;  /* where that call keeps its marker, within its native frame: 3.11's
 	                     _PyCFrame, 3.12+'s entry frame (EMBER_PY_ENTRY_FLAG, _SHIM) */
-	__u64 py_eval_start, py_eval_end; /* the eval loop's code (EMBER_PY_ENTRY_EVERY) */
 	__u32 py_count;   /* frames waiting in py_pending */
-	__u32 py_entry;   /* EMBER_PY_ENTRY_* of the process, while py_count */
+	struct ember_python_process py; /* the process's, copied once per walk (while py_frame or py_count) */
 	/* V8 (bpf/v8.bpf.c): the fp of the frame just stepped by frame
 	 * pointers in a V8 process, for ember_v8_frame to name; 0: none. */
 	__u64 v8_fp;
+	struct ember_v8_process v8_layout; /* its frames' layout, copied once per walk */
 	bool v8;              /* the process runs V8 */
 	bool v8_leaf_builtin; /* that frame is the leaf, in code of a file (V8's builtins): the
 	                         function goes below it, not in its place */

@@ -36,13 +36,18 @@ static __always_inline __u64 read_u64(__u64 address)
 	return v;
 }
 
-/* Whether walk `slot` is of a V8 process. */
+/* Whether walk `slot` is of a V8 process, and its layout. */
 __noinline int ember_v8_begin(__u32 slot)
 {
 	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
+	struct ember_v8_process *p;
 
-	if (walk)
-		walk->state.v8 = bpf_map_lookup_elem(&v8_processes, &walk->state.pid) != 0;
+	if (!walk)
+		return 0;
+	p = bpf_map_lookup_elem(&v8_processes, &walk->state.pid);
+	walk->state.v8 = p != 0;
+	if (p)
+		walk->state.v8_layout = *p;
 	return 0;
 }
 
@@ -52,7 +57,7 @@ __noinline int ember_v8_frame(__u32 slot)
 {
 	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
 	struct ember_v8_process *p;
-	__u64 fp, function, shared, map, word;
+	__u64 fp, slots[2], function, shared, map, word; /* slots: the function, the context or marker */
 	__u16 type = 0;
 	__u32 at;
 
@@ -60,12 +65,12 @@ __noinline int ember_v8_frame(__u32 slot)
 		return 0;
 	fp = walk->state.v8_fp;
 	walk->state.v8_fp = 0;
-	p = bpf_map_lookup_elem(&v8_processes, &walk->state.pid);
-	if (!p || !fp)
+	p = &walk->state.v8_layout;
+	if (!fp)
 		return 0;
-	if (!(read_u64(fp + p->fp_marker) & V8_SMI_TAG_MASK))
+	if (bpf_probe_read_user(slots, sizeof(slots), (void *)(fp + p->fp_function)) || !(slots[1] & V8_SMI_TAG_MASK))
 		return 0; /* a frame-type marker: V8's own frame, named by its code */
-	function = read_u64(fp + p->fp_function);
+	function = slots[0];
 	if ((function & V8_HEAP_OBJECT_TAG_MASK) != V8_HEAP_OBJECT_TAG)
 		return 0;
 	shared = read_u64(function - V8_HEAP_OBJECT_TAG + p->jsfunction_shared);

@@ -8,11 +8,11 @@
 #define EMBER_BPF_V8_H
 
 struct ember_v8_process {
-	/* From a frame's fp: a JavaScript frame's JSFunction, and the slot
-	 * that holds its context (a heap object) or, in the frames V8 builds
-	 * for itself (entry, exit, stubs), a type marker (a small integer). */
+	/* From a frame's fp: a JavaScript frame's JSFunction, and in the slot
+	 * above it (fp_function + 8) its context (a heap object) or, in the
+	 * frames V8 builds for itself (entry, exit, stubs), a type marker (a
+	 * small integer). Adjacent: one read. */
 	__s16 fp_function;
-	__s16 fp_marker;
 	__u16 jsfunction_shared;   /* JSFunction -> its SharedFunctionInfo */
 	__u16 heap_object_map;     /* HeapObject -> its Map */
 	__u16 map_instance_type;   /* Map -> the instance type (16 bits) */

@@ -67,13 +67,16 @@ TEST_CASE("node 20's constants give the layout ember reads") {
   auto p = v8_layout(kNode20);
   REQUIRE(p);
   CHECK(p->frames.fp_function == -16);
-  CHECK(p->frames.fp_marker == -8);
   CHECK(p->frames.jsfunction_shared == 24);
   CHECK(p->frames.shared_function_info_type == 262);
   CHECK(p->layout.smi_shift == 32);
   auto compressed = kNode20;
   compressed["TaggedSize"] = 4;
   CHECK(v8_layout(compressed).error().find("pointer compression") != std::string::npos);
+  // The function and the context or marker are read together.
+  auto apart = kNode20;
+  apart["off_fp_context_or_frame_type"] = -24;
+  CHECK(v8_layout(apart).error().find("describes frames") != std::string::npos);
   auto lacking = kNode20;
   lacking.erase("class_Script__name__Object");
   CHECK(v8_layout(lacking).error() == "its V8 metadata has no v8dbg_class_Script__name__");

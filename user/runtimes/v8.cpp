@@ -51,7 +51,7 @@ std::expected<V8Process, std::string> v8_layout(const std::map<std::string, int6
   V8Process p;
   ember_v8_process& f = p.frames;
   f.fp_function = static_cast<int16_t>(get("off_fp_function"));
-  f.fp_marker = static_cast<int16_t>(constant(c, "off_fp_context_or_frame_type").value_or(get("off_fp_context")));
+  int64_t fp_marker = constant(c, "off_fp_context_or_frame_type").value_or(get("off_fp_context"));
   f.jsfunction_shared = static_cast<uint16_t>(get("class_JSFunction__shared__"));
   f.heap_object_map = static_cast<uint16_t>(constant(c, "class_HeapObject__map__").value_or(0));
   f.map_instance_type = static_cast<uint16_t>(get("class_Map__instance_type__"));
@@ -85,7 +85,7 @@ std::expected<V8Process, std::string> v8_layout(const std::map<std::string, int6
   l.scope_info_first_vars = static_cast<uint16_t>(get("scopeinfo_idx_first_vars"));
   l.smi_shift = static_cast<uint8_t>(get("SmiShiftSize") + 1);
   if (!missing.empty()) return std::unexpected("its V8 metadata has no v8dbg_" + missing);
-  if (f.fp_function >= 0 || f.fp_marker >= 0 || l.smi_shift != 32)
+  if (f.fp_function >= 0 || fp_marker != f.fp_function + 8 || l.smi_shift != 32)
     return std::unexpected("its V8 metadata describes frames or small integers ember does not read");
   return p;
 }
