@@ -12,17 +12,33 @@
 # the sanitizer build of the unit tests is the slow part.
 MAKEFLAGS += -j$(shell nproc)
 
-ARCH_RAW := $(shell uname -m)
-ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(ARCH_RAW)))
+# The kernel's names of architectures: x86 (x86_64), arm64 (aarch64).
+# `make ARCH=arm64` on an x86_64 host cross-builds ember and its agent into
+# build/arm64, against Debian 12's arm64 libraries in a sysroot
+# (scripts/sysroot.sh); the tests run in an arm64 guest (tests/kernels).
+HOST_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
+ARCH ?= $(HOST_ARCH)
 ifeq ($(wildcard vmlinux/$(ARCH)/vmlinux.h),)
-$(error no vmlinux/$(ARCH)/vmlinux.h for this architecture ($(ARCH_RAW)): generate it with `bpftool btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h`)
+$(error no vmlinux/$(ARCH)/vmlinux.h for architecture $(ARCH): generate it from a kernel of it with `bpftool btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h`)
 endif
 
-BUILD := build
 CLANG ?= clang
 BPFTOOL ?= bpftool
+ifeq ($(ARCH),$(HOST_ARCH))
+BUILD := build
 CXX ?= g++
 CC ?= gcc
+else
+CROSS_arm64 := aarch64-linux-gnu
+CROSS := $(or $(CROSS_$(ARCH)),$(error no cross compiler known for ARCH=$(ARCH): arm64 is))
+BUILD := build/$(ARCH)
+SYSROOT ?= /var/cache/ember/$(ARCH)-sysroot
+# Made first: every compile includes its headers.
+SYSROOT_READY := $(SYSROOT)/.ember-sysroot
+CXX := $(CROSS)-g++ --sysroot=$(SYSROOT)
+CC := $(CROSS)-gcc --sysroot=$(SYSROOT)
+AR := $(CROSS)-ar
+endif
 
 ifeq ($(V),1)
 Q :=
@@ -145,7 +161,13 @@ $(BUILD)/%.skel.h: $(BUILD)/%.o
 # 3.2 s -> 0.6 s of each file's compile for them alone. GCC takes the .gch
 # beside the header -include names, if its flags match the file's.
 STD_PCH = $(BUILD)/$(1)/pch/std.h.gch
-$(BUILD)/obj/pch/std.h.gch: pch/std.h
+ifdef CROSS
+$(SYSROOT_READY): scripts/sysroot.sh
+	$(call msg,SYSROOT,$(SYSROOT))
+	$(Q)scripts/sysroot.sh $(ARCH) $(SYSROOT)
+endif
+
+$(BUILD)/obj/pch/std.h.gch: pch/std.h | $(SYSROOT_READY)
 	$(call msg,PCH,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)cp $< $(@D)/std.h
@@ -161,17 +183,17 @@ $(BUILD)/obj/%.o: %.cpp $(call STD_PCH,obj) | $(BPF_SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -include $(BUILD)/obj/pch/std.h -Winvalid-pch -c $< -o $@
 
-$(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/flamegraph.html
+$(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/flamegraph.html | $(SYSROOT_READY)
 	$(call msg,AS,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $< -o $@
 
-$(BUILD)/obj/user/serve/serve_page.o: user/serve/serve_page.S user/serve/serve.html
+$(BUILD)/obj/user/serve/serve_page.o: user/serve/serve_page.S user/serve/serve.html | $(SYSROOT_READY)
 	$(call msg,AS,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $< -o $@
 
-$(BUILD)/obj/user/java/track_page.o: user/java/track_page.S user/java/track.html
+$(BUILD)/obj/user/java/track_page.o: user/java/track_page.S user/java/track.html | $(SYSROOT_READY)
 	$(call msg,AS,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $< -o $@
@@ -188,7 +210,7 @@ $(BUILD)/san/ember: $(CLI_SRC:%.cpp=$(BUILD)/san/%.o) $(LIBS:%=$(BUILD)/san/lib%
 	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(filter %.o,$^) $(call archives,san) $(LDLIBS) $(HTTP_LIBS) -o $@
 	$(Q)ln -sf ../$(notdir $(AGENT)) $(@D)/$(notdir $(AGENT))
 
-$(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h)
+$(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h) | $(SYSROOT_READY)
 	$(call msg,AGENT,$@)
 	$(Q)test -f "$(JAVA_HOME)/include/jvmti.h" || { echo "no jvmti.h under JAVA_HOME=$(JAVA_HOME): install openjdk-17-jdk-headless (make deps)" >&2; exit 1; }
 	$(Q)$(CXX) $(AGENT_CXXFLAGS) -shared -Wl,--as-needed -Wl,-z,defs $(filter %.cpp,$^) -o $@

@@ -26,7 +26,8 @@ struct uapi_pt_regs {
  * then the kernel stack is empty, and asking for it anyway cost 12% of a
  * sample, about 250 ns on the development VM (the helper still sets up a
  * callchain and zeroes its whole buffer). The register is read whole: the
- * context takes no narrower load. Elsewhere than x86, the kernel's answer. */
+ * context takes no narrower load. arm64: the mode bits of pstate are
+ * EL0's (PSR_MODE_EL0t, 0; AArch32 tasks add only bit 4). */
 static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 {
 #if defined(__TARGET_ARCH_x86)
@@ -34,6 +35,11 @@ static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 
 	barrier_var(cs);
 	return (cs & 3) == 3;
+#elif defined(__TARGET_ARCH_arm64)
+	__u64 pstate = ctx->regs.pstate;
+
+	barrier_var(pstate);
+	return (pstate & 0xf) == 0;
 #else
 	return false;
 #endif
@@ -68,7 +74,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	 * registers the task entered with. */
 	user = in_user_mode(ctx);
 	if (user)
-		start = start_at(ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, false);
+		start = start_at(ctx->regs.REG_PC, ctx->regs.sp, ctx->regs.REG_FP, false);
 	take_stacks(ctx, start, s, slot, pid, tid, !user, true);
 	s->weight = 1;
 	s->kind = EMBER_KIND_CPU;

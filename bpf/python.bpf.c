@@ -13,8 +13,9 @@
  * counted: never put in the wrong place.
  *
  * Which thread state is the current thread's: the one whose thread_id
- * (pthread_self(), the thread pointer) is the task's fs base, the same
- * in any pid namespace; remembered per thread, checked at each use. */
+ * (pthread_self()) the task's thread pointer gives (x86_64: the fs base;
+ * arm64: TPIDR_EL0, past glibc's struct pthread), the same in any pid
+ * namespace; remembered per thread, checked at each use. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -55,6 +56,12 @@ __u64 python_unplaced = 0;
 #define PY_RECHECK_NS 1000000000ull
 
 #define FRAME_OWNED_BY_GENERATOR 1
+
+#if defined(__TARGET_ARCH_arm64)
+#define THREAD_POINTER thread.uw.tp_value
+#else
+#define THREAD_POINTER thread.fsbase
+#endif
 
 /* A word of user memory, 0 if it cannot be read (the helper zeroes what
  * it fails to read: no branch, which in a loop the verifier would follow
@@ -205,10 +212,11 @@ __noinline int ember_python_begin(__u32 slot)
 	p = &walk->state.py;
 	if (task_by_reads) {
 		task = (struct task_struct *)bpf_get_current_task();
-		self = BPF_CORE_READ(task, thread.fsbase);
+		self = BPF_CORE_READ(task, THREAD_POINTER);
 	} else {
-		self = bpf_get_current_task_btf()->thread.fsbase;
+		self = bpf_get_current_task_btf()->THREAD_POINTER;
 	}
+	self -= p->thread_pointer_offset;
 	known = bpf_map_lookup_elem(&python_threads, &tid);
 	if (known && known->tstate && read_u64(known->tstate + p->layout.tstate_thread_id) == self)
 		tstate = known->tstate;

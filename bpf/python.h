@@ -60,6 +60,9 @@ struct ember_python_layout {
 struct ember_python_process {
 	struct ember_python_layout layout;
 	__u16 frame_bytes;  /* read of a frame: up to its last field used, at most 128 */
+	__u32 thread_pointer_offset; /* pthread_self() (a thread state's thread_id) is the thread
+	                                pointer less this: 0 on x86_64, glibc's sizeof(struct
+	                                pthread) on arm64, where the pointer is past it */
 	__u64 runtime;      /* &_PyRuntime */
 	__u64 eval_start, eval_end; /* _PyEval_EvalFrameDefault (EMBER_PY_ENTRY_EVERY: its
 	                               frames are told by pc) */

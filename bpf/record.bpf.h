@@ -189,6 +189,16 @@ static __always_inline struct pt_regs *current_entry_regs(void)
 
 #define ENTRY_REG(regs, field) (task_by_reads ? BPF_CORE_READ(regs, field) : (regs)->field)
 
+/* The kernel's names of the pc, the stack pointer and the frame pointer
+ * (x29 on arm64) in its struct pt_regs. */
+#if defined(__TARGET_ARCH_arm64)
+#define REG_PC pc
+#define REG_FP regs[29]
+#else
+#define REG_PC ip
+#define REG_FP bp
+#endif
+
 /* A task's name (TASK_COMM_LEN bytes) as two loads through its BTF
  * pointer, where a helper call would cost a call and a checked copy each. */
 static __always_inline void copy_comm(char *to, const char *from)
@@ -224,9 +234,9 @@ static __always_inline bool user_regs(struct stack_start *start)
 	if (start->given)
 		return true;
 	regs = current_entry_regs();
-	start->regs.ip = ENTRY_REG(regs, ip);
+	start->regs.ip = ENTRY_REG(regs, REG_PC);
 	start->regs.sp = ENTRY_REG(regs, sp);
-	start->regs.bp = ENTRY_REG(regs, bp);
+	start->regs.bp = ENTRY_REG(regs, REG_FP);
 	return true;
 }
 

@@ -4,6 +4,7 @@
 #   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3, strace)
 #   scripts/deps.sh bench   test + bpftrace and GNU time (perf, the other peer the benchmarks compare against, is a test package)
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
+#   scripts/deps.sh cross   build + the arm64 cross compilers and mmdebstrap (make ARCH=arm64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,8 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod)
 bench=(bpftrace time)
 fuzz=(afl++)
+# mmdebstrap makes the sysroot of Debian's arm64 libraries (scripts/sysroot.sh); arch-test, its check of the architecture.
+cross=(g++-aarch64-linux-gnu mmdebstrap arch-test)
 
 mode=${1:-build}
 case $mode in
@@ -26,11 +29,12 @@ build) want=("${build[@]}") ;;
 test) want=("${build[@]}" "${test[@]}") ;;
 bench) want=("${build[@]}" "${test[@]}" "${bench[@]}") ;;
 fuzz) want=("${build[@]}" "${test[@]}" "${fuzz[@]}") ;;
-*) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;
+cross) want=("${build[@]}" "${cross[@]}") ;;
+*) echo "usage: $0 build|test|bench|fuzz|cross" >&2; exit 2 ;;
 esac
 # Node 20+ (playwright-core's minimum) may come from another repository;
 # only ask Debian for it when there is no node at all.
-if [[ $mode != build ]] && ! command -v node >/dev/null; then want+=(nodejs npm); fi
+if [[ $mode != build && $mode != cross ]] && ! command -v node >/dev/null; then want+=(nodejs npm); fi
 
 missing=()
 for p in "${want[@]}"; do
@@ -47,7 +51,7 @@ if (( ${#missing[@]} )); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [[ $mode != build && ! -d tests/browser/node_modules/playwright-core ]]; then
+if [[ $mode != build && $mode != cross && ! -d tests/browser/node_modules/playwright-core ]]; then
 	echo "ember: installing playwright-core for the browser tests"
 	(cd tests/browser && npm ci --no-audit --no-fund --silent)
 fi

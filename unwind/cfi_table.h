@@ -23,6 +23,14 @@ extern "C" {
 
 namespace ember::unwind {
 
+// Whether the tables can unwind this architecture's code: their rules are
+// x86_64's so far. Elsewhere user stacks are walked by frame pointers.
+#if defined(__x86_64__)
+inline constexpr bool kCfiUnwinding = true;
+#else
+inline constexpr bool kCfiUnwinding = false;
+#endif
+
 struct CfiTable {
   uint64_t base = 0;  // the address (as in the file) of row pc 0
   std::vector<ember_unwind_row> rows;  // sorted by pc; each holds until the next

@@ -11,14 +11,38 @@
 namespace ember::runtimes {
 namespace {
 
-// Py_Version (3.11+): PY_VERSION_HEX, a constant read from the file.
-std::optional<uint16_t> version_in_file(const std::string& path, const symbolizer::ExportedSymbol& symbol) {
+// A 4-byte constant of a file (an exported symbol's initial value).
+std::optional<uint32_t> u32_in_file(const std::string& path, const symbolizer::ExportedSymbol& symbol) {
   if (!symbol.file_offset || symbol.size != 4) return std::nullopt;
   std::ifstream in(path, std::ios::binary);
-  uint32_t hex = 0;
+  uint32_t value = 0;
   in.seekg(static_cast<std::streamoff>(symbol.file_offset));
-  if (!in.read(reinterpret_cast<char*>(&hex), sizeof hex)) return std::nullopt;
-  return static_cast<uint16_t>(hex >> 16);
+  if (!in.read(reinterpret_cast<char*>(&value), sizeof value)) return std::nullopt;
+  return value;
+}
+
+// How far a thread's pthread_self() lies below its thread pointer. x86_64:
+// they are equal. arm64: the pointer is past glibc's struct pthread, whose
+// size glibc exports for debuggers (libthread_db's _thread_db_sizeof_pthread).
+std::expected<uint32_t, std::string> thread_pointer_offset(const std::vector<symbolizer::Mapping>& mappings,
+                                                           const std::string& root) {
+#if defined(__aarch64__)
+  static const std::regex libc(R"((?:^|/)libc\.so\.6$)");
+  for (const symbolizer::Mapping& m : mappings) {
+    if (m.offset != 0 || m.inode == 0 || !std::regex_search(m.path, libc)) continue;
+    auto exports = symbolizer::exported_symbols(root + m.path, {"_thread_db_sizeof_pthread"});
+    if (!exports) return std::unexpected(exports.error());
+    auto found = exports->symbols.find("_thread_db_sizeof_pthread");
+    auto size = found == exports->symbols.end() ? std::nullopt : u32_in_file(root + m.path, found->second);
+    if (!size) return std::unexpected(m.path + " exports no _thread_db_sizeof_pthread: on arm64 ember tells Python threads apart through glibc's");
+    return *size;
+  }
+  return std::unexpected("no glibc (libc.so.6) in the process: on arm64 ember tells Python threads apart through glibc's");
+#else
+  (void)mappings;
+  (void)root;
+  return 0;
+#endif
 }
 
 }  // namespace
@@ -51,9 +75,12 @@ std::expected<std::optional<PythonProcess>, std::string> find_python(pid_t pid) 
     if (!s.contains("PyCode_Type")) return std::unexpected(m.path + " exports no PyCode_Type");
     uint64_t bias = m.start - exports->first_load_vaddr;
     uint16_t version = *named;
-    if (auto in_file = s.contains("Py_Version") ? version_in_file(file, s["Py_Version"]) : std::nullopt)
-      version = *in_file;
+    if (auto in_file = s.contains("Py_Version") ? u32_in_file(file, s["Py_Version"]) : std::nullopt)
+      version = static_cast<uint16_t>(*in_file >> 16);  // PY_VERSION_HEX
+    auto offset = thread_pointer_offset(mappings, root);
+    if (!offset) return std::unexpected(offset.error());
     PythonProcess p;
+    p.thread_pointer_offset = *offset;
     p.binary = m.path;
     p.runtime = s["_PyRuntime"].vaddr + bias;
     p.code_type = s["PyCode_Type"].vaddr + bias;

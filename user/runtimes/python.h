@@ -22,6 +22,7 @@ struct PythonProcess {
   uint64_t code_type = 0;      // &PyCode_Type: a frame's code object has this type
   uint64_t eval_start = 0;     // _PyEval_EvalFrameDefault, as exported
   uint64_t eval_end = 0;
+  uint32_t thread_pointer_offset = 0;  // pthread_self() = the thread pointer less this (bpf/python.h)
 };
 
 // The CPython interpreter process `pid` runs, none if it runs none (or

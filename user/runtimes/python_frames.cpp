@@ -200,6 +200,7 @@ void PythonFrames::add_process(uint32_t pid) {
   entry.runtime = (*found)->runtime;
   entry.eval_start = (*found)->eval_start;
   entry.eval_end = (*found)->eval_end;
+  entry.thread_pointer_offset = (*found)->thread_pointer_offset;
   if (entry.frame_bytes > 128 || bpf_map_update_elem(processes_fd_, &pid, &entry, BPF_ANY) != 0) {
     stats_.refused[pid] = entry.frame_bytes > 128 ? "a frame layout past 128 bytes" : "the walker's table of processes is full";
     return;

@@ -128,6 +128,10 @@ std::expected<std::optional<std::string>, std::string> Session::java_tool_option
 }
 
 std::expected<void, std::string> Session::start(std::optional<pid_t> command, const std::function<bool()>& stopping) {
+  if (config_.unwind != "fp" && !unwind::kCfiUnwinding)
+    return std::unexpected("unwinding '" + config_.unwind +
+                           "': ember reads CFI tables of x86_64 code only so far; on this architecture user stacks "
+                           "are walked by frame pointers (--unwind fp, the agent's unwind = \"fp\")");
   SamplerConfig config = plan_.sampler;
   config.kernel_walk_frames = std::min<uint32_t>(host_.max_stack, EMBER_MAX_STACK_DEPTH);
   config.unwind = config_.unwind == "fp"    ? UnwindMode::Fp
