@@ -86,6 +86,9 @@ static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid
 	struct ember_sample *s;
 	__u32 slot = 0;
 
+#if defined(__TARGET_ARCH_arm64)
+	start.link = PT_REGS_RET(ctx); /* x30 */
+#endif
 	s = claim_scratch(&slot);
 	if (!s)
 		return;

@@ -71,14 +71,15 @@ struct ember_python_process {
 /* A user frame of a Python function, in place of the native frame of the
  * eval-loop call that ran it: EMBER_FRAME_PYTHON, whether the frame is a
  * generator's or coroutine's, its instruction index + 1 (0: the frame has
- * run none yet; EMBER_PY_INSTR_UNKNOWN: past what fits) and its code
- * object's address >> 3. Never a user pc (their top 17 bits are equal)
- * nor an EMBER_FRAME_METHOD (bpf/unwind.h). */
+ * run none yet; EMBER_PY_INSTR_UNKNOWN: past what fits, 16,382 code
+ * units) and its code object's address >> 3 (45 bits: user addresses up
+ * to 2^48, where arm64 maps its heap). Never a user pc (their top 17 bits
+ * are equal) nor an EMBER_FRAME_METHOD (bpf/unwind.h). */
 #define EMBER_FRAME_PYTHON 0x5000000000000000ull
 #define EMBER_FRAME_PYTHON_TAG 0xf000000000000000ull
 #define EMBER_PY_FRAME_GENERATOR (1ull << 59)
-#define EMBER_PY_INSTR_SHIFT 44
-#define EMBER_PY_INSTR_UNKNOWN 0x7fffull
+#define EMBER_PY_INSTR_SHIFT 45
+#define EMBER_PY_INSTR_UNKNOWN 0x3fffull
 #define EMBER_PY_CODE_MASK ((1ull << EMBER_PY_INSTR_SHIFT) - 1)
 
 #endif

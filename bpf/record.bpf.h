@@ -142,12 +142,26 @@ static __always_inline long frames(long bytes)
  * read by the program itself, as the verifier rewrites context accesses),
  * else those the task entered the kernel with. At an allocator's entry
  * (`at_entry`) the walk starts from its caller, whose return address is
- * on top of the stack, not yet in a frame. */
+ * not yet in a frame: on top of the stack (x86), in the link register x30
+ * (arm64: `link`). */
 struct stack_start {
 	struct ember_user_regs regs;
+	__u64 link;
 	bool given;
 	bool at_entry;
 };
+
+/* At a function's entry, the address its caller resumes at; 0 if unread. */
+static __always_inline __u64 entry_return(const struct stack_start *start)
+{
+#if defined(__TARGET_ARCH_arm64)
+	return start->link;
+#else
+	__u64 ra;
+
+	return bpf_probe_read_user(&ra, sizeof(ra), (void *)start->regs.sp) ? 0 : ra;
+#endif
+}
 
 static __always_inline struct stack_start start_at(__u64 ip, __u64 sp, __u64 bp, bool at_entry)
 {
@@ -298,9 +312,10 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 		regs = start.regs;
 		regs.return_address = 0;
 		if (start.at_entry) {
-			if (bpf_probe_read_user(&regs.ip, sizeof(regs.ip), (void *)regs.sp))
-				regs.ip = 0;
-			regs.sp += 8;
+			regs.ip = entry_return(&start);
+#if !defined(__TARGET_ARCH_arm64)
+			regs.sp += 8; /* the return address popped */
+#endif
 			regs.return_address = 1;
 		}
 		struct ember_unwind_walk *walk = ember_unwind(slot, &regs, pid, &r);
@@ -326,8 +341,7 @@ static __always_inline void walk_stacks(void *ctx, struct stack_start start, __u
 		*stop = u ? EMBER_STOP_FP_END : EMBER_STOP_NO_USER;
 		/* The return address on top of the stack at an allocator's
 		 * entry replaces its own pc: the walk would skip the caller. */
-		if (start.at_entry && u > 0 &&
-		    bpf_probe_read_user(&regs.ip, sizeof(regs.ip), (void *)start.regs.sp) == 0)
+		if (start.at_entry && u > 0 && (regs.ip = entry_return(&start)))
 			ips[0] = regs.ip;
 	}
 	if (u > (large ? COPY_WORDS_LARGE : EMBER_MAX_STACK_DEPTH))

@@ -372,16 +372,62 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 	return 0;
 }
 
-/* Whether the native frame just stepped through (its sp `sp`, its CFA now
- * w->sp) is the eval-loop call the pending Python frames ran in: up to
+/* Whether the native frame just stepped through, whose locals lie in
+ * [lo, hi), is the eval-loop call the pending Python frames ran in: up to
  * 3.10 a frame in the eval loop's code, each call one Python frame; from
  * 3.11 the frame whose locals hold the call's marker (the code may lie
  * outside the exported function: Debian's builds move parts of it). */
-static __always_inline bool python_runs(struct ember_unwind_state *w, __u64 sp)
+static __always_inline bool python_runs(struct ember_unwind_state *w, __u64 lo, __u64 hi)
 {
 	if (w->py.layout.entry == EMBER_PY_ENTRY_EVERY)
 		return w->pc >= w->py.eval_start && w->pc < w->py.eval_end;
-	return w->py_anchor >= sp && w->py_anchor < w->sp;
+	return w->py_anchor >= lo && w->py_anchor < hi;
+}
+
+/* EMBER_UNWIND_FP_WALK: records the current frame, then steps to its
+ * caller by frame pointers, leaving its fp for V8's walker; 1 ends the walk. */
+static __always_inline int frame_pointer_walk(struct ember_unwind_state *w, struct ember_unwind_walk *out)
+{
+	if (w->frames >= EMBER_MAX_STACK_DEPTH) {
+		w->stop = EMBER_STOP_DEPTH;
+		return 1;
+	}
+	out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->exact && w->frames ? w->ip + 1 : w->ip;
+	w->frames++;
+	w->pc = w->exact ? w->ip : w->ip - 1;
+	if (w->v8) {
+		w->v8_fp = w->bp;
+		w->v8_leaf_builtin = false;
+	}
+	return frame_pointer_step(w);
+}
+
+/* Up to STEPS_PER_CALL frames of a walk by frame pointers; 1 when it ended.
+ * A frame's locals lie below its frame pointer on x86 (the frame record
+ * at its top), above it on arm64 (the record at its bottom). */
+static __always_inline int frame_pointer_steps(__u32 slot, struct ember_unwind_walk *walk)
+{
+	__u32 i;
+
+	for (i = 0; i < STEPS_PER_CALL; i++) {
+#if defined(__TARGET_ARCH_arm64)
+		__u64 lo = walk->state.bp; /* the frame's record, its locals above up to the caller's */
+		int ended = frame_pointer_walk(&walk->state, walk);
+		__u64 hi = walk->state.bp;
+#else
+		__u64 lo = walk->state.sp; /* its locals up to its record (the caller's sp now) */
+		int ended = frame_pointer_walk(&walk->state, walk);
+		__u64 hi = walk->state.sp;
+#endif
+
+		if (walk->state.py_count && walk->state.frames && python_runs(&walk->state, lo, hi))
+			ember_python_emit(slot);
+		if (walk->state.v8_fp)
+			ember_v8_frame(slot);
+		if (ended)
+			return 1;
+	}
+	return 0;
 }
 
 /* Up to STEPS_PER_CALL frames of walk `slot`; 1 when it ended. A global
@@ -395,6 +441,8 @@ __noinline int ember_unwind_steps(__u32 slot)
 
 	if (!walk)
 		return 1;
+	if (unwind_mode == EMBER_UNWIND_FP_WALK)
+		return frame_pointer_steps(slot, walk);
 	process = bpf_map_lookup_elem(&unwind_processes, &walk->state.pid);
 	if (!process) {
 		walk->state.stop = EMBER_STOP_NOT_LOADED;
@@ -404,7 +452,7 @@ __noinline int ember_unwind_steps(__u32 slot)
 		__u64 sp = walk->state.sp;
 		int ended = step(&walk->state, process, walk);
 
-		if (walk->state.py_count && walk->state.frames && python_runs(&walk->state, sp))
+		if (walk->state.py_count && walk->state.frames && python_runs(&walk->state, sp, walk->state.sp))
 			ember_python_emit(slot);
 		if (walk->state.v8_fp)
 			ember_v8_frame(slot);

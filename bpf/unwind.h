@@ -65,6 +65,9 @@ struct ember_unwind_process {
 #define EMBER_UNWIND_FP 0    /* the kernel's frame-pointer walk only */
 #define EMBER_UNWIND_CFI 1   /* tables only: a frame without one ends the stack */
 #define EMBER_UNWIND_AUTO 2  /* tables, frame pointers where a binary has none */
+#define EMBER_UNWIND_FP_WALK 3 /* frame pointers, by ember's walker: no tables, but Python's and
+                                  V8's frames put in (where the tables' rules are not this
+                                  architecture's: arm64) */
 
 /* Why a user stack ended (ember_sample's ustack_stop). */
 #define EMBER_STOP_ROOT 0        /* at the thread's outermost frame, as its CFI says */

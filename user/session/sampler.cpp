@@ -168,7 +168,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0;
   if (skel->rodata->task_by_reads) skel->rodata->kernel_stack_size = kernel_stack_size();
   sampler->unwind_ = config.unwind;
-  bool unwind = sampler->unwind_ != UnwindMode::Fp;
+  // The walker's (Python's and V8's frames), and its tables.
+  bool walker = sampler->unwind_ != UnwindMode::Fp;
+  bool unwind = walker && sampler->unwind_ != UnwindMode::FpWalk;
   skel->rodata->unwind_mode = static_cast<uint32_t>(sampler->unwind_);
   bpf_map__set_max_entries(skel->maps.unwind_rows,
                            unwind ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
@@ -183,7 +185,7 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
                                    " processes at most are unwound with their tables, others by frame pointers");
   }
   bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? processes : 1);
-  if (!unwind) {  // Python's and V8's frames are the unwinder's
+  if (!walker) {  // Python's and V8's frames are the walker's
     bpf_map__set_max_entries(skel->maps.python_processes, 1);
     bpf_map__set_max_entries(skel->maps.python_threads, 1);
     bpf_map__set_max_entries(skel->maps.v8_processes, 1);
