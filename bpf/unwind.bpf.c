@@ -402,28 +402,36 @@ static __always_inline int frame_pointer_walk(struct ember_unwind_state *w, stru
 	return frame_pointer_step(w);
 }
 
+/* The runtimes' frames of the native frame just stepped through, whose
+ * locals lie in [lo, hi): the Python frames it ran, its JavaScript function. */
+static __always_inline void runtime_frames(__u32 slot, struct ember_unwind_walk *walk, __u64 lo, __u64 hi)
+{
+	if (walk->state.py_count && walk->state.frames && python_runs(&walk->state, lo, hi))
+		ember_python_emit(slot);
+	if (walk->state.v8_fp)
+		ember_v8_frame(slot);
+}
+
 /* Up to STEPS_PER_CALL frames of a walk by frame pointers; 1 when it ended.
  * A frame's locals lie below its frame pointer on x86 (the frame record
- * at its top), above it on arm64 (the record at its bottom). */
+ * at its top: up to the caller's sp), above it on arm64 (the record at its
+ * bottom: up to the caller's record). */
 static __always_inline int frame_pointer_steps(__u32 slot, struct ember_unwind_walk *walk)
 {
 	__u32 i;
 
 	for (i = 0; i < STEPS_PER_CALL; i++) {
 #if defined(__TARGET_ARCH_arm64)
-		__u64 lo = walk->state.bp; /* the frame's record, its locals above up to the caller's */
+		__u64 lo = walk->state.bp;
 		int ended = frame_pointer_walk(&walk->state, walk);
-		__u64 hi = walk->state.bp;
-#else
-		__u64 lo = walk->state.sp; /* its locals up to its record (the caller's sp now) */
-		int ended = frame_pointer_walk(&walk->state, walk);
-		__u64 hi = walk->state.sp;
-#endif
 
-		if (walk->state.py_count && walk->state.frames && python_runs(&walk->state, lo, hi))
-			ember_python_emit(slot);
-		if (walk->state.v8_fp)
-			ember_v8_frame(slot);
+		runtime_frames(slot, walk, lo, walk->state.bp);
+#else
+		__u64 lo = walk->state.sp;
+		int ended = frame_pointer_walk(&walk->state, walk);
+
+		runtime_frames(slot, walk, lo, walk->state.sp);
+#endif
 		if (ended)
 			return 1;
 	}
@@ -452,10 +460,7 @@ __noinline int ember_unwind_steps(__u32 slot)
 		__u64 sp = walk->state.sp;
 		int ended = step(&walk->state, process, walk);
 
-		if (walk->state.py_count && walk->state.frames && python_runs(&walk->state, sp, walk->state.sp))
-			ember_python_emit(slot);
-		if (walk->state.v8_fp)
-			ember_v8_frame(slot);
+		runtime_frames(slot, walk, sp, walk->state.sp);
 		if (ended)
 			return 1;
 	}
