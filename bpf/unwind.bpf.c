@@ -53,6 +53,12 @@ struct {
 #define SIGFRAME_RSP (UC_MCONTEXT + 15 * 8)
 #define SIGFRAME_RIP (UC_MCONTEXT + 16 * 8)
 
+#if defined(__TARGET_ARCH_arm64)
+#define IS_ARM64 1
+#else
+#define IS_ARM64 0
+#endif
+
 /* Rows searched per binary at most: 2^24. */
 #define ROW_SEARCH_STEPS 24
 #define MAPPING_SEARCH_STEPS 9 /* log2(EMBER_UNWIND_MAPPINGS) + 1 */
@@ -256,15 +262,10 @@ static __always_inline long interpreter_step(struct ember_unwind_state *w, __s8 
 	return 0;
 }
 
-/* Records the current frame of walk `w` in process `p` into `out`, then
- * steps to its caller; 1 ends the walk. */
-static __always_inline int step(struct ember_unwind_state *w, struct ember_unwind_process *p, struct ember_unwind_walk *out)
+/* Records the current frame of walk `w` into `out`, and the pc it runs
+ * (w->pc); 1 when the stack is full. */
+static __always_inline int record_frame(struct ember_unwind_state *w, struct ember_unwind_walk *out)
 {
-	struct ember_unwind_mapping *m;
-	struct ember_unwind_row *row;
-	__u64 pc, cfa, ra, bp;
-	int found;
-
 	if (w->frames >= EMBER_MAX_STACK_DEPTH) {
 		w->stop = EMBER_STOP_DEPTH;
 		return 1;
@@ -275,10 +276,23 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 	 * lands on it and not in the function before. */
 	out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->exact && w->frames ? w->ip + 1 : w->ip;
 	w->frames++;
-
 	/* A return address points after its call: look up the call. */
-	pc = w->exact ? w->ip : w->ip - 1;
-	w->pc = pc;
+	w->pc = w->exact ? w->ip : w->ip - 1;
+	return 0;
+}
+
+/* Records the current frame of walk `w` in process `p` into `out`, then
+ * steps to its caller; 1 ends the walk. */
+static __always_inline int step(struct ember_unwind_state *w, struct ember_unwind_process *p, struct ember_unwind_walk *out)
+{
+	struct ember_unwind_mapping *m;
+	struct ember_unwind_row *row;
+	__u64 pc, cfa, ra, bp;
+	int found;
+
+	if (record_frame(w, out))
+		return 1;
+	pc = w->pc;
 	/* Indices, not pointers that may be null: 5.15's verifier loses which
 	 * of two registers a compiled select left valid. */
 	found = w->mapping;
@@ -388,13 +402,8 @@ static __always_inline bool python_runs(struct ember_unwind_state *w, __u64 lo, 
  * caller by frame pointers, leaving its fp for V8's walker; 1 ends the walk. */
 static __always_inline int frame_pointer_walk(struct ember_unwind_state *w, struct ember_unwind_walk *out)
 {
-	if (w->frames >= EMBER_MAX_STACK_DEPTH) {
-		w->stop = EMBER_STOP_DEPTH;
+	if (record_frame(w, out))
 		return 1;
-	}
-	out->ip[w->frames & (EMBER_MAX_STACK_DEPTH - 1)] = w->exact && w->frames ? w->ip + 1 : w->ip;
-	w->frames++;
-	w->pc = w->exact ? w->ip : w->ip - 1;
 	if (w->v8) {
 		w->v8_fp = w->bp;
 		w->v8_leaf_builtin = false;
@@ -412,32 +421,6 @@ static __always_inline void runtime_frames(__u32 slot, struct ember_unwind_walk 
 		ember_v8_frame(slot);
 }
 
-/* Up to STEPS_PER_CALL frames of a walk by frame pointers; 1 when it ended.
- * A frame's locals lie below its frame pointer on x86 (the frame record
- * at its top: up to the caller's sp), above it on arm64 (the record at its
- * bottom: up to the caller's record). */
-static __always_inline int frame_pointer_steps(__u32 slot, struct ember_unwind_walk *walk)
-{
-	__u32 i;
-
-	for (i = 0; i < STEPS_PER_CALL; i++) {
-#if defined(__TARGET_ARCH_arm64)
-		__u64 lo = walk->state.bp;
-		int ended = frame_pointer_walk(&walk->state, walk);
-
-		runtime_frames(slot, walk, lo, walk->state.bp);
-#else
-		__u64 lo = walk->state.sp;
-		int ended = frame_pointer_walk(&walk->state, walk);
-
-		runtime_frames(slot, walk, lo, walk->state.sp);
-#endif
-		if (ended)
-			return 1;
-	}
-	return 0;
-}
-
 /* Up to STEPS_PER_CALL frames of walk `slot`; 1 when it ended. A global
  * function, verified once: the loop that calls it (ember_unwind_user)
  * would otherwise be verified frame by frame. */
@@ -449,18 +432,23 @@ __noinline int ember_unwind_steps(__u32 slot)
 
 	if (!walk)
 		return 1;
-	if (unwind_mode == EMBER_UNWIND_FP_WALK)
-		return frame_pointer_steps(slot, walk);
-	process = bpf_map_lookup_elem(&unwind_processes, &walk->state.pid);
-	if (!process) {
+	/* By frame pointers alone (EMBER_UNWIND_FP_WALK), no process entry. */
+	process = unwind_mode == EMBER_UNWIND_FP_WALK ? 0 : bpf_map_lookup_elem(&unwind_processes, &walk->state.pid);
+	if (!process && unwind_mode != EMBER_UNWIND_FP_WALK) {
 		walk->state.stop = EMBER_STOP_NOT_LOADED;
 		return 1;
 	}
 	for (i = 0; i < STEPS_PER_CALL; i++) {
-		__u64 sp = walk->state.sp;
-		int ended = step(&walk->state, process, walk);
+		__u64 sp = walk->state.sp, bp = walk->state.bp;
+		int ended = process ? step(&walk->state, process, walk) : frame_pointer_walk(&walk->state, walk);
 
-		runtime_frames(slot, walk, sp, walk->state.sp);
+		/* The frame's locals: from its sp up to its CFA (the caller's
+		 * sp). On arm64 by frame pointers, whose record is at a frame's
+		 * bottom: from it up to the caller's record. */
+		if (IS_ARM64 && !process)
+			runtime_frames(slot, walk, bp, walk->state.bp);
+		else
+			runtime_frames(slot, walk, sp, walk->state.sp);
 		if (ended)
 			return 1;
 	}
