@@ -826,7 +826,11 @@ void JNICALL on_vm_death(jvmtiEnv*, JNIEnv* jni) {
 jint init_jvmti(JavaVM* vm) {
   if (g_jvmti) return JNI_OK;
   g_vm = vm;
-  if (vm->GetEnv(reinterpret_cast<void**>(&g_jvmti), JVMTI_VERSION_1_2) != JNI_OK) {
+  jint got = vm->GetEnv(reinterpret_cast<void**>(&g_jvmti), JVMTI_VERSION_1_2);
+  // Attached before the JVM finished starting (HotSpot answers an attach
+  // from its START phase): said to the attacher alone, which asks again.
+  if (got == JNI_EDETACHED) return JNI_EDETACHED;
+  if (got != JNI_OK) {
     std::fprintf(stderr, "ember-agent: no JVMTI 1.2 environment\n");
     return JNI_ERR;
   }

@@ -258,7 +258,28 @@ TEST_CASE("attach to a running JVM", "[java_attach]") {
     auto failed = load_agent(jvm.pid(), agent.string(), "7");
     REQUIRE_FALSE(failed);
     CHECK(contains(failed.error(), "Agent_OnAttach returned 7"));
+    // A JVM that never finishes starting (the agent answers JNI_EDETACHED
+    // each time): asked again until the timeout, then said so.
+    auto began = std::chrono::steady_clock::now();
+    auto starting = load_agent(jvm.pid(), agent.string(), "-2", 600);
+    REQUIRE_FALSE(starting);
+    CHECK(std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(600));
+    CHECK(contains(starting.error(), "had not finished starting"));
   }
+  // One that finishes starting: the third load starts the agent (each
+  // counts itself in a file: the JVM unloads an agent that failed).
+  fs::path late = java().dir.path / "liblate.so";
+  fs::path loads = java().dir.path / "loads";
+  std::ofstream(java().dir.path / "late.c")
+      << "#include <stdio.h>\n"
+         "int Agent_OnAttach(void* vm, char* options, void* reserved) {\n"
+         "  FILE* f = fopen(options, \"a\"); fputc('x', f); long n = ftell(f); fclose(f);\n"
+         "  return n < 3 ? -2 : 0;\n"
+         "}\n";
+  cc = "cc -shared -fPIC -o " + late.string() + " " + (java().dir.path / "late.c").string();
+  REQUIRE(std::system(cc.c_str()) == 0);
+  CHECK(load_agent(jvm.pid(), late.string(), loads.string()));
+  CHECK(fs::file_size(loads) == 3);
 
   // What attach_command answers a child that `become` made someone else
   // first (it returns false where it cannot).

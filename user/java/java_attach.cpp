@@ -569,14 +569,31 @@ std::expected<AttachResult, std::string> parse_attach_reply(std::string_view rep
   return result;
 }
 
+namespace {
+
+// Agent_OnAttach's return code in a "load" reply, or nothing if the library
+// did not load. JDK 17 answers "-1\nPATH was not loaded.\nDLERROR\n" when
+// the library does not load, and "0\nreturn code: N\n" once Agent_OnAttach
+// returned N. JDK 8 answers N as the code itself, with no output.
+std::optional<int> agent_return_code(const AttachResult& reply) {
+  std::string_view out = reply.output;
+  if (reply.code != 0) return out.empty() ? std::optional(reply.code) : std::nullopt;
+  constexpr std::string_view kPrefix = "return code: ";
+  if (out.starts_with(kPrefix)) out.remove_prefix(kPrefix.size());
+  out = out.substr(0, out.find('\n'));
+  int agent_code = 0;
+  auto [end, ec] = std::from_chars(out.data(), out.data() + out.size(), agent_code);
+  return ec == std::errc() && end == out.data() + out.size() ? agent_code : 0;
+}
+
+}  // namespace
+
 std::expected<void, std::string> check_load_reply(const AttachResult& reply, std::string_view agent_path,
                                                   std::string_view jvm_name) {
-  // JDK 17 answers "-1\nPATH was not loaded.\nDLERROR\n" when the library
-  // does not load, and "0\nreturn code: N\n" once Agent_OnAttach returned N.
-  // JDK 8 answers N as the code itself, with no output.
-  std::string_view out = reply.output;
-  std::string not_loaded = std::string(agent_path) + " was not loaded.";
-  if (reply.code != 0) {
+  std::optional<int> agent_code = agent_return_code(reply);
+  if (!agent_code) {
+    std::string_view out = reply.output;
+    std::string not_loaded = std::string(agent_path) + " was not loaded.";
     std::string why;
     while (!out.empty()) {
       std::string_view line = out.substr(0, out.find('\n'));
@@ -587,14 +604,12 @@ std::expected<void, std::string> check_load_reply(const AttachResult& reply, std
     if (why.empty()) why = "the load command failed with code " + std::to_string(reply.code);
     return std::unexpected(std::string(jvm_name) + " could not load the agent " + std::string(agent_path) + ": " + why);
   }
-  constexpr std::string_view kPrefix = "return code: ";
-  if (out.starts_with(kPrefix)) out.remove_prefix(kPrefix.size());
-  out = out.substr(0, out.find('\n'));
-  int agent_code = 0;
-  auto [end, ec] = std::from_chars(out.data(), out.data() + out.size(), agent_code);
-  if (ec == std::errc() && end == out.data() + out.size() && agent_code != 0)
+  if (*agent_code == kAgentJvmStarting)
+    return std::unexpected(std::string(jvm_name) + " had not finished starting: the agent " + std::string(agent_path) +
+                           " could get no JVMTI environment in it yet");
+  if (*agent_code != 0)
     return std::unexpected("the agent " + std::string(agent_path) + " failed to start in " + std::string(jvm_name) +
-                           ": its Agent_OnAttach returned " + std::to_string(agent_code) +
+                           ": its Agent_OnAttach returned " + std::to_string(*agent_code) +
                            " (its own messages are in the JVM's output)");
   return {};
 }
@@ -646,7 +661,12 @@ std::expected<void, std::string> load_agent(pid_t pid, const std::string& agent_
     return std::unexpected("the agent path '" + agent_path +
                            "' must be absolute: the JVM resolves it from its own working directory");
   std::string args[] = {agent_path, "true", options};
+  auto deadline = Clock::now() + milliseconds(timeout_ms);
   auto reply = attach_command(pid, "load", args, timeout_ms);
+  while (reply && agent_return_code(*reply) == kAgentJvmStarting && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(100));
+    reply = attach_command(pid, "load", args, timeout_ms);
+  }
   if (!reply) return std::unexpected(reply.error());
   auto loaded = check_load_reply(*reply, agent_path, "JVM " + std::to_string(pid));
   if (!loaded && reply->code != 0) {

@@ -83,9 +83,16 @@ std::expected<AttachResult, std::string> attach_command(pid_t pid, std::string_v
 // the attach socket among them, may be closed already).
 bool has_exited(pid_t pid);
 
+// What an Agent_OnAttach returns when the JVM has not finished starting:
+// JNI_EDETACHED, GetEnv's answer to an agent that HotSpot's attach listener
+// runs before the live phase (a JVM found early, on a busy host).
+inline constexpr int kAgentJvmStarting = -2;
+
 // Loads a JVMTI agent into the JVM and runs its Agent_OnAttach; fails unless
-// that returns 0. `agent_path` must be absolute and is opened by the JVM, so
-// inside its mount namespace (a container's filesystem, not ember's).
+// that returns 0. One that returns kAgentJvmStarting is loaded again (every
+// 100 ms) until the JVM is up or `timeout_ms` has passed. `agent_path` must
+// be absolute and is opened by the JVM, so inside its mount namespace (a
+// container's filesystem, not ember's).
 std::expected<void, std::string> load_agent(pid_t pid, const std::string& agent_path,
                                             const std::string& options, int timeout_ms = 5000);
 
