@@ -169,6 +169,13 @@ BACKGROUND+=($JVM)
 	date +%s.%N >"$TMP/jvm_at"
 ) &
 BACKGROUND+=($!)
+# Attached: its code map in the agent's directory for it, seen as it comes
+# (the wait for the spool below may take seconds).
+(
+	until ls /tmp/ember-$AGENT-*/"$JVM".jitmap >/dev/null 2>&1; do sleep 0.05; done
+	date +%s.%N >"$TMP/attached_at"
+) &
+BACKGROUND+=($!)
 
 # 3. Everything the cap kept arrives: no period that started before the
 # server came back is still pending (later ones are cut every second, each
@@ -184,22 +191,33 @@ caught_up_at=$(date +%s.%N)
 for _ in $(seq 600); do [ -s "$TMP/jvm_at" ] && break; sleep 0.1; done
 [ -s "$TMP/jvm_at" ] || fail "the JVM ran none of Workload's code in 60 s: $(tail -5 "$TMP/jit.log")"
 jvm_at=$(cat "$TMP/jvm_at")
-# Attached: its code map in the agent's directory for it. How long the JVM
-# takes to answer is its own (on a busy host, seconds).
-for _ in $(seq 300); do ls /tmp/ember-$AGENT-*/"$JVM".jitmap >/dev/null 2>&1 && break; sleep 0.1; done
-ls /tmp/ember-$AGENT-*/"$JVM".jitmap >/dev/null 2>&1 || fail "the late JVM not attached in 30 s: $(tail -3 "$TMP/agent.log")"
-attached_at=$(date +%s.%N)
+# How long the JVM takes to answer is its own (on a busy host, seconds).
+for _ in $(seq 300); do [ -s "$TMP/attached_at" ] && break; sleep 0.1; done
+[ -s "$TMP/attached_at" ] || fail "the late JVM not attached in 30 s: $(tail -3 "$TMP/agent.log")"
+attached_at=$(cat "$TMP/attached_at")
 
-# 4. 2.5 s after the attach, SIGTERM half a period into a period (the
-# spool's last name: start.duration_ms...).
-python3 - "$(ls "$TMP/spool" | tail -1)" "$attached_at" "$PERIOD" <<'EOF'
-import sys, time
-start_ns, ms = (int(x) for x in sys.argv[1].split(".")[:2])
-period = float(sys.argv[3])
-at = start_ns / 1e9 + ms / 1e3 + period / 2
-while at < float(sys.argv[2]) + 2.5: at += period
+# 4. 2.5 s after the attach or later, SIGTERM half a period into a period.
+# A busy agent cuts its periods late, so the phase is taken from each new
+# period's file (START_NS.DURATION_MS...: the next period starts at its
+# end) as it appears, not counted on from an older one.
+python3 - "$TMP/spool" "$attached_at" "$PERIOD" <<'EOF'
+import os, sys, time
+spool, attached_at, period = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+def newest():
+    cuts = [[int(x) for x in n.split(".")[:2]] for n in os.listdir(spool) if n.split(".")[0].isdigit()]
+    return max(cuts, default=None)
+seen, give_up = newest(), time.time() + 30
+while True:
+    if time.time() > give_up: sys.exit("no period cut in 30 s")
+    time.sleep(0.01)
+    cut = newest()
+    if cut == seen: continue
+    seen = cut
+    at = cut[0] / 1e9 + cut[1] / 1e3 + period / 2
+    if at >= attached_at + 2.5 and at > time.time() + 0.05: break
 time.sleep(max(0, at - time.time()))
 EOF
+[ $? = 0 ] || fail "the agent cut no period: $(tail -3 "$TMP/agent.log")"
 kill -TERM $AGENT
 wait $AGENT
 rc=$?
