@@ -86,6 +86,23 @@ Collector::Wakeup Collector::classify_wakeup(size_t depth, const std::function<c
   return {WakeContext::Task, depth};
 }
 
+bool Collector::woken_in_interrupt(std::span<const __u64> ips) {
+  uint64_t kstack[EMBER_MAX_STACK_DEPTH];
+  size_t depth = std::min<size_t>(ips.size(), EMBER_MAX_STACK_DEPTH);
+  std::copy_n(ips.begin(), depth, kstack);
+  auto [it, added] = interrupt_wakers_.try_emplace(kstacks_.intern(std::span(kstack, depth)), false);
+  if (added) {
+    std::vector<uint64_t> addresses(depth);
+    for (size_t i = 0; i < depth; ++i) addresses[i] = lookup_address(kstack, i);
+    std::vector<symbolizer::Symbol> symbols = symbolizer_.symbolize_kernel(addresses);
+    static const std::string kUnknown;
+    it->second = classify_wakeup(symbols.size(), [&](size_t i) -> const std::string& {
+                   return symbols[i].frames.empty() ? kUnknown : symbols[i].frames.front().name;
+                 }).context != WakeContext::Task;
+  }
+  return it->second;
+}
+
 size_t Collector::KeyHash::operator()(const Key& k) const {
   uint64_t h = 0;
   for (uint32_t v : {k.view, k.offcpu, k.pid, k.tid, k.process_name, k.thread_name, k.ustack, k.kstack, k.waker,
@@ -140,6 +157,7 @@ std::vector<uint32_t> Collector::next_window() {
   held_allocations_.clear();
   ustacks_.clear();
   kstacks_.clear();
+  interrupt_wakers_.clear();
   unwind_tallies_.clear();
   stats_ = {};
   jit_frames_.clear();
@@ -312,6 +330,11 @@ size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t 
 }
 
 void Collector::add(const ember_sample& s) {
+  // `-- CMD`'s child before its exec runs ember's code: its records are
+  // left out here, before its mappings or its waker's (ember, letting it
+  // go on) are read and the tables of ember's own binaries built (seconds
+  // on a slow machine, while the command's first processes come and go).
+  if (name_id(s.process_comm) == before_exec_id_) return;
   // A JVM's records wait until its agent has published the code they ran
   // (see kJitSettleNs); a block woken by a JVM thread waits for the waker's.
   auto jvm = jvms_.find(s.pid);
@@ -364,7 +387,12 @@ void Collector::add_now(const ember_sample& s, bool final) {
   size_t n = user_stack(s.pid, ips, s.time_ns, ustack);
   size_t waker_n = 0;
   // The waker's stack is the waker's process's: its JIT code, its mappings.
-  if (has_waker_stacks(s)) {
+  // An interrupt's is the interrupted task's, which woke nobody: neither
+  // read nor counted, nor its process's tables built for it.
+  if (has_waker_stacks(s) &&
+      woken_in_interrupt(std::span(s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len))) {
+    waker_ustop = EMBER_STOP_NO_USER;
+  } else if (has_waker_stacks(s)) {
     auto ips = std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len);
     waker_n = user_stack(s.waker_pid, user_ips(s.waker_pid, s.waker_process_comm, ips, end_time(s), waker_ustop, unwound),
                          end_time(s), waker_ustack);
@@ -413,7 +441,6 @@ bool Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64
 void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack, uint8_t ustop,
                              std::span<const uint64_t> waker_ustack, uint8_t waker_ustop) {
   uint32_t process = name_id(s.process_comm), thread = name_id(s.comm);
-  if (process == before_exec_id_) return;
   if (!comm_matches_[process] && !comm_matches_[thread]) {
     ++stats_.comm_filtered;
     return;

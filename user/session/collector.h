@@ -250,6 +250,9 @@ class Collector {
   // stream into the files it goes on in.
   void read_stream(Jvm& jvm);
   static Wakeup classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name);
+  // Whether a waker's kernel stack is an interrupt's (classify_wakeup),
+  // remembered by stack.
+  bool woken_in_interrupt(std::span<const __u64> kstack);
   // Takes in a record whose JIT code, if any, is published by now.
   // `final`: no later chance for a copied stack (see take_in_copies).
   void add_now(const ember_sample& sample, bool final = false);
@@ -288,6 +291,7 @@ class Collector {
   std::vector<std::vector<flamegraph::Frame>> jit_frames_;  // innermost first
   symbolizer::Symbolizer& symbolizer_;
   StackTable ustacks_, kstacks_;
+  std::unordered_map<uint32_t, bool> interrupt_wakers_;  // woken_in_interrupt's, by kstacks_ id
   struct Weight {
     uint64_t total = 0, records = 0;
     uint32_t stack = flamegraph::Profile::kNoStack;  // in the graph being built
