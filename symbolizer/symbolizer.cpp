@@ -498,6 +498,11 @@ void Symbolizer::prefetch_kernel() {
     kernel_loading_ = std::async(std::launch::async, KernelSymbols::load, options_.kallsyms_path);
 }
 
+bool Symbolizer::kernel_ready() const {
+  return kernel_ || (kernel_loading_.valid() &&
+                     kernel_loading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+}
+
 const KernelSymbols* Symbolizer::kernel() {
   if (!kernel_) {
     kernel_ = kernel_loading_.valid() ? kernel_loading_.get() : KernelSymbols::load(options_.kallsyms_path);

@@ -106,6 +106,9 @@ class Symbolizer {
   // Starts reading kallsyms on another thread (about 50 ms of kernel time
   // formatting 200,000 lines), so the report after a recording need not wait.
   void prefetch_kernel();
+  // Whether kernel lookups answer without waiting for kallsyms (read
+  // already, or prefetched): a slow emulated CPU takes half a minute.
+  bool kernel_ready() const;
 
   // Ends a window of a session (a cut profile): frees the binaries idle for
   // Options::idle_windows windows, then caches and the binaries symbolized

@@ -58,7 +58,9 @@ assert_absent "$off" 'bpf_prog_|bpf_trace_run' "ember's own BPF frames in the st
 # named from its own process, as --pid-frames shows.
 [ "$(cat /proc/sys/kernel/randomize_va_space)" != 0 ] ||
 	echo "note: ASLR is off: ywaker's code lies where the sleeper's does, so naming it from the wrong process would go unnoticed"
-background "$WORKLOADS/wakeups" 200 >/dev/null
+# (Cycles for far longer than the test: ember may take seconds to start on
+# a busy machine; the test kills it at its end.)
+background "$WORKLOADS/wakeups" 10000 >/dev/null
 sleeper=${BACKGROUND[-1]}
 for _ in $(seq 50); do ywaker=$(pgrep -P "$sleeper" ywaker) && break; sleep 0.1; done
 [ -n "$ywaker" ] || fail "the workload did not start its waker"

@@ -87,6 +87,8 @@ Collector::Wakeup Collector::classify_wakeup(size_t depth, const std::function<c
 }
 
 bool Collector::woken_in_interrupt(std::span<const __u64> ips) {
+  // Not worth a wait for kallsyms: until then, wakers are read as tasks.
+  if (!symbolizer_.kernel_ready()) return false;
   uint64_t kstack[EMBER_MAX_STACK_DEPTH];
   size_t depth = std::min<size_t>(ips.size(), EMBER_MAX_STACK_DEPTH);
   std::copy_n(ips.begin(), depth, kstack);
@@ -137,7 +139,7 @@ uint32_t Collector::StackTable::intern(Ips key) {
 }
 
 Collector::Collector(CollectorOptions options, symbolizer::Symbolizer& symbolizer)
-    : options_(std::move(options)), symbolizer_(symbolizer) {
+    : options_(std::move(options)), symbolizer_(symbolizer), self_pid_(static_cast<uint32_t>(getpid())) {
   add_fixed_frames();
 }
 
@@ -387,10 +389,13 @@ void Collector::add_now(const ember_sample& s, bool final) {
   size_t n = user_stack(s.pid, ips, s.time_ns, ustack);
   size_t waker_n = 0;
   // The waker's stack is the waker's process's: its JIT code, its mappings.
-  // An interrupt's is the interrupted task's, which woke nobody: neither
-  // read nor counted, nor its process's tables built for it.
+  // An interrupt's is the interrupted task's, which woke nobody; ember's
+  // own is its plumbing (letting `-- CMD` go, its threads), and its 40
+  // binaries' tables took a slow machine seconds: neither is read nor
+  // counted, nor the process's tables built for it.
   if (has_waker_stacks(s) &&
-      woken_in_interrupt(std::span(s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len))) {
+      (s.waker_pid == self_pid_ ||
+       woken_in_interrupt(std::span(s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len)))) {
     waker_ustop = EMBER_STOP_NO_USER;
   } else if (has_waker_stacks(s)) {
     auto ips = std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len);

@@ -292,6 +292,7 @@ class Collector {
   symbolizer::Symbolizer& symbolizer_;
   StackTable ustacks_, kstacks_;
   std::unordered_map<uint32_t, bool> interrupt_wakers_;  // woken_in_interrupt's, by kstacks_ id
+  const uint32_t self_pid_;  // ember's own process
   struct Weight {
     uint64_t total = 0, records = 0;
     uint32_t stack = flamegraph::Profile::kNoStack;  // in the graph being built
