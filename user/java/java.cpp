@@ -60,7 +60,7 @@ JavaSession::JavaSession(std::string agent_path, std::string events, bool unwind
 
 JavaSession::~JavaSession() { detach(); }
 
-std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named) {
+std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named, int attempt) {
   auto jvm = java::inspect_jvm(pid);
   if (!jvm) {
     if (named) std::fprintf(stderr, "ember: --java-attach: %s\n", jvm.error().c_str());
@@ -84,10 +84,18 @@ std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named) {
     // One found on the host that has exited since is not worth a line: a
     // host where short JVMs come and go would get one for each.
     if (named || !java::has_exited(pid)) {
-      // A JVM that is only slow (a large one loading the agent on a busy
-      // host) gets named frames with a longer wait.
+      // A JVM that is only slow (a large one loading the agent, or one
+      // starting, on a busy host) is tried again, then gets named frames
+      // with a longer wait.
       bool timed_out = std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(attach_timeout_ms_);
-      std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed%s\n", pid, r.error().c_str(),
+      if (timed_out && attempt < kAttachAttempts) {
+        std::lock_guard lock(mutex_);
+        retries_.push_back({pid, attempt + 1, std::chrono::steady_clock::now() + kRetryAfter});
+        return std::nullopt;
+      }
+      std::string tries = attempt > 1 ? " (" + std::to_string(attempt) + " tries)" : "";
+      std::fprintf(stderr, "ember: JVM %d: %s%s; its Java frames will be unnamed%s\n", pid, r.error().c_str(),
+                   tries.c_str(),
                    timed_out ? (" (if it is only slow, wait longer with " + timeout_knob_ + ")").c_str() : "");
     }
     return std::nullopt;
@@ -135,14 +143,31 @@ void JavaSession::attach_later(const std::vector<pid_t>& pids) {
 void JavaSession::attach_loop() {
   for (;;) {
     pid_t pid;
+    int attempt = 1;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !to_attach_.empty(); });
-      if (stopping_) return;
-      pid = to_attach_.front();
-      to_attach_.pop_front();
+      for (;;) {
+        if (stopping_) return;
+        if (!to_attach_.empty()) {
+          pid = to_attach_.front();
+          to_attach_.pop_front();
+          break;
+        }
+        auto due = std::min_element(retries_.begin(), retries_.end(),
+                                    [](const Retry& a, const Retry& b) { return a.at < b.at; });
+        if (due != retries_.end() && due->at <= std::chrono::steady_clock::now()) {
+          pid = due->pid;
+          attempt = due->attempt;
+          retries_.erase(due);
+          break;
+        }
+        if (due != retries_.end())
+          wake_.wait_until(lock, due->at);
+        else
+          wake_.wait(lock);
+      }
     }
-    if (auto l = load(pid, false)) {
+    if (auto l = load(pid, false, attempt)) {
       std::lock_guard lock(mutex_);
       loaded_.push_back(std::move(*l));
     }

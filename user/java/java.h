@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <expected>
@@ -71,9 +72,13 @@ class JavaSession {
     bool frame_pointers;
   };
   // Loads the agent into `pid`; none if it is not a JVM (said if `named`)
-  // or the attach failed (said).
-  std::optional<Loaded> load(pid_t pid, bool named);
+  // or the attach failed (said). `attempt`: of kAttachAttempts, for a JVM
+  // found on the host: one that did not answer in time is tried again
+  // (after kRetryAfter), and said only after the last.
+  std::optional<Loaded> load(pid_t pid, bool named, int attempt = kAttachAttempts);
   void attach_loop();
+  static constexpr int kAttachAttempts = 3;
+  static constexpr std::chrono::seconds kRetryAfter{2};
   // The agent's options for a stream written to `out`, leased, with `events`.
   std::string agent_options(const std::string& out) const;
 
@@ -93,6 +98,12 @@ class JavaSession {
   std::condition_variable wake_;
   std::vector<Attached> attached_;  // the agents to stop
   std::deque<pid_t> to_attach_;
+  struct Retry {
+    pid_t pid;
+    int attempt;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<Retry> retries_;  // JVMs that did not answer in time, to try again
   std::vector<Loaded> loaded_;  // by the thread, for take_attached
   bool stopping_ = false;
   std::thread attacher_;
