@@ -86,21 +86,17 @@ Collector::Wakeup Collector::classify_wakeup(size_t depth, const std::function<c
   return {WakeContext::Task, depth};
 }
 
-bool Collector::woken_in_interrupt(std::span<const __u64> ips) {
-  // Not worth a wait for kallsyms: until then, wakers are read as tasks.
-  if (!symbolizer_.kernel_ready()) return false;
-  uint64_t kstack[EMBER_MAX_STACK_DEPTH];
-  size_t depth = std::min<size_t>(ips.size(), EMBER_MAX_STACK_DEPTH);
-  std::copy_n(ips.begin(), depth, kstack);
-  auto [it, added] = interrupt_wakers_.try_emplace(kstacks_.intern(std::span(kstack, depth)), false);
+const Collector::Wakeup& Collector::wakeup(uint32_t waker_kstack) {
+  auto [it, added] = wakeups_.try_emplace(waker_kstack);
   if (added) {
-    std::vector<uint64_t> addresses(depth);
-    for (size_t i = 0; i < depth; ++i) addresses[i] = lookup_address(kstack, i);
+    auto k = kstacks_.get(waker_kstack);
+    std::vector<uint64_t> addresses(k.size());
+    for (size_t i = 0; i < k.size(); ++i) addresses[i] = lookup_address(k, i);
     std::vector<symbolizer::Symbol> symbols = symbolizer_.symbolize_kernel(addresses);
     static const std::string kUnknown;
     it->second = classify_wakeup(symbols.size(), [&](size_t i) -> const std::string& {
-                   return symbols[i].frames.empty() ? kUnknown : symbols[i].frames.front().name;
-                 }).context != WakeContext::Task;
+      return symbols[i].frames.empty() ? kUnknown : symbols[i].frames.front().name;
+    });
   }
   return it->second;
 }
@@ -144,12 +140,11 @@ Collector::Collector(CollectorOptions options, symbolizer::Symbolizer& symbolize
 }
 
 // What every window starts with: the fixed JIT tokens (kBrokenChainToken,
-// kUnnamedInterpretedToken) and the name of ember's child before its exec.
+// kUnnamedInterpretedToken).
 void Collector::add_fixed_frames() {
   jit_frames_.push_back({Frame{"[JIT frames without frame pointers: restart the JVM with -XX:+PreserveFramePointer]",
                                FrameKind::Unknown, {}}});
   jit_frames_.push_back({Frame{"Interpreter", FrameKind::Interpreted, "[jvm generated code]"}});
-  if (!options_.before_exec_name.empty()) before_exec_id_ = name_id(options_.before_exec_name);
 }
 
 std::vector<uint32_t> Collector::next_window() {
@@ -159,7 +154,7 @@ std::vector<uint32_t> Collector::next_window() {
   held_allocations_.clear();
   ustacks_.clear();
   kstacks_.clear();
-  interrupt_wakers_.clear();
+  wakeups_.clear();
   unwind_tallies_.clear();
   stats_ = {};
   jit_frames_.clear();
@@ -336,7 +331,9 @@ void Collector::add(const ember_sample& s) {
   // left out here, before its mappings or its waker's (ember, letting it
   // go on) are read and the tables of ember's own binaries built (seconds
   // on a slow machine, while the command's first processes come and go).
-  if (name_id(s.process_comm) == before_exec_id_) return;
+  if (!options_.before_exec_name.empty() &&
+      std::strncmp(s.process_comm, options_.before_exec_name.c_str(), sizeof s.process_comm) == 0)
+    return;
   // A JVM's records wait until its agent has published the code they ran
   // (see kJitSettleNs); a block woken by a JVM thread waits for the waker's.
   auto jvm = jvms_.find(s.pid);
@@ -393,9 +390,15 @@ void Collector::add_now(const ember_sample& s, bool final) {
   // own is its plumbing (letting `-- CMD` go, its threads), and its 40
   // binaries' tables took a slow machine seconds: neither is read nor
   // counted, nor the process's tables built for it.
-  if (has_waker_stacks(s) &&
-      (s.waker_pid == self_pid_ ||
-       woken_in_interrupt(std::span(s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len)))) {
+  // Interrupts are told apart once kallsyms is read, never waiting for it:
+  // until then, wakers are read as tasks.
+  auto in_interrupt = [&] {
+    if (!symbolizer_.kernel_ready()) return false;
+    uint64_t kstack[EMBER_MAX_STACK_DEPTH];
+    std::copy_n(s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len, kstack);
+    return wakeup(kstacks_.intern(std::span(kstack, s.waker_kstack_len))).context != WakeContext::Task;
+  };
+  if (has_waker_stacks(s) && (s.waker_pid == self_pid_ || in_interrupt())) {
     waker_ustop = EMBER_STOP_NO_USER;
   } else if (has_waker_stacks(s)) {
     auto ips = std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len);
@@ -633,7 +636,6 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
   std::vector<FrameId> named_frames;
   std::unordered_map<uint64_t, Named> kernel_names;
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, Named>> user_names;
-  std::unordered_map<uint32_t, Wakeup> wakeups;  // by waker kernel stack
   {
     std::unordered_map<uint32_t, std::unordered_set<uint64_t>> user_addrs;
     std::unordered_set<uint64_t> kernel_addrs;
@@ -673,13 +675,8 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
       // A waker's user addresses are its own process's; an interrupt's
       // "user stack" is the interrupted task's, not shown.
       if (key.waker != EMBER_WAKER_SEEN) continue;
-      auto k = kstacks_.get(key.waker_kstack);
-      auto [it, added] = wakeups.try_emplace(key.waker_kstack);
-      if (added)
-        it->second = classify_wakeup(k.size(), [&](size_t i) -> const std::string& {
-          return profile.frames()[named_frames[kernel_names.at(lookup_address(k, i)).first]].name;
-        });
-      if (it->second.context == WakeContext::Task) take_user(key.waker_pid, ustacks_.get(key.waker_ustack));
+      if (wakeup(key.waker_kstack).context == WakeContext::Task)
+        take_user(key.waker_pid, ustacks_.get(key.waker_ustack));
     }
     for (const auto& [pid, set] : user_addrs)
       name_all(set, [&, pid = pid](std::span<const uint64_t> a) { return symbolizer_.symbolize_user(pid, a); },
@@ -745,7 +742,7 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
       frames.push_back(profile.intern(Frame{"--", FrameKind::Unknown, {}}));
       std::string waker = "unknown";
       if (key.waker == EMBER_WAKER_SEEN) {
-        const Wakeup& w = wakeups.at(key.waker_kstack);
+        const Wakeup& w = wakeup(key.waker_kstack);
         bool task = w.context == WakeContext::Task;
         if (!options_.user_only || !task)
           append(kstacks_.get(key.waker_kstack).first(w.frames), kernel_names, false, true);

@@ -250,9 +250,9 @@ class Collector {
   // stream into the files it goes on in.
   void read_stream(Jvm& jvm);
   static Wakeup classify_wakeup(size_t depth, const std::function<const std::string&(size_t)>& name);
-  // Whether a waker's kernel stack is an interrupt's (classify_wakeup),
-  // remembered by stack.
-  bool woken_in_interrupt(std::span<const __u64> kstack);
+  // Where the wakeup of a waker's kernel stack (kstacks_ id) ran
+  // (classify_wakeup), remembered by stack; reads kallsyms if not yet read.
+  const Wakeup& wakeup(uint32_t waker_kstack);
   // Takes in a record whose JIT code, if any, is published by now.
   // `final`: no later chance for a copied stack (see take_in_copies).
   void add_now(const ember_sample& sample, bool final = false);
@@ -291,7 +291,7 @@ class Collector {
   std::vector<std::vector<flamegraph::Frame>> jit_frames_;  // innermost first
   symbolizer::Symbolizer& symbolizer_;
   StackTable ustacks_, kstacks_;
-  std::unordered_map<uint32_t, bool> interrupt_wakers_;  // woken_in_interrupt's, by kstacks_ id
+  std::unordered_map<uint32_t, Wakeup> wakeups_;  // wakeup()'s, by waker kernel stack
   const uint32_t self_pid_;  // ember's own process
   struct Weight {
     uint64_t total = 0, records = 0;
@@ -325,7 +325,6 @@ class Collector {
   uint32_t name_id(const char (&comm)[EMBER_COMM_LEN]) { return name_id({comm, strnlen(comm, EMBER_COMM_LEN)}); }
   InternMap name_ids_;
   std::vector<std::string> names_;
-  uint32_t before_exec_id_ = UINT32_MAX;  // options_.before_exec_name's id
   std::vector<int8_t> comm_matches_;  // by name id: the --comm verdict (1 without --comm)
   std::unordered_map<uint32_t, uint32_t> process_name_;  // pid -> last name id seen
   struct Snapshots {
