@@ -460,3 +460,31 @@ TEST_CASE("the request and reply, against a fake JVM", "[java_attach]") {
     CHECK_FALSE(attach_command_at(path, 4242, "properties", std::vector<std::string>{std::string(2000, 'x')}));
   }
 }
+
+TEST_CASE("what a load reply says, as JDK 17 and JDK 8 answer", "[java_attach]") {
+  const std::string agent = "/opt/libagent.so";
+  auto check = [&](int code, std::string output) { return check_load_reply({code, std::move(output)}, agent, "JVM 7"); };
+  // JDK 17: the library loaded, then Agent_OnAttach's code on its own line.
+  CHECK(check(0, "return code: 0\n"));
+  auto failed = check(0, "return code: 3\n");
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error() == "the agent /opt/libagent.so failed to start in JVM 7: its Agent_OnAttach returned 3 "
+                          "(its own messages are in the JVM's output)");
+  auto starting = check(0, "return code: -2\n");
+  REQUIRE_FALSE(starting);
+  CHECK(starting.error() ==
+        "JVM 7 had not finished starting: the agent /opt/libagent.so could get no JVMTI environment in it yet");
+  // JDK 17: the library did not load; the dlerror is the cause.
+  auto unloaded = check(-1, "/opt/libagent.so was not loaded.\n/opt/libagent.so: cannot open shared object file\n");
+  REQUIRE_FALSE(unloaded);
+  CHECK(unloaded.error() ==
+        "JVM 7 could not load the agent /opt/libagent.so: /opt/libagent.so: cannot open shared object file");
+  // JDK 8: Agent_OnAttach's code is the reply's, with no output.
+  CHECK(check(0, ""));
+  auto jdk8 = check(3, "");
+  REQUIRE_FALSE(jdk8);
+  CHECK(contains(jdk8.error(), "its Agent_OnAttach returned 3"));
+  auto jdk8_starting = check(-2, "");
+  REQUIRE_FALSE(jdk8_starting);
+  CHECK(contains(jdk8_starting.error(), "had not finished starting"));
+}
