@@ -1002,7 +1002,8 @@ void start_locked(JavaVM* vm, const Options& o, bool attached) {
     return;
   }
   for (jvmtiEvent e : kCodeEvents)
-    if (!set_event(JVMTI_ENABLE, e)) {
+    if (jvmtiError err = g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, e, nullptr); err != JVMTI_ERROR_NONE) {
+      std::fprintf(stderr, "ember-agent: the JVM refused code event %d (JVMTI error %d): no code map\n", e, err);
       stop_publishing(jni, false);
       return;
     }
