@@ -16,16 +16,16 @@ held() { ls -l "/proc/$agent/fd" 2>/dev/null | grep -cE -- "$1"; }
 sleep 1
 ours=""
 for i in 1 2 3; do
-	java -cp "$TMP/classes" Workload 30 >"$TMP/jvm$i.out" 2>&1 &
+	java -cp "$TMP/classes" Workload 120 >"$TMP/jvm$i.out" 2>&1 &
 	jvm=$!
 	# The agent looks for JVMs every 2 s; a JVM starting on a busy host may
 	# take the whole attach timeout (10 s) to answer, and the agent tries
-	# such a JVM three times, 2 s apart.
-	for _ in $(seq 600); do
+	# such a JVM three times, 2 s apart, waiting 10, 20 then 40 s.
+	for _ in $(seq 800); do
 		(($(held "hsperfdata_[^/]*/$jvm\$") > 0)) && ls -d /tmp/ember-$agent-*/ >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	(($(held "hsperfdata_[^/]*/$jvm\$") > 0)) || fail "JVM $i ($jvm) not watched within 60 s: $(tail -3 "$TMP/agent.log"); the JVM's output: $(cat "$TMP/jvm$i.out")"
+	(($(held "hsperfdata_[^/]*/$jvm\$") > 0)) || fail "JVM $i ($jvm) not watched within 80 s: $(tail -3 "$TMP/agent.log"); the JVM's output: $(cat "$TMP/jvm$i.out")"
 	kill $jvm
 	wait $jvm 2>/dev/null
 	ours+="${ours:+|}$jvm"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A JVM found on the host that does not answer the attach in time (a busy
-# host, a JVM stopped for a while) is tried again, twice, 2 s apart: here
-# it is stopped (SIGSTOP) as ember finds it, past the attach timeout (1 s),
-# and its frames are named once it goes on, without a word of failure.
+# host, a JVM stopped for a while) is tried twice more, 2 s apart, each
+# time waiting twice as long: here it is stopped (SIGSTOP) as ember finds
+# it, past the attach timeout (1 s), and its frames are named once it goes
+# on, without a word of failure.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 java_classes "$TMP/classes"

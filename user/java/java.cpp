@@ -60,7 +60,7 @@ JavaSession::JavaSession(std::string agent_path, std::string events, bool unwind
 
 JavaSession::~JavaSession() { detach(); }
 
-std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named, int attempt) {
+std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named, int attempt, int attempts) {
   auto jvm = java::inspect_jvm(pid);
   if (!jvm) {
     if (named) std::fprintf(stderr, "ember: --java-attach: %s\n", jvm.error().c_str());
@@ -80,15 +80,16 @@ std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named, int 
   }
   std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
   auto began = std::chrono::steady_clock::now();
-  if (auto r = java::load_agent(pid, *agent, agent_options(map), attach_timeout_ms_); !r) {
+  int timeout_ms = attach_timeout_ms_ << (attempt - 1);
+  if (auto r = java::load_agent(pid, *agent, agent_options(map), timeout_ms); !r) {
     // One found on the host that has exited since is not worth a line: a
     // host where short JVMs come and go would get one for each.
     if (named || !java::has_exited(pid)) {
       // A JVM that is only slow (a large one loading the agent, or one
-      // starting, on a busy host) is tried again, then gets named frames
-      // with a longer wait.
-      bool timed_out = std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(attach_timeout_ms_);
-      if (timed_out && attempt < kAttachAttempts) {
+      // starting, on a busy host) is tried again with a longer wait, and
+      // gets named frames.
+      bool timed_out = std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(timeout_ms);
+      if (timed_out && attempt < attempts) {
         std::lock_guard lock(mutex_);
         retries_.push_back({pid, attempt + 1, std::chrono::steady_clock::now() + kRetryAfter});
         return std::nullopt;
@@ -167,7 +168,7 @@ void JavaSession::attach_loop() {
           wake_.wait(lock);
       }
     }
-    if (auto l = load(pid, false, attempt)) {
+    if (auto l = load(pid, false, attempt, kAttachAttempts)) {
       std::lock_guard lock(mutex_);
       loaded_.push_back(std::move(*l));
     }

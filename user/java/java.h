@@ -72,10 +72,10 @@ class JavaSession {
     bool frame_pointers;
   };
   // Loads the agent into `pid`; none if it is not a JVM (said if `named`)
-  // or the attach failed (said). `attempt`: of kAttachAttempts, for a JVM
-  // found on the host: one that did not answer in time is tried again
-  // (after kRetryAfter), and said only after the last.
-  std::optional<Loaded> load(pid_t pid, bool named, int attempt = kAttachAttempts);
+  // or the attach failed (said). `attempt` of `attempts`: a JVM that did
+  // not answer in time is tried again (after kRetryAfter, waiting twice as
+  // long each time), and said only after the last.
+  std::optional<Loaded> load(pid_t pid, bool named, int attempt = 1, int attempts = 1);
   void attach_loop();
   static constexpr int kAttachAttempts = 3;
   static constexpr std::chrono::seconds kRetryAfter{2};
@@ -100,7 +100,7 @@ class JavaSession {
   std::deque<pid_t> to_attach_;
   struct Retry {
     pid_t pid;
-    int attempt;
+    int attempt;  // of kAttachAttempts
     std::chrono::steady_clock::time_point at;
   };
   std::vector<Retry> retries_;  // JVMs that did not answer in time, to try again
