@@ -232,7 +232,8 @@ for m in ember_agent_profiles_pushed_total process_resident_memory_bytes process
 	ember_agent_bpf_map_bytes ember_agent_push_failures_total ember_agent_profiles_dropped_total \
 	'ember_agent_profile_values_total{event="cpu-clock"}' ember_agent_symbolizer_bytes; do
 	v=$(query "max_over_time(${m}[5m])")
-	[ "$v" != none ] && [ "$v" != 0 ] || fail "Prometheus scraped no $m above 0 ($v): $(cat "$TMP/prometheus.log")"
+	[ "$v" != none ] && [ "$v" != 0 ] ||
+		fail "Prometheus scraped no $m above 0 ($v): $(cat "$TMP/prometheus.log"); the agent's last lines: $(tail -4 "$TMP/agent.log")"
 done
 
 profiles >"$TMP/all.txt"

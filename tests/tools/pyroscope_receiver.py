@@ -22,7 +22,8 @@ and 4 MiB before gzip unless told otherwise); a request is taken whole or
 not at all.
 
   --status-file F  while F exists, every request is answered with the HTTP
-                   status written in it (503, 429, 400 ...) and a JSON error
+                   status written in it (503, 429, 400 ...) and a JSON error,
+                   and "answered STATUS" is printed
   --token T        requests must carry "Authorization: Bearer T"
   --basic U:P      requests must carry basic auth for user U, password P
   --tenant T       requests must carry "X-Scope-OrgID: T"
@@ -162,6 +163,7 @@ class Handler(BaseHTTPRequestHandler):
         if opts.status_file and os.path.exists(opts.status_file):
             with open(opts.status_file) as f:
                 status = int(f.read().strip() or 503)
+            print("answered %d" % status, flush=True)
             return self.answer(status, "the test says %d" % status)
         if opts.token and self.headers.get("Authorization") != "Bearer " + opts.token:
             return self.answer(401, "no or wrong bearer token")
