@@ -74,7 +74,7 @@ static __always_inline __u64 read_u64(__u64 address)
 	return v;
 }
 
-/* A field of the frame in buf (py_buf): the masks keep the verifier's
+/* A field of the frame at buf (in py_window): the masks keep the verifier's
  * bounds; offsets of pointers are multiples of 8, of ints of 4. */
 static __always_inline __u64 field_u64(const __u8 *buf, __s16 at)
 {
@@ -121,6 +121,32 @@ static __always_inline __u64 find_thread_state(const struct ember_python_process
 	return tstate;
 }
 
+/* The `bytes` of the frame at `frame`, in walk's window, read so that it
+ * ends with this frame and holds the older frames below it (a data stack's,
+ * 3.11+), down to the start of the frame's page at most (the page below may
+ * not be mapped); none if unreadable. */
+static __always_inline __u8 *frame_in_window(struct ember_unwind_walk *walk, __u64 frame, __u32 bytes)
+{
+	__u64 lo = walk->state.py_window_lo, end = frame + bytes, off = frame - lo, size;
+
+	if (frame < lo || end > lo + walk->state.py_window_bytes || off >= EMBER_PY_WINDOW) {
+		lo = end > EMBER_PY_WINDOW ? end - EMBER_PY_WINDOW : 0;
+		if (lo < (frame & ~4095ull))
+			lo = frame & ~4095ull;
+		size = end - lo;
+		if (size > EMBER_PY_WINDOW || size == 0)
+			return 0;
+		if (bpf_probe_read_user(walk->py_window, size, (void *)lo)) {
+			walk->state.py_window_bytes = 0;
+			return 0;
+		}
+		walk->state.py_window_lo = lo;
+		walk->state.py_window_bytes = size;
+		off = frame - lo;
+	}
+	return &walk->py_window[off & (EMBER_PY_WINDOW - 1)];
+}
+
 /* Reads the next frame of the chain walk `slot` reads (py_frame) into
  * py_pending; 1 when it was the last of its eval-loop call's, or the chain
  * ended. A frame a call: a loop over frames here would make the verifier
@@ -133,7 +159,7 @@ __noinline int ember_python_frame(__u32 slot)
 	__u64 frame, code, previous, word;
 	__s64 index;
 	__u32 n;
-	__u8 owner;
+	__u8 owner, *buf;
 
 	if (!walk)
 		return 1;
@@ -143,13 +169,14 @@ __noinline int ember_python_frame(__u32 slot)
 	n = walk->state.py_count;
 	if (!frame || n >= EMBER_MAX_STACK_DEPTH)
 		return 1;
-	if (bpf_probe_read_user(walk->py_buf, p->frame_bytes & 127, (void *)frame)) {
+	buf = frame_in_window(walk, frame, p->frame_bytes & 127);
+	if (!buf) {
 		__sync_fetch_and_add(&python_unread, 1);
 		walk->state.py_frame = 0;
 		return 1;
 	}
-	owner = l->frame_owner >= 0 ? field_u8(walk->py_buf, l->frame_owner) : 0;
-	previous = field_u64(walk->py_buf, l->frame_previous);
+	owner = l->frame_owner >= 0 ? field_u8(buf, l->frame_owner) : 0;
+	previous = field_u64(buf, l->frame_previous);
 	walk->state.py_frame = previous;
 	/* 3.12+: the entry frame an eval-loop call pushes on its native
 	 * stack, below its Python frames, marks it. */
@@ -157,13 +184,13 @@ __noinline int ember_python_frame(__u32 slot)
 		walk->state.py_anchor = frame;
 		return 1;
 	}
-	code = field_u64(walk->py_buf, l->frame_code) & ~(__u64)l->code_tag_mask;
+	code = field_u64(buf, l->frame_code) & ~(__u64)l->code_tag_mask;
 	if (l->instr_kind == EMBER_PY_INSTR_LASTI_BYTES || l->instr_kind == EMBER_PY_INSTR_LASTI_UNITS) {
-		index = field_s32(walk->py_buf, l->frame_instr);
+		index = field_s32(buf, l->frame_instr);
 		if (l->instr_kind == EMBER_PY_INSTR_LASTI_BYTES && index > 0)
 			index >>= 1;
 	} else {
-		index = (__s64)(field_u64(walk->py_buf, l->frame_instr) - code - l->code_adaptive) >> 1;
+		index = (__s64)(field_u64(buf, l->frame_instr) - code - l->code_adaptive) >> 1;
 	}
 	index += 1;
 	if (index < 0 || index >= (__s64)EMBER_PY_INSTR_UNKNOWN)
@@ -177,7 +204,7 @@ __noinline int ember_python_frame(__u32 slot)
 	/* Up to 3.10 each frame is an eval-loop call; in 3.11 the call's
 	 * oldest frame is flagged. */
 	return l->entry == EMBER_PY_ENTRY_EVERY ||
-	       (l->entry == EMBER_PY_ENTRY_FLAG && field_u8(walk->py_buf, l->frame_is_entry));
+	       (l->entry == EMBER_PY_ENTRY_FLAG && field_u8(buf, l->frame_is_entry));
 }
 
 /* Reads the frames of the next eval-loop call into walk `slot`. */
@@ -204,6 +231,7 @@ __noinline int ember_python_begin(__u32 slot)
 		return 0;
 	walk->state.py_count = 0;
 	walk->state.py_frame = 0;
+	walk->state.py_window_bytes = 0;
 	p = bpf_map_lookup_elem(&python_processes, &walk->state.pid);
 	if (!p)
 		return 0;

@@ -7,7 +7,9 @@
  * written); a frame-pointer walk is cheap but loses the caller of every
  * function in code built without frame pointers (Debian's libc, -O2
  * builds), and wrongly so in a prologue. Tables give exact frames at the
- * cost of two binary searches per frame.
+ * cost of two binary searches per frame; a cache of the rows found (the
+ * walk's, kept between samples) and a window of stack read ahead make a
+ * frame seen before cost about what a frame-pointer step does.
  *
  * The tables (bpf/unwind.h) come from userspace: one sorted row array per
  * binary, built from its .eh_frame, all in one mmapable array map; per
@@ -91,17 +93,16 @@ static __always_inline int find_mapping(struct ember_unwind_process *p, __u64 pc
 	return pc >= m->start && pc < m->end ? (int)lo : -1;
 }
 
-/* The row of mapping `m` that covers `pc`, or none before its first. A
- * plain loop: its bounds are map keys, which the verifier need not track
- * precisely, so it checks each step once (where the mapping search's,
- * offsets into a map value, would multiply its paths). */
-static __always_inline struct ember_unwind_row *find_row(struct ember_unwind_mapping *m, __u64 pc)
+/* The row of mapping `m` that covers `key` (a pc less the table's
+ * base), or none before its first. A plain loop: its bounds are map keys,
+ * which the verifier need not track precisely, so it checks each step once
+ * (where the mapping search's, offsets into a map value, would multiply
+ * its paths). */
+static __always_inline struct ember_unwind_row *find_row(struct ember_unwind_mapping *m, __u32 key)
 {
-	__u32 lo = m->first, hi = m->first + m->rows, key = (__u32)(pc - m->base), i;
+	__u32 lo = m->first, hi = m->first + m->rows, i;
 	struct ember_unwind_row *row;
 
-	if (pc < m->base || pc - m->base > 0xffffffffull)
-		return 0;
 	/* The answer is the last row in [lo, hi) with row->pc <= key. */
 	for (i = 0; i < ROW_SEARCH_STEPS && hi - lo > 1; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
@@ -118,9 +119,60 @@ static __always_inline struct ember_unwind_row *find_row(struct ember_unwind_map
 	return row && row->pc <= key ? row : 0;
 }
 
+/* The row of mapping `m` that covers `pc`, through the walk's row cache. */
+static __always_inline struct ember_unwind_row *cached_row(struct ember_unwind_walk *walk, struct ember_unwind_mapping *m,
+							   __u64 pc)
+{
+	struct ember_row_cache_entry *e;
+	struct ember_unwind_row *row;
+	__u32 key, i;
+
+	if (pc < m->base || pc - m->base > 0xffffffffull)
+		return 0;
+	key = (__u32)(pc - m->base);
+	i = ((key ^ m->table * 0x85ebca6bu) * 0x9e3779b1u) >> (32 - EMBER_ROW_CACHE_BITS);
+	e = &walk->rows[i & (EMBER_ROW_CACHE - 1)];
+	if (e->table == m->table && e->pc == key && m->table)
+		return &e->row;
+	row = find_row(m, key);
+	if (row) {
+		e->table = m->table;
+		e->pc = key;
+		e->row = *row;
+	}
+	return row;
+}
+
 static __always_inline long read_user(__u64 *to, __u64 address)
 {
 	return bpf_probe_read_user(to, sizeof(*to), (void *)address);
+}
+
+/* Reads `words` (1 or 2) stack words at `address` through the walk's
+ * window, which a miss moves to start there. The window ends at the end of
+ * its page: the page above may not be mapped (the stack's top), and a
+ * faulting read costs more than all the reads it would save. */
+static __always_inline long read_stack(struct ember_unwind_state *w, __u64 address, __u64 *to, __u32 words)
+{
+	__u64 off = address - w->window_lo;
+	__u32 bytes;
+
+	if (address < w->window_lo || off + words * 8 > w->window_bytes || (off & 7)) {
+		bytes = 4096 - (address & 4095);
+		if (bytes > sizeof(w->window))
+			bytes = sizeof(w->window);
+		if (bytes < words * 8 || bpf_probe_read_user(w->window, bytes, (void *)address)) {
+			w->window_bytes = 0;
+			return bpf_probe_read_user(to, words * 8, (void *)address);
+		}
+		w->window_lo = address;
+		w->window_bytes = bytes;
+		off = 0;
+	}
+	to[0] = w->window[(off >> 3) & (EMBER_STACK_WINDOW - 1)];
+	if (words > 1)
+		to[1] = w->window[((off >> 3) + 1) & (EMBER_STACK_WINDOW - 1)];
+	return 0;
 }
 
 /* One frame up by the frame-pointer chain: code without CFI. */
@@ -136,7 +188,7 @@ static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 		w->stop = EMBER_STOP_BAD_FRAME;
 		return 1;
 	}
-	if (bpf_probe_read_user(frame, sizeof(frame), (void *)w->bp)) {
+	if (read_stack(w, w->bp, frame, 2)) {
 		w->stop = EMBER_STOP_BAD_READ;
 		return 1;
 	}
@@ -316,15 +368,9 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 	m = &p->mappings[found & (EMBER_UNWIND_MAPPINGS - 1)];
 	if (!m->rows)
 		return without_table(w, EMBER_STOP_NO_TABLE, false);
-	if (pc == w->last_pc) {
-		row = &w->last_row;
-	} else {
-		row = find_row(m, pc);
-		if (!row)
-			return without_table(w, EMBER_STOP_NO_TABLE, true);
-		w->last_pc = pc;
-		w->last_row = *row;
-	}
+	row = cached_row(out, m, pc);
+	if (!row)
+		return without_table(w, EMBER_STOP_NO_TABLE, true);
 	switch (row->type) {
 	case EMBER_ROW_CFA_RSP:
 		cfa = w->sp + row->cfa;
@@ -358,17 +404,17 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 		 * prologue): one read for both. */
 		__u64 pair[2];
 
-		if (bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa - 16))) {
+		if (read_stack(w, cfa - 16, pair, 2)) {
 			w->stop = EMBER_STOP_BAD_READ;
 			return 1;
 		}
 		w->bp = pair[0];
 		ra = pair[1];
-	} else if (read_user(&ra, cfa - 8)) {
+	} else if (read_stack(w, cfa - 8, &ra, 1)) {
 		w->stop = EMBER_STOP_BAD_READ;
 		return 1;
 	} else if (row->rbp) {
-		if (read_user(&bp, cfa + (__s64)row->rbp * 8)) {
+		if (read_stack(w, cfa + (__s64)row->rbp * 8, &bp, 1)) {
 			w->stop = EMBER_STOP_BAD_READ;
 			return 1;
 		}

@@ -16,6 +16,9 @@ struct ember_user_regs {
 	                         where the thread is */
 };
 
+#define EMBER_STACK_WINDOW 64 /* words */
+#define EMBER_PY_WINDOW 512   /* bytes */
+
 /* A walk's state between frames: only scalars, found by the global
  * functions that step it through a map (Linux 5.10's verifier takes
  * nothing else for their arguments). */
@@ -29,8 +32,12 @@ struct ember_unwind_state {
 	__u32 stop;
 	__s32 mapping;  /* the last frame's mapping, or -1: the next frame is often in it too */
 	__u64 pc;       /* the last frame's, as looked up (a return address less 1) */
-	__u64 last_pc;
-	struct ember_unwind_row last_row;
+	/* Stack words read ahead: a frame's saved registers and its callers'
+	 * lie within a few hundred bytes, and one read of them all costs about
+	 * what one read of a word does. [window_lo, + window_bytes). */
+	__u64 window_lo;
+	__u32 window_bytes;
+	__u64 window[EMBER_STACK_WINDOW];
 	/* A Python thread's frames (bpf/python.bpf.c), read ahead one eval-loop
 	 * call at a time, wait in py_pending for the native frame of that call. */
 	__u64 py_frame;   /* the chain's next frame to read; 0: none */
@@ -38,6 +45,8 @@ struct ember_unwind_state {
 	                     _PyCFrame, 3.12+'s entry frame (EMBER_PY_ENTRY_FLAG, _SHIM) */
 	__u32 py_count;   /* frames waiting in py_pending */
 	struct ember_python_process py; /* the process's, copied once per walk (while py_frame or py_count) */
+	__u64 py_window_lo;
+	__u32 py_window_bytes;
 	/* V8 (bpf/v8.bpf.c): the fp of the frame just stepped by frame
 	 * pointers in a V8 process, for ember_v8_frame to name; 0: none. */
 	__u64 v8_fp;
@@ -47,14 +56,33 @@ struct ember_unwind_state {
 	                         function goes below it, not in its place */
 };
 
+/* The rows found lately, by table and pc: a sample's frames are mostly
+ * those of the samples before it, and a row found again costs one read in
+ * place of a binary search whose steps miss the cache (rows of libc,
+ * libjvm: 15-20 steps). Direct-mapped. */
+#define EMBER_ROW_CACHE_BITS 9
+#define EMBER_ROW_CACHE (1 << EMBER_ROW_CACHE_BITS)
+
+struct ember_row_cache_entry {
+	__u32 table; /* ember_unwind_mapping.table; 0: empty */
+	__u32 pc;    /* the pc looked up, from the table's base */
+	struct ember_unwind_row row;
+};
+
 /* A walk and the frames it found, leaf first. One per scratch slot
  * (record.bpf.h) and CPU: programs that interrupt one another walk in
- * different ones. */
+ * different ones, and keep their own row caches. */
 struct ember_unwind_walk {
 	struct ember_unwind_state state;
 	__u64 ip[EMBER_MAX_STACK_DEPTH];
 	__u64 py_pending[EMBER_MAX_STACK_DEPTH]; /* EMBER_FRAME_PYTHON words, newest first */
-	__u8 py_buf[128];                        /* the Python frame being read */
+	/* Python frames read ahead: from 3.11 a thread's frames lie one below
+	 * the other in its data stack, and one read of several costs about
+	 * what one of a frame does. [py_window_lo, + py_window_bytes); a frame
+	 * in it starts in its first EMBER_PY_WINDOW bytes, and its fields
+	 * (up to 128 bytes in) fit. */
+	__u8 py_window[EMBER_PY_WINDOW + 128];
+	struct ember_row_cache_entry rows[EMBER_ROW_CACHE]; /* kept from walk to walk */
 };
 
 /* EMBER_UNWIND_*, set by the collector before load. */
@@ -107,7 +135,7 @@ static __always_inline struct ember_unwind_walk *ember_unwind(__u32 slot, const 
 	walk->state.frames = 0;
 	walk->state.stop = EMBER_STOP_DEPTH;
 	walk->state.mapping = -1;
-	walk->state.last_pc = 0;
+	walk->state.window_bytes = 0;
 	walk->state.v8_fp = 0;
 	ember_python_begin(slot);
 	ember_v8_begin(slot);

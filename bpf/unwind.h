@@ -53,6 +53,9 @@ struct ember_unwind_mapping {
 	__u32 first;       /* index of its first row in the rows map */
 	__u32 rows;        /* 0: no table (JIT code, a binary without CFI, or
 	                      its table did not fit): frame pointers there */
+	__u32 table;       /* the table's rows as written, never reused for
+	                      others (the row cache's key); 0: none */
+	__u32 pad;
 };
 
 struct ember_unwind_process {

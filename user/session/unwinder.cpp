@@ -98,20 +98,21 @@ bool Unwinder::wait_for_readers() {
   return true;
 }
 
-bool Unwinder::write_rows(uint32_t first, std::span<const ember_unwind_row> rows) {
+uint32_t Unwinder::write_rows(uint32_t first, std::span<const ember_unwind_row> rows) {
   constexpr size_t kChunk = 65536;  // keys built at a time
   std::vector<uint32_t> keys(std::min(rows.size(), kChunk));
   for (size_t done = 0; done < rows.size(); done += kChunk) {
     auto count = static_cast<uint32_t>(std::min(rows.size() - done, kChunk));
     std::iota(keys.begin(), keys.begin() + count, first + static_cast<uint32_t>(done));
-    if (bpf_map_update_batch(maps_.rows_fd, keys.data(), rows.data() + done, &count, nullptr) != 0) return false;
+    if (bpf_map_update_batch(maps_.rows_fd, keys.data(), rows.data() + done, &count, nullptr) != 0) return 0;
   }
   for (uint32_t key = (first + kIndexStride - 1) / kIndexStride * kIndexStride; key < first + rows.size();
        key += kIndexStride)
     index_pc_[key / kIndexStride] = rows[key - first].pc;
   for (Window& w : windows_)
     if (w.from < first + rows.size() && first < w.to) w = Window{};
-  return true;
+  if (++last_table_ == 0) ++last_table_;
+  return last_table_;
 }
 
 std::optional<ember_unwind_row> Unwinder::find_row(uint32_t first, uint32_t count, uint64_t pc) const {
@@ -178,11 +179,13 @@ void Unwinder::place(Table& t, unwind::CfiTable table, const std::string& name) 
   }
   // The kernel reads these rows only once a process entry points at them;
   // none did since they were given back (allocate_rows waited for that).
-  if (!write_rows(*first, table.rows)) {
+  uint32_t written = write_rows(*first, table.rows);
+  if (!written) {
     space_.release(*first, static_cast<uint32_t>(table.rows.size()));
     stats_.over_cap.add(name + " (its rows could not be written: " + std::strerror(errno) + ")");
     return;
   }
+  t.table = written;
   t.first = *first;
   t.rows = static_cast<uint32_t>(table.rows.size());
   ++stats_.tables;
@@ -325,6 +328,7 @@ void Unwinder::publish(uint32_t pid, Process& p) {
       e.base = jit.base;
       e.first = jit.first;
       e.rows = jit.rows;
+      e.table = jit.table;
       continue;
     }
     const Table* t = known_table(m);
@@ -337,6 +341,7 @@ void Unwinder::publish(uint32_t pid, Process& p) {
         e.base = m.start - m.offset + s.offset - s.vaddr + t->base;
         e.first = t->first;
         e.rows = t->rows;
+        e.table = t->table;
         break;
       }
   }
@@ -406,7 +411,8 @@ void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> 
     jit.over_cap = true;
     return;
   }
-  if (!write_rows(*first, rows)) {
+  uint32_t written = write_rows(*first, rows);
+  if (!written) {
     space_.release(*first, static_cast<uint32_t>(rows.size()));
     if (!jit.over_cap)
       stats_.over_cap.add("JIT code of process " + std::to_string(pid) + " (its rows could not be written: " +
@@ -415,6 +421,7 @@ void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> 
     return;
   }
   JitCode old = jit;
+  jit.table = written;
   jit.first = *first;
   jit.rows = static_cast<uint32_t>(rows.size());
   jit.base = base;

@@ -110,6 +110,7 @@ class Unwinder {
   // A binary's rows in the kernel (rows 0: none, frame pointers there).
   struct Table {
     uint32_t first = 0, rows = 0;
+    uint32_t table = 0;  // write_rows' id of its rows
     uint64_t base = 0;
     std::vector<unwind::CfiTable::Segment> segments;
     std::string key;              // in by_build_
@@ -119,6 +120,7 @@ class Unwinder {
   };
   struct JitCode {
     uint32_t first = 0, rows = 0;  // in the rows map: a fresh range at each change
+    uint32_t table = 0;            // write_rows' id of its rows
     uint64_t base = 0, end = 0;    // the code's range; rows are relative to base
     bool over_cap = false;
   };
@@ -147,7 +149,9 @@ class Unwinder {
   // row's pc is kept here (index_pc_, 1/16 of the rows' memory), so a
   // search reads one window of rows, in one syscall: a search by lookups,
   // one per step, took 90% of the collector's time under a sampling storm.
-  bool write_rows(uint32_t first, std::span<const ember_unwind_row> rows);
+  // The rows get an id, never another's (0 if they could not be written):
+  // the kernel's walks cache rows by it (bpf/unwind.bpf.h).
+  uint32_t write_rows(uint32_t first, std::span<const ember_unwind_row> rows);
   // The last of the `count` rows from `first` whose pc is at most `pc`.
   std::optional<ember_unwind_row> find_row(uint32_t first, uint32_t count, uint64_t pc) const;
   static constexpr uint32_t kIndexStride = 32;
@@ -168,6 +172,7 @@ class Unwinder {
   std::unordered_map<uint32_t, Process> processes_;
   unwind::RowSpace space_;
   std::vector<uint32_t> index_pc_;  // the pc of row i * kIndexStride, for each i
+  uint32_t last_table_ = 0;          // write_rows' last id
   mutable std::vector<Window> windows_ = std::vector<Window>(kWindowsCached);
   std::unordered_map<std::string, Table> by_build_;  // build-id (or file identity) -> table
   std::map<FileId, Table*> by_file_;                 // files that processes map now -> their table
