@@ -148,33 +148,6 @@ static __always_inline long read_user(__u64 *to, __u64 address)
 	return bpf_probe_read_user(to, sizeof(*to), (void *)address);
 }
 
-/* Reads `words` (1 or 2) stack words at `address` through the walk's
- * window, which a miss moves to start there. The window ends at the end of
- * its page: the page above may not be mapped (the stack's top), and a
- * faulting read costs more than all the reads it would save. */
-static __always_inline long read_stack(struct ember_unwind_state *w, __u64 address, __u64 *to, __u32 words)
-{
-	__u64 off = address - w->window_lo;
-	__u32 bytes;
-
-	if (address < w->window_lo || off + words * 8 > w->window_bytes || (off & 7)) {
-		bytes = 4096 - (address & 4095);
-		if (bytes > sizeof(w->window))
-			bytes = sizeof(w->window);
-		if (bytes < words * 8 || bpf_probe_read_user(w->window, bytes, (void *)address)) {
-			w->window_bytes = 0;
-			return bpf_probe_read_user(to, words * 8, (void *)address);
-		}
-		w->window_lo = address;
-		w->window_bytes = bytes;
-		off = 0;
-	}
-	to[0] = w->window[(off >> 3) & (EMBER_STACK_WINDOW - 1)];
-	if (words > 1)
-		to[1] = w->window[((off >> 3) + 1) & (EMBER_STACK_WINDOW - 1)];
-	return 0;
-}
-
 /* One frame up by the frame-pointer chain: code without CFI. */
 static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 {

@@ -56,7 +56,7 @@ __noinline int ember_v8_begin(__u32 slot)
 __noinline int ember_v8_frame(__u32 slot)
 {
 	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
-	struct ember_v8_process *p;
+	struct ember_v8_process *p, *known;
 	__u64 fp, slots[2], function, shared, map, word; /* slots: the function, the context or marker */
 	__u16 type = 0;
 	__u32 at;
@@ -68,7 +68,7 @@ __noinline int ember_v8_frame(__u32 slot)
 	p = &walk->state.v8_layout;
 	if (!fp)
 		return 0;
-	if (bpf_probe_read_user(slots, sizeof(slots), (void *)(fp + p->fp_function)) || !(slots[1] & V8_SMI_TAG_MASK))
+	if (read_stack(&walk->state, fp + p->fp_function, slots, 2) || !(slots[1] & V8_SMI_TAG_MASK))
 		return 0; /* a frame-type marker: V8's own frame, named by its code */
 	function = slots[0];
 	if ((function & V8_HEAP_OBJECT_TAG_MASK) != V8_HEAP_OBJECT_TAG)
@@ -79,9 +79,15 @@ __noinline int ember_v8_frame(__u32 slot)
 	map = read_u64(shared - V8_HEAP_OBJECT_TAG + p->heap_object_map);
 	if ((map & V8_HEAP_OBJECT_TAG_MASK) != V8_HEAP_OBJECT_TAG)
 		return 0;
-	bpf_probe_read_user(&type, sizeof(type), (void *)(map - V8_HEAP_OBJECT_TAG + p->map_instance_type));
-	if (type != p->shared_function_info_type)
-		return 0;
+	if (map != p->shared_function_info_map) {
+		bpf_probe_read_user(&type, sizeof(type), (void *)(map - V8_HEAP_OBJECT_TAG + p->map_instance_type));
+		if (type != p->shared_function_info_type)
+			return 0;
+		p->shared_function_info_map = map;
+		known = bpf_map_lookup_elem(&v8_processes, &walk->state.pid);
+		if (known)
+			known->shared_function_info_map = map;
+	}
 	word = EMBER_FRAME_V8 | shared;
 	at = walk->state.frames - 1;
 	if (walk->state.v8_leaf_builtin) {

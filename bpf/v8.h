@@ -17,6 +17,11 @@ struct ember_v8_process {
 	__u16 heap_object_map;     /* HeapObject -> its Map */
 	__u16 map_instance_type;   /* Map -> the instance type (16 bits) */
 	__u16 shared_function_info_type; /* SHARED_FUNCTION_INFO_TYPE */
+	__u16 pad[3];
+	/* The Map of every SharedFunctionInfo, once the walker has checked one
+	 * by its instance type (0: not yet): a read-only root of V8's, which
+	 * never moves. A function whose map it is needs no further read. */
+	__u64 shared_function_info_map;
 };
 
 /* A user frame of a JavaScript function: EMBER_FRAME_V8 | its
