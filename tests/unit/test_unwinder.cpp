@@ -13,8 +13,10 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -478,5 +480,61 @@ TEST_CASE("unwinder: a process the kernel has no room for is counted once, howev
   unwinder->add_process(5, none);  // a new process with the pid
   CHECK(unwinder->stats().processes_left_out == 3);
   CHECK(unwinder->stats().processes_held == 2);
+  close(rows);
+}
+
+TEST_CASE("unwinder: the kernel's row cache key: each table written has an id no other had, in every mapping "
+          "that uses it",
+          "[unwind]") {
+  constexpr uint32_t kCapacity = 1 << 20;
+  int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "test_rows", 4, sizeof(ember_unwind_row), kCapacity, nullptr);
+  int processes = bpf_map_create(BPF_MAP_TYPE_HASH, "test_procs", 4, sizeof(ember_unwind_process), 8, nullptr);
+  INFO("bpf_map_create: " << std::strerror(errno) << " (the unwinder's tests need root)");
+  REQUIRE(rows >= 0);
+  REQUIRE(processes >= 0);
+  auto unwinder = Unwinder::open({rows, kCapacity, processes}, EMBER_UNWIND_CFI);
+  REQUIRE(unwinder);
+  auto entry = [&](uint32_t pid) {
+    ember_unwind_process e{};
+    REQUIRE(bpf_map_lookup_elem(processes, &pid, &e) == 0);
+    return e;
+  };
+
+  // This process: a binary's mappings share its table's id, other binaries'
+  // ids differ.
+  symbolizer::Symbolizer symbolizer;
+  uint32_t self = static_cast<uint32_t>(getpid());
+  REQUIRE(symbolizer.snapshot_process(self));
+  (*unwinder)->add_process(self, symbolizer.mapped_files(self));
+  ember_unwind_process e = entry(self);
+  std::map<uint32_t, uint32_t> id_of_first;  // a table's first row -> its id
+  std::set<uint32_t> ids;
+  for (uint32_t i = 0; i < e.count; ++i) {
+    const ember_unwind_mapping& m = e.mappings[i];
+    if (!m.rows) continue;
+    CHECK(m.table != 0);
+    auto [at, added] = id_of_first.emplace(m.first, m.table);
+    CHECK(at->second == m.table);
+    if (added) ids.insert(m.table);
+  }
+  REQUIRE(ids.size() >= 3);  // the test binary, libc, libstdc++ at least
+  CHECK(ids.size() == id_of_first.size());
+
+  // A JVM's code cache: each version of its rows a new id, though a later
+  // version may land where an earlier one's rows were.
+  uint32_t jvm = kMadeUpPid;
+  symbolizer::Mapping cache{0x10000000, 0x20000000, 0, 0, 0, true, ""};
+  std::vector<symbolizer::Symbolizer::MappedFile> files{{&cache, -1}};
+  (*unwinder)->add_process(jvm, files);
+  for (uint32_t version = 0; version < 4; ++version) {
+    std::vector<symbolizer::JitMap::Code> code(1);
+    code[0].start = 0x10000000;
+    code[0].size = 0x40 + version;
+    (*unwinder)->set_jit_code(jvm, code);
+    ember_unwind_mapping m = entry(jvm).mappings[0];
+    REQUIRE(m.rows > 0);
+    CHECK(ids.insert(m.table).second);
+  }
+  close(processes);
   close(rows);
 }
