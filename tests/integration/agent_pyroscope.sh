@@ -5,10 +5,11 @@
 #   1. the first periods arrive: a series per service and event, labelled,
 #      with the bearer token and the tenant; the real pprof reads each one,
 #      and its totals equal the values the agent says it made;
-#   2. the server goes away for 25 s: the agent keeps cutting periods into
-#      its spool, whose cap (64 KiB, the least it takes: about 10 periods
-#      of these profiles, ember's own off-CPU stacks the most of them) drops
-#      the oldest and counts them;
+#   2. the server goes away for 25 s, and longer until the cap has dropped
+#      (a busy agent cuts its periods late): the agent keeps cutting periods
+#      into its spool, whose cap (64 KiB, the least it takes: about 10
+#      periods of these profiles, ember's own off-CPU stacks the most of
+#      them) drops the oldest and counts them;
 #      meanwhile a SIGHUP changes the rate;
 #   3. the server comes back: every period the cap kept arrives, in order,
 #      with its own time; the rate changed with the period after the SIGHUP;
@@ -150,12 +151,17 @@ file=$(awk '$2 == "spinner" && $3 == "process_cpu" { print $1; exit }' "$TMP/fir
 "$PPROF" -top -nodecount=5 "$RECV/$file" >"$TMP/top.txt" 2>&1
 assert_contains "$TMP/top.txt" "spinner_loop" "pprof: the spinner's profile lacks spinner_loop"
 
-# The outage goes on for 25 s: a SIGHUP doubles the rate, a JVM starts.
+# The outage goes on for 25 s, and until the cap has dropped a period (up
+# to 120 s): a SIGHUP doubles the rate.
 sleep 2
 sed -i 's/^frequency = 49/frequency = 99/' "$TMP/agent.toml"
 kill -HUP $AGENT
 hup_at=$(date +%s.%N)
 sleep "$(python3 -c "import time; print(max(0, 25 - (time.time() - $down_at)))")"
+dropped() { local v; v=$(metric ember_agent_profiles_dropped_total); echo "${v:-0}"; }
+for _ in $(seq 950); do (($(dropped) > 0)) && break; sleep 0.1; done
+(($(dropped) > 0)) ||
+	fail "the 64 KiB cap dropped nothing in a 120 s outage: $(ls -l "$TMP/spool"; tail -4 "$TMP/agent.log")"
 receiver
 back_ns=$(date +%s%N)
 # A JVM starts: the agent finds it and names its Java frames. Its clock
@@ -259,7 +265,7 @@ m = re.search(r"stopped after (\d+) periods \(made (\d+) profiles: [^)]*\); push
 if not m: fail("no final line in the agent's log:\n" + log)
 cut, made, pushed, refused, dropped, waiting = map(int, m.groups())
 if refused or waiting: fail("refused %d, waiting %d:\n%s" % (refused, waiting, log))
-if dropped == 0: fail("the 64 KiB cap dropped nothing in a 25 s outage: the cap is not tested")
+if dropped == 0: fail("the 64 KiB cap dropped nothing in the outage: the cap is not tested")
 if pushed + dropped != made:
     fail("pushed %d + dropped %d != made %d; the spool at the end: %s; the agent's log:\n%s"
          % (pushed, dropped, made, sorted(os.listdir(spool_dir)), log))
@@ -283,26 +289,38 @@ if holes[0][0] > down_at + 0.001:
     fail("the cap dropped newer periods and kept the outage's first, cut at %.3f s: %s" % (down_at, holes))
 print("periods missing in the outage: %s" % ", ".join("%.1f s to %.1f s" % (a - down_at, b - down_at) for a, b in holes))
 
-# The rate: 49 Hz before the period that ends after the SIGHUP, 99 Hz from the next.
-for p in profiles:
-    if p["type"] != "process_cpu": continue
-    end = p["start"] / 1e9 + period  # all but the last last a period
-    want = 10**9 // 49 if end < hup_at else 10**9 // 99 if p["start"] / 1e9 > hup_at + period + 0.1 else None
-    if want and abs(p["period"] - want) > 1:
-        fail("a profile at %.1f s has period %d ns, not %d (SIGHUP at %.1f)" % (p["start"] / 1e9, p["period"], want, hup_at))
-if not any(p["period"] == 10**9 // 99 for p in profiles): fail("no profile at the new rate")
+# The rate: 49 Hz before the period that ends after the SIGHUP, 99 Hz from
+# a period soon after it (the next on a quiet host; a busy agent reloads
+# later), and never 49 Hz again.
+old_rate, new_rate, switched = 10**9 // 49, 10**9 // 99, None
+for p in sorted((p for p in profiles if p["type"] == "process_cpu"), key=lambda p: p["start"]):
+    start = p["start"] / 1e9
+    if start + period < hup_at and abs(p["period"] - old_rate) > 1:
+        fail("a profile at %.1f s has period %d ns, before the SIGHUP at %.1f" % (start, p["period"], hup_at))
+    if abs(p["period"] - new_rate) <= 1 and switched is None:
+        switched = start
+    if switched is not None and abs(p["period"] - new_rate) > 1:
+        fail("a profile at %.1f s has period %d ns, after the rate changed at %.1f" % (start, p["period"], switched))
+if switched is None: fail("no profile at the new rate")
+last_old = max(p["start"] / 1e9 for p in profiles if p["type"] == "process_cpu" and abs(p["period"] - old_rate) <= 1)
+if last_old > hup_at + 10 * period:
+    fail("the old rate still in a period starting %.1f s after the SIGHUP" % (last_old - hup_at))
+print("the old rate last in a period starting %+.1f s from the SIGHUP (periods the cap dropped left out)"
+      % (last_old - hup_at))
 
 # The late JVM: found within a scan (2 s) and attached, then Java frames in
-# its service's profile from the period in progress, or the next.
+# its service's profile from the period in progress or the next (a busy
+# host's agent a few later): compiled or interpreted (a JVM starved on a
+# busy host may still interpret).
 first = None
 for p in profiles:
     if p["type"] == "process_cpu" and p["service"] == "Workload":
         text = open(recv + "/" + p["file"] + ".raw").read()
-        if re.search(r"Workload\.\w+_\[[ji]\]", text):
+        if re.search(r"Workload\.\w+_\[[ji0]\]", text):
             first = p["start"] / 1e9
             break
-if first is None: fail("no profile of the late JVM (service Workload) with compiled Java frames")
-if first > attached_at + 2 * period:
+if first is None: fail("no profile of the late JVM (service Workload) with named Java frames")
+if first > attached_at + 4 * period:  # 2 on a quiet host; 2.7 s seen beside the kernel matrix
     fail("the late JVM's Java frames first in a period starting %.1f s after its attach" % (first - attached_at))
 print("the late JVM attached %.1f s after it ran Java code; its Java frames in the period starting %+.1f s from then"
       % (attached_at - jvm_at, first - attached_at))

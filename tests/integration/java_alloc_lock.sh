@@ -27,8 +27,9 @@ size_of() {
 	awk -v c="$2" '$1 == "K" && $3 == c { id = $2 } $1 == "A" && $5 == id { print $4; exit }' "$1"
 }
 
-# --- alloc: 3:1 bytes, 1:1 objects, the class on top
-"${JAVA[@]}" -agentpath:"$AGENT"=out="$TMP/ratio-{pid}",alloc=524288 AllocRatio 4 >"$TMP/ratio.out" ||
+# --- alloc: 3:1 bytes, 1:1 objects, the class on top. 40M rounds at least
+# (5 GB: 10,000 samples of 512 KiB), however starved the JVM.
+"${JAVA[@]}" -agentpath:"$AGENT"=out="$TMP/ratio-{pid}",alloc=524288 AllocRatio 4 0 40000000 >"$TMP/ratio.out" ||
 	fail "AllocRatio with the agent exited $?"
 stream=$(ls "$TMP"/ratio-*)
 big_size=$(size_of "$stream" 'AllocRatio$Big') small_size=$(size_of "$stream" 'AllocRatio$Small')

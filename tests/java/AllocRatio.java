@@ -6,7 +6,9 @@
  * profile that weighed samples by count would show 1:1. Both escape into
  * rings so C2 cannot scalar-replace them. The sizes the JVM reports are in
  * the agent's A lines; the test checks them.
- * Usage: java AllocRatio SECONDS
+ * Usage: java AllocRatio SECONDS [WORK [ROUNDS]]: for SECONDS, and on until
+ * ROUNDS of each were allocated (a starved JVM, still interpreting, does a
+ * hundredth of its usual work in that time); WORK: a spin after each.
  */
 public class AllocRatio {
     static final class Big {
@@ -27,9 +29,10 @@ public class AllocRatio {
     public static void main(String[] args) {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
         work = args.length > 1 ? Integer.parseInt(args[1]) : 0;
+        long least = args.length > 2 ? Long.parseLong(args[2]) : 0;
         long end = System.nanoTime() + (long) (seconds * 1e9);
         long rounds = 0;
-        while (System.nanoTime() < end) {
+        while (System.nanoTime() < end || rounds < least) {
             for (int i = 0; i < 4096; i++) {
                 allocBig(i);
                 allocSmall(i);
