@@ -62,11 +62,13 @@ load() {  # load PID OPTIONS
 	jcmd "$1" JVMTI.agent_load "$AGENT" "\"$2\"" >"$TMP/jcmd.out" 2>&1 && grep -q 'return code: 0' "$TMP/jcmd.out" ||
 		fail "jcmd JVMTI.agent_load $2: $(cat "$TMP/jcmd.out")"
 }
-"${JAVA[@]}" -agentpath:"$AGENT"=out="$TMP/leak.map",alloc=524288,live LiveLeak 4 30 >"$TMP/leak.out" &
+# 40M rounds at least (the kept list full, 20 times its bytes dropped),
+# however starved the JVM.
+"${JAVA[@]}" -agentpath:"$AGENT"=out="$TMP/leak.map",alloc=524288,live LiveLeak 4 30 40000000 >"$TMP/leak.out" &
 leaker=$!
 BACKGROUND+=($leaker)
-for _ in $(seq 300); do grep -q '^rounds' "$TMP/leak.out" && break; sleep 0.1; done
-grep -q '^rounds' "$TMP/leak.out" || fail "LiveLeak did not finish its churn"
+for _ in $(seq 1200); do grep -q '^rounds' "$TMP/leak.out" && break; sleep 0.1; done
+grep -q '^rounds' "$TMP/leak.out" || fail "LiveLeak did not finish its churn in 120 s"
 load "$leaker" stop
 kill "$leaker"
 stream=$TMP/leak.map

@@ -10,7 +10,8 @@ import java.util.ArrayList;
  * with compressed class pointers). It prints "rounds N kept M" then, with
  * LINGER, idles that many seconds before exiting — time for a test to end
  * the agent's stream (its final GC) while the state is held.
- * Usage: java LiveLeak SECONDS [LINGER]
+ * Usage: java LiveLeak SECONDS [LINGER [ROUNDS]]: churns for SECONDS, and on
+ * until ROUNDS rounds (a starved JVM does a hundredth of its usual work).
  */
 public class LiveLeak {
     static final class Kept {
@@ -29,17 +30,18 @@ public class LiveLeak {
     public static void main(String[] args) throws InterruptedException {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
         double linger = args.length > 1 ? Double.parseDouble(args[1]) : 0;
+        long least = args.length > 2 ? Long.parseLong(args[2]) : 0;
         long end = System.nanoTime() + (long) (seconds * 1e9);
-        long rounds = churn(end);
+        long rounds = churn(end, least);
         System.out.println("rounds " + rounds + " kept " + kept.size());
         System.out.flush();
         Thread.sleep((long) (linger * 1000));
     }
 
-    static long churn(long end) {
+    static long churn(long end, long least) {
         Dropped[] ring = new Dropped[1024];
         long rounds = 0;
-        while (System.nanoTime() < end) {
+        while (System.nanoTime() < end || rounds < least) {
             for (int i = 0; i < 1024; i++) {
                 ring[i] = drop(i);
                 if ((i & 3) == 0 && kept.size() < MAX_KEPT) keep(i);
