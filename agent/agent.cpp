@@ -639,8 +639,13 @@ void JNICALL on_dynamic_code_generated(jvmtiEnv*, const char* name, const void* 
   g_writer.unlock();
 }
 
+// A refused enable is said on the JVM's stderr: what the agent publishes
+// for that event stops there, and ember's summary points at this stream.
 bool set_event(jvmtiEventMode mode, jvmtiEvent event) {
-  return g_jvmti->SetEventNotificationMode(mode, event, nullptr) == JVMTI_ERROR_NONE;
+  jvmtiError err = g_jvmti->SetEventNotificationMode(mode, event, nullptr);
+  if (err != JVMTI_ERROR_NONE && mode == JVMTI_ENABLE)
+    std::fprintf(stderr, "ember-agent: the JVM refused JVMTI event %d (JVMTI error %d)\n", event, err);
+  return err == JVMTI_ERROR_NONE;
 }
 
 // Methods whose Method* the attach-time sweep published, and those it could not.
@@ -1002,8 +1007,7 @@ void start_locked(JavaVM* vm, const Options& o, bool attached) {
     return;
   }
   for (jvmtiEvent e : kCodeEvents)
-    if (jvmtiError err = g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, e, nullptr); err != JVMTI_ERROR_NONE) {
-      std::fprintf(stderr, "ember-agent: the JVM refused code event %d (JVMTI error %d): no code map\n", e, err);
+    if (!set_event(JVMTI_ENABLE, e)) {
       stop_publishing(jni, false);
       return;
     }

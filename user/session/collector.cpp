@@ -392,20 +392,26 @@ void Collector::add_now(const ember_sample& s, bool final) {
   // counted, nor the process's tables built for it.
   // Interrupts are told apart once kallsyms is read, never waiting for it:
   // until then, wakers are read as tasks.
-  auto in_interrupt = [&] {
-    if (!symbolizer_.kernel_ready()) return false;
-    uint64_t kstack[EMBER_MAX_STACK_DEPTH];
-    std::copy_n(s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len, kstack);
-    return wakeup(kstacks_.intern(std::span(kstack, s.waker_kstack_len))).context != WakeContext::Task;
-  };
-  if (has_waker_stacks(s) && (s.waker_pid == self_pid_ || in_interrupt())) {
-    waker_ustop = EMBER_STOP_NO_USER;
-  } else if (has_waker_stacks(s)) {
-    auto ips = std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len);
-    waker_n = user_stack(s.waker_pid, user_ips(s.waker_pid, s.waker_process_comm, ips, end_time(s), waker_ustop, unwound),
-                         end_time(s), waker_ustack);
+  uint32_t waker_kstack = 0;
+  if (has_waker_stacks(s)) {
+    waker_kstack = intern_kstack(s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len);
+    bool in_interrupt = symbolizer_.kernel_ready() && wakeup(waker_kstack).context != WakeContext::Task;
+    if (s.waker_pid == self_pid_ || in_interrupt) {
+      waker_ustop = EMBER_STOP_NO_USER;
+    } else {
+      auto ips = std::span(s.ips + s.ustack_len + s.kstack_len, s.waker_ustack_len);
+      waker_n = user_stack(s.waker_pid,
+                           user_ips(s.waker_pid, s.waker_process_comm, ips, end_time(s), waker_ustop, unwound),
+                           end_time(s), waker_ustack);
+    }
   }
-  add_resolved(s, std::span(ustack, n), ustop, std::span(waker_ustack, waker_n), waker_ustop);
+  add_resolved(s, std::span(ustack, n), ustop, std::span(waker_ustack, waker_n), waker_ustop, waker_kstack);
+}
+
+uint32_t Collector::intern_kstack(const __u64* ips, size_t n) {
+  uint64_t kstack[EMBER_MAX_STACK_DEPTH];
+  std::copy_n(ips, n, kstack);
+  return kstacks_.intern(std::span(kstack, n));
 }
 
 bool Collector::snapshot(uint32_t pid) {
@@ -447,7 +453,7 @@ bool Collector::note_process(uint32_t pid, uint32_t name, std::span<const uint64
 }
 
 void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> ustack, uint8_t ustop,
-                             std::span<const uint64_t> waker_ustack, uint8_t waker_ustop) {
+                             std::span<const uint64_t> waker_ustack, uint8_t waker_ustop, uint32_t waker_kstack) {
   uint32_t process = name_id(s.process_comm), thread = name_id(s.comm);
   if (!comm_matches_[process] && !comm_matches_[thread]) {
     ++stats_.comm_filtered;
@@ -460,18 +466,15 @@ void Collector::add_resolved(const ember_sample& s, std::span<const uint64_t> us
   count_unwind(s.pid, process, ustop);
   if (woken) count_unwind(s.waker_pid, name_id(s.waker_process_comm), waker_ustop);
 
-  uint64_t kstack[EMBER_MAX_STACK_DEPTH];
-  std::memcpy(kstack, s.ips + s.ustack_len, s.kstack_len * sizeof(uint64_t));
   Key key{0, s.kind != EMBER_KIND_CPU, s.pid, s.tid, process, thread, ustacks_.intern(ustack),
-          kstacks_.intern(std::span(kstack, s.kstack_len))};
+          intern_kstack(s.ips + s.ustack_len, s.kstack_len)};
   // The same block in a graph with its waker.
   Key with_waker = key;
   if (s.kind == EMBER_KIND_BLOCKED && s.waker != EMBER_WAKER_NONE) {
     with_waker.waker = s.waker;
     if (woken) {
       with_waker.waker_ustack = ustacks_.intern(waker_ustack);
-      std::memcpy(kstack, s.ips + s.ustack_len + s.kstack_len + s.waker_ustack_len, s.waker_kstack_len * sizeof(uint64_t));
-      with_waker.waker_kstack = kstacks_.intern(std::span(kstack, s.waker_kstack_len));
+      with_waker.waker_kstack = waker_kstack;
       uint32_t waker_process = name_id(s.waker_process_comm);
       with_waker.waker_pid = s.waker_pid;
       with_waker.waker_tid = s.waker_tid;

@@ -261,9 +261,12 @@ class Collector {
   std::span<const __u64> user_ips(uint32_t pid, const char (&process_comm)[EMBER_COMM_LEN], std::span<const __u64> ips,
                                   uint64_t time_ns, uint8_t& stop, __u64* out);
   // `ustack`, `waker_ustack`: the user stacks, JIT addresses already
-  // replaced by tokens; `ustop`, `waker_ustop`: why they end.
+  // replaced by tokens; `ustop`, `waker_ustop`: why they end; `waker_kstack`:
+  // the waker's kernel stack, interned (with waker stacks only).
   void add_resolved(const ember_sample& sample, std::span<const uint64_t> ustack, uint8_t ustop,
-                    std::span<const uint64_t> waker_ustack, uint8_t waker_ustop);
+                    std::span<const uint64_t> waker_ustack, uint8_t waker_ustop, uint32_t waker_kstack);
+  // A kernel stack of a record, interned in kstacks_.
+  uint32_t intern_kstack(const __u64* ips, size_t n);
   // The user stack `ips` of process `pid` at `time_ns` into `out` (room for
   // one more frame than `ips`); returns its length.
   size_t user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t time_ns, uint64_t* out);
