@@ -129,7 +129,7 @@ static __always_inline __u8 *frame_in_window(struct ember_unwind_walk *walk, __u
 {
 	__u64 lo = walk->state.py_window_lo, end = frame + bytes, off = frame - lo, size;
 
-	if (frame < lo || end > lo + walk->state.py_window_bytes || off >= EMBER_PY_WINDOW) {
+	if (frame < lo || end > lo + walk->state.py_window_bytes) {
 		lo = end > EMBER_PY_WINDOW ? end - EMBER_PY_WINDOW : 0;
 		if (lo < (frame & ~4095ull))
 			lo = frame & ~4095ull;
