@@ -30,15 +30,13 @@ int open_perf_event(CpuTimer::Clock clock, uint32_t frequency, int cpu) {
 
 }  // namespace
 
-CpuTimer::~CpuTimer() { CpuTimer::detach(); }
-
 std::expected<void, std::string> CpuTimer::prepare(profile_bpf& skel, std::vector<std::string>&) {
   bpf_program__set_autoload(skel.progs.ember_sample, true);
   return {};
 }
 
 std::expected<void, std::string> CpuTimer::attach(profile_bpf& skel, std::vector<std::string>&) {
-  int ncpus = libbpf_num_possible_cpus();
+  int ncpus = libbpf_num_possible_cpus(), attached = 0;
   for (int cpu = 0; cpu < ncpus; ++cpu) {
     int fd = open_perf_event(clock, frequency, cpu);
     if (fd < 0) {
@@ -53,20 +51,17 @@ std::expected<void, std::string> CpuTimer::attach(profile_bpf& skel, std::vector
                                "): run as root, or lower kernel.perf_event_paranoid");
       return std::unexpected("perf_event_open on CPU " + std::to_string(cpu) + " failed: " + errno_text(err));
     }
-    perf_fds_.push_back(fd);
-    if (!keep(bpf_program__attach_perf_event(skel.progs.ember_sample, fd)))
+    // The link owns the event's fd from here: destroying it closes the fd.
+    if (!keep(bpf_program__attach_perf_event(skel.progs.ember_sample, fd))) {
+      int err = errno;
+      close(fd);
       return std::unexpected("cannot attach to the perf event on CPU " + std::to_string(cpu) + ": " +
-                             errno_text(errno));
+                             errno_text(err));
+    }
+    ++attached;
   }
-  if (perf_fds_.empty()) return std::unexpected("no online CPU to sample");
+  if (!attached) return std::unexpected("no online CPU to sample");
   return {};
-}
-
-void CpuTimer::detach() {
-  // Links before fds: the link holds its own reference to the event.
-  KernelPart::detach();
-  for (int fd : perf_fds_) close(fd);
-  perf_fds_.clear();
 }
 
 }  // namespace ember::events

@@ -17,13 +17,8 @@ class CpuTimer : public KernelPart {
   uint32_t frequency = 99;
   Spelling spelling = Spelling::Option;  // how its refusal names the other event
 
-  ~CpuTimer() override;
   std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override;
   std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override;
-  void detach() override;
-
- private:
-  std::vector<int> perf_fds_;
 };
 
 // The timer runs at -F on every CPU.
