@@ -74,7 +74,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	 * registers the task entered with. */
 	user = in_user_mode(ctx);
 	if (user)
-		start = start_at(ctx->regs.REG_PC, ctx->regs.sp, ctx->regs.REG_FP, false);
+		start = start_from(&ctx->regs);
 	take_stacks(ctx, start, s, slot, pid, tid, !user, true);
 	s->weight = 1;
 	s->kind = EMBER_KIND_CPU;

@@ -208,10 +208,30 @@ static __always_inline struct pt_regs *current_entry_regs(void)
 #if defined(__TARGET_ARCH_arm64)
 #define REG_PC pc
 #define REG_FP regs[29]
+#define REG_V8_BYTECODE_OFFSET regs[19]
+#define REG_V8_BYTECODE_ARRAY regs[20]
+#define REG_V8_DISPATCH_TABLE regs[21]
 #else
 #define REG_PC ip
 #define REG_FP bp
+#define REG_V8_BYTECODE_OFFSET r9
+#define REG_V8_BYTECODE_ARRAY r12
+#define REG_V8_DISPATCH_TABLE r15
 #endif
+
+/* Where a sample interrupted user code, from its registers. */
+static __always_inline struct stack_start start_from(const bpf_user_pt_regs_t *regs)
+{
+	struct stack_start start = {.regs = {.ip = regs->REG_PC,
+					     .sp = regs->sp,
+					     .bp = regs->REG_FP,
+					     .v8_bytecode_offset = regs->REG_V8_BYTECODE_OFFSET,
+					     .v8_bytecode_array = regs->REG_V8_BYTECODE_ARRAY,
+					     .v8_dispatch_table = regs->REG_V8_DISPATCH_TABLE},
+				    .given = true};
+
+	return start;
+}
 
 /* A task's name (TASK_COMM_LEN bytes) as two loads through its BTF
  * pointer, where a helper call would cost a call and a checked copy each. */
@@ -251,6 +271,9 @@ static __always_inline bool user_regs(struct stack_start *start)
 	start->regs.ip = ENTRY_REG(regs, REG_PC);
 	start->regs.sp = ENTRY_REG(regs, sp);
 	start->regs.bp = ENTRY_REG(regs, REG_FP);
+	start->regs.v8_bytecode_offset = ENTRY_REG(regs, REG_V8_BYTECODE_OFFSET);
+	start->regs.v8_bytecode_array = ENTRY_REG(regs, REG_V8_BYTECODE_ARRAY);
+	start->regs.v8_dispatch_table = ENTRY_REG(regs, REG_V8_DISPATCH_TABLE);
 	return true;
 }
 

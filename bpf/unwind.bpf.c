@@ -185,7 +185,10 @@ static __always_inline long without_table(struct ember_unwind_state *w, __u32 st
 	if (unwind_mode == EMBER_UNWIND_AUTO) {
 		if (w->v8) {
 			w->v8_fp = w->bp;
+			w->v8_in_file = in_file;
 			w->v8_leaf_builtin = in_file && w->exact && w->frames == 1;
+			if (w->v8_leaf_builtin)
+				w->v8_leaf_pc = w->ip;
 		}
 		return frame_pointer_step(w);
 	}
@@ -424,7 +427,9 @@ static __always_inline int frame_pointer_walk(struct ember_unwind_state *w, stru
 	if (record_frame(w, out))
 		return 1;
 	if (w->v8) {
+		/* Not looked up: its interpreted frames go without their position. */
 		w->v8_fp = w->bp;
+		w->v8_in_file = false;
 		w->v8_leaf_builtin = false;
 	}
 	return frame_pointer_step(w);

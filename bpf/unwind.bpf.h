@@ -12,6 +12,10 @@
 /* Where the walk starts: the user registers of the task. */
 struct ember_user_regs {
 	__u64 ip, sp, bp;
+	/* V8's interpreter's registers for the bytecode running: its offset
+	 * (x86-64 r9, arm64 x19), its BytecodeArray (r12, x20) and the table
+	 * of the bytecodes' handlers (r15, x21) */
+	__u64 v8_bytecode_offset, v8_bytecode_array, v8_dispatch_table;
 	__u64 return_address; /* ip is a return address (the caller's, at a function's entry), not
 	                         where the thread is */
 };
@@ -51,7 +55,11 @@ struct ember_unwind_state {
 	 * pointers in a V8 process, for ember_v8_frame to name; 0: none. */
 	__u64 v8_fp;
 	struct ember_v8_process v8_layout; /* its frames' layout, copied once per walk */
+	__u64 v8_code[8];                  /* a Code's header, read for a frame's position */
+	__u64 v8_bytecode_offset, v8_bytecode_array, v8_dispatch_table; /* the sample's ember_user_regs' */
 	bool v8;              /* the process runs V8 */
+	bool v8_in_file;      /* that frame's pc lies in a file's code (V8's builtins), not JIT code */
+	__u64 v8_leaf_pc;     /* the leaf's pc, where it is exact and in a file's code (V8's builtins) */
 	bool v8_leaf_builtin; /* that frame is the leaf, in code of a file (V8's builtins): the
 	                         function goes below it, not in its place */
 };
@@ -164,6 +172,10 @@ static __always_inline struct ember_unwind_walk *ember_unwind(__u32 slot, const 
 	walk->state.mapping = -1;
 	walk->state.window_bytes = 0;
 	walk->state.v8_fp = 0;
+	walk->state.v8_leaf_pc = 0;
+	walk->state.v8_bytecode_offset = regs->v8_bytecode_offset;
+	walk->state.v8_bytecode_array = regs->v8_bytecode_array;
+	walk->state.v8_dispatch_table = regs->v8_dispatch_table;
 	ember_python_begin(slot);
 	ember_v8_begin(slot);
 	*result = ember_unwind_user(slot);

@@ -2,7 +2,9 @@
 // constants (node 20's values), and functions read from a process's
 // memory: a named function, an anonymous one whose ScopeInfo holds the
 // name V8 inferred, names kept as cons and two-byte strings, and what a
-// moved or freed function looks like.
+// moved or freed function looks like. With --lines: where node 18's and
+// 20's frames keep their positions, and a frame's line from its bytecode
+// offset or its pc in optimized code, with the functions inlined there.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -64,7 +66,7 @@ uint64_t smi(int64_t v) { return static_cast<uint64_t>(v) << 32; }
 }  // namespace
 
 TEST_CASE("node 20's constants give the layout ember reads") {
-  auto p = v8_layout(kNode20);
+  auto p = v8_layout(kNode20, {11, 3, 244});
   REQUIRE(p);
   CHECK(p->frames.fp_function == -16);
   CHECK(p->frames.jsfunction_shared == 24);
@@ -72,18 +74,18 @@ TEST_CASE("node 20's constants give the layout ember reads") {
   CHECK(p->layout.smi_shift == 32);
   auto compressed = kNode20;
   compressed["TaggedSize"] = 4;
-  CHECK(v8_layout(compressed).error().find("pointer compression") != std::string::npos);
+  CHECK(v8_layout(compressed, {11, 3, 244}).error().find("pointer compression") != std::string::npos);
   // The function and the context or marker are read together.
   auto apart = kNode20;
   apart["off_fp_context_or_frame_type"] = -24;
-  CHECK(v8_layout(apart).error().find("describes frames") != std::string::npos);
+  CHECK(v8_layout(apart, {11, 3, 244}).error().find("describes frames") != std::string::npos);
   auto lacking = kNode20;
   lacking.erase("class_Script__name__Object");
-  CHECK(v8_layout(lacking).error() == "its V8 metadata has no v8dbg_class_Script__name__");
+  CHECK(v8_layout(lacking, {11, 3, 244}).error() == "its V8 metadata has no v8dbg_class_Script__name__");
 }
 
 TEST_CASE("functions are named from their SharedFunctionInfo") {
-  V8Layout l = v8_layout(kNode20)->layout;
+  V8Layout l = v8_layout(kNode20, {11, 3, 244})->layout;
   Heap heap;
   uint64_t script = heap.object(167);
   heap.set(script, 16, heap.one_byte("/srv/app/server.js"));
@@ -131,7 +133,7 @@ TEST_CASE("functions are named from their SharedFunctionInfo") {
 }
 
 TEST_CASE("the fuzz target's seeds hold a function as node lays it out") {
-  V8Layout l = v8_layout(kNode20)->layout;
+  V8Layout l = v8_layout(kNode20, {11, 3, 244})->layout;
   for (auto [seed, name] : {std::pair{"seed-one-byte", "handleRequest"}, std::pair{"seed-two-byte", "Router.h\xc3\xa9"}}) {
     std::ifstream in(std::string("tests/fuzz/corpus/v8/") + seed, std::ios::binary);
     std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -142,5 +144,214 @@ TEST_CASE("the fuzz target's seeds hold a function as node lays it out") {
     REQUIRE(f);
     CHECK(f->name == name);
     CHECK(f->script == "app.js");
+  }
+  // Optimized code with a function inlined where its first two bytes
+  // (the fuzz target's position) point.
+  std::ifstream in("tests/fuzz/corpus/v8/seed-optimized", std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  REQUIRE(bytes.size() > 2);
+  FakeMemory memory;
+  memory.regions[0x10000].assign(bytes.begin(), bytes.end());
+  uint64_t offset = static_cast<uint8_t>(bytes[0]) | static_cast<uint8_t>(bytes[1]) << 8;
+  auto places = read_v8_places(l, EMBER_FRAME_V8 | 0x10001 | EMBER_V8_CODE, EMBER_FRAME_V8_PC | offset, memory.reader());
+  REQUIRE(places);
+  REQUIRE(places->size() == 2);
+  CHECK(read_v8_function(l, (*places)[0].shared, memory.reader())->name == "inlined");
+  CHECK(read_v8_function(l, (*places)[1].shared, memory.reader())->name == "outer");
+  CHECK((*places)[0].script_offset == 30);
+  CHECK((*places)[1].script_offset == 20);
+}
+
+namespace {
+
+// A source position table as V8 writes it: per entry the code offset's
+// and the position's differences from the entry before (the first from
+// offset -1), zigzag VLQ, the code offset's negated (minus one) for an
+// expression.
+std::vector<uint8_t> position_table(const std::vector<std::pair<int64_t, uint64_t>>& entries) {
+  std::vector<uint8_t> out;
+  auto put = [&](int64_t v) {
+    uint64_t z = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+    do {
+      out.push_back(static_cast<uint8_t>((z & 0x7f) | (z > 0x7f ? 0x80 : 0)));
+      z >>= 7;
+    } while (z);
+  };
+  int64_t offset = -1, position = 0;
+  bool statement = true;
+  for (auto [code_offset, raw] : entries) {
+    int64_t delta = code_offset - offset;
+    put(statement ? delta : -delta - 1);
+    put(static_cast<int64_t>(raw) - position);
+    offset = code_offset, position = static_cast<int64_t>(raw);
+    statement = !statement;
+  }
+  return out;
+}
+
+// V8's SourcePosition: the script offset + 1, then the inlining id + 1.
+uint64_t source_position(int64_t script_offset, int inlining = -1) {
+  return static_cast<uint64_t>(script_offset + 1) << 1 | static_cast<uint64_t>(inlining + 1) << 31;
+}
+
+uint64_t byte_array(Heap& heap, const std::vector<uint8_t>& bytes) {
+  uint64_t a = heap.object(190);
+  heap.set(a, 8, smi(static_cast<int64_t>(bytes.size())));
+  std::memcpy(heap.regions[a - 1].data() + 16, bytes.data(), bytes.size());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("node 18's and node 20's constants tell where frames' positions are") {
+  auto node20 = v8_layout(kNode20, {11, 3, 244});
+  REQUIRE(node20);
+  CHECK(node20->no_positions.empty());
+  CHECK(node20->layout.positions);
+  // 11.3's Code points to its instructions; JSFunction's code follows its
+  // feedback cell.
+  CHECK(node20->frames.jsfunction_code == 48);
+  CHECK_FALSE(node20->frames.instructions_inline);
+  CHECK(node20->frames.code_instruction_start == 40);
+  CHECK(node20->frames.code_flags == 48);
+  CHECK(node20->frames.code_instruction_size == 56);
+  CHECK(node20->frames.bytecode_start == 53);
+#if !defined(__aarch64__)
+  CHECK(node20->frames.offset_in_register);  // r9
+#endif
+  CHECK(node20->layout.bytecode_source_positions == 32);
+  // 10.2's Code holds its instructions, and the constants say where.
+  auto constants18 = kNode20;
+  constants18.erase("class_Code__source_position_table__ByteArray");
+  constants18.erase("class_Code__deoptimization_data__FixedArray");
+  constants18["class_Code__instruction_start__uintptr_t"] = 128;
+  constants18["class_Code__instruction_size__int"] = 40;
+  constants18["class_Code__flags__uint32_t"] = 48;
+  constants18["class_JSFunction__code__CodeT"] = 48;
+  constants18["class_BytecodeArray__data__uintptr_t"] = 56;
+  auto node18 = v8_layout(constants18, {10, 2, 154});
+  REQUIRE(node18);
+  CHECK(node18->layout.positions);
+  CHECK(node18->frames.instructions_inline);
+  CHECK(node18->frames.code_instruction_start == 128);
+  CHECK(node18->layout.code_source_positions == 24);
+  CHECK(node18->layout.code_deoptimization_data == 16);
+  CHECK(node18->frames.bytecode_start == 55);
+  // A V8 whose Code layout neither the constants nor ember know: its
+  // functions are named, their lines not.
+  auto unknown = kNode20;
+  unknown.erase("class_Code__source_position_table__ByteArray");
+  auto v12 = v8_layout(unknown, {12, 4, 254});
+  REQUIRE(v12);
+  CHECK_FALSE(v12->layout.positions);
+  CHECK(v12->no_positions == "V8 12.4 does not say where a Code's instructions lie");
+}
+
+TEST_CASE("a frame's position gives its line, and the functions inlined where it runs") {
+  V8Layout l = v8_layout(kNode20, {11, 3, 244})->layout;
+  Heap heap;
+  // Source: line 1 "a", line 2 "function f() {", line 3 "  g();", ...
+  const std::string source = "a\nfunction f() {\n  g();\n}\nfunction g() {\n  return 1;\n}\n";
+  auto offset_of = [&](const std::string& text) { return static_cast<int64_t>(source.find(text)); };
+  uint64_t script = heap.object(167);
+  heap.set(script, 16, heap.one_byte("/srv/app.js"));
+  heap.set(script, 8, heap.cons(heap.one_byte(source.substr(0, 20)), heap.one_byte(source.substr(20)),
+                                static_cast<int32_t>(source.size())));
+  heap.set(script, 56, heap.object(131));  // line ends not computed: undefined
+  auto function = [&](const std::string& name) {
+    uint64_t shared = heap.object(262);
+    heap.set(shared, 16, heap.one_byte(name));
+    heap.set(shared, 32, script);
+    return shared;
+  };
+  uint64_t f = function("f"), g = function("g");
+  auto line = [&](const V8Place& place) {
+    auto ends = read_v8_line_ends(l, script, heap.reader());
+    REQUIRE(ends);
+    return v8_line(*ends, place.script_offset);
+  };
+
+  SECTION("interpreted: the bytecode offset's position in the BytecodeArray's table") {
+    uint64_t bytecode = heap.object(191);
+    // The function's entry (at offset -1, line 1 here), its first
+    // statement at 0 (line 2), a call at 7 (line 3).
+    heap.set(bytecode, 32, byte_array(heap, position_table({{-1, source_position(offset_of("a"))},
+                                                            {0, source_position(offset_of("function f"))},
+                                                            {7, source_position(offset_of("g();"))}})));
+    heap.set(f, 8, bytecode);
+    auto places = read_v8_places(l, EMBER_FRAME_V8 | f, EMBER_FRAME_V8_BYTECODE | 9, heap.reader());
+    REQUIRE(places);
+    REQUIRE(places->size() == 1);
+    CHECK(line(places->front()) == 3);
+    for (auto [offset, expected] : {std::pair{0, 2}, std::pair{6, 2}, std::pair{7, 3}})
+      CHECK(line(read_v8_places(l, EMBER_FRAME_V8 | f, EMBER_FRAME_V8_BYTECODE | offset, heap.reader())->front()) ==
+            expected);
+    // Flushed: the function's data is no longer bytecode.
+    heap.set(f, 8, heap.object(175));
+    CHECK(read_v8_places(l, EMBER_FRAME_V8 | f, EMBER_FRAME_V8_BYTECODE | 9, heap.reader()).error() ==
+          "bytecode flushed");
+  }
+  SECTION("optimized: g inlined into f, named above it at its line, f at its call's") {
+    uint64_t code = heap.object(245), data = heap.object(175), literals = heap.object(175);
+    heap.set(code, 16, data);
+    heap.set(code, 24, byte_array(heap, position_table({{0, source_position(offset_of("function f"))},
+                                                        {20, source_position(offset_of("return 1"), 0)},
+                                                        {40, source_position(offset_of("}\nfunction g"))}})));
+    heap.set(data, 16 + 8 * 6, f);
+    heap.set(data, 16 + 8 * 2, literals);
+    heap.set(literals, 16 + 8 * 1, g | 2);  // a weak reference
+    std::vector<uint8_t> inlined(16);
+    uint64_t call = source_position(offset_of("g();"));
+    int32_t index = 1;
+    std::memcpy(inlined.data(), &call, 8);
+    std::memcpy(inlined.data() + 8, &index, 4);
+    heap.set(data, 16 + 8 * 7, byte_array(heap, inlined));
+    uint64_t word = EMBER_FRAME_V8 | code | EMBER_V8_CODE;
+
+    auto places = read_v8_places(l, word, EMBER_FRAME_V8_PC | 25, heap.reader());
+    REQUIRE(places);
+    REQUIRE(places->size() == 2);
+    CHECK((*places)[0].shared == g);
+    CHECK(line((*places)[0]) == 6);
+    CHECK((*places)[1].shared == f);
+    CHECK(line((*places)[1]) == 3);
+    places = read_v8_places(l, word, EMBER_FRAME_V8_PC | 19, heap.reader());
+    REQUIRE(places->size() == 1);
+    CHECK(line(places->front()) == 2);
+    places = read_v8_places(l, word, EMBER_FRAME_V8_PC | 40, heap.reader());
+    CHECK(line(places->front()) == 4);
+    // Without a position (the stack was cut after its word): the function.
+    places = read_v8_places(l, word, 0, heap.reader());
+    REQUIRE(places->size() == 1);
+    CHECK(places->front().shared == f);
+    CHECK(places->front().script_offset == -1);
+    // Code moved or freed.
+    CHECK_FALSE(read_v8_places(l, EMBER_FRAME_V8 | f | EMBER_V8_CODE, EMBER_FRAME_V8_PC | 25, heap.reader()));
+  }
+  SECTION("line ends V8 keeps are read as they are") {
+    uint64_t ends = heap.object(175);
+    heap.set(ends, 8, smi(3));
+    for (int i = 0; i < 3; ++i) heap.set(ends, 16 + 8 * i, smi(10 * (i + 1)));
+    heap.set(script, 56, ends);
+    auto read = read_v8_line_ends(l, script, heap.reader());
+    REQUIRE(read);
+    CHECK(v8_line(*read, 0) == 1);
+    CHECK(v8_line(*read, 10) == 1);  // the newline ends its line
+    CHECK(v8_line(*read, 11) == 2);
+    CHECK(v8_line(*read, 31) == 4);
+    CHECK(v8_line(*read, -1) == 0);
+  }
+  SECTION("a source outside the heap (node's own modules) is read where the string says") {
+    const std::string text = "x\ny\nz";
+    uint64_t external = heap.object(42);  // EXTERNAL_ONE_BYTE_STRING_TYPE
+    heap.set<int32_t>(external, 12, static_cast<int32_t>(text.size()));
+    heap.set<uint64_t>(external, 24, 0x900000);
+    heap.put(0x900000, text.data(), text.size());
+    heap.set(script, 8, external);
+    auto read = read_v8_line_ends(l, script, heap.reader());
+    REQUIRE(read);
+    CHECK(*read == std::vector<uint32_t>{1, 3});
+    heap.set(script, 8, heap.object(42 | 0x10));  // uncached: where its characters are is not kept
+    CHECK_FALSE(read_v8_line_ends(l, script, heap.reader()));
   }
 }

@@ -1,4 +1,4 @@
-// node 20.20's v8dbg_ constants (nm -D /usr/bin/node) that ember reads:
+// node 20.20's v8dbg_ constants (nm -D /usr/bin/node; V8 11.3.244) that ember reads:
 // V8's layout for the unit tests and the fuzz target of its frame reader.
 #pragma once
 
@@ -30,6 +30,8 @@ inline const std::map<std::string, int64_t> kNode20 = {
     {"ConsStringTag", 1},
     {"SlicedStringTag", 3},
     {"ThinStringTag", 5},
+    {"ExternalStringTag", 2},
+    {"class_ExternalString__resource__Object", 16},
     {"StringEncodingMask", 8},
     {"OneByteStringTag", 8},
     {"type_ScopeInfo__SCOPE_INFO_TYPE", 261},
@@ -37,4 +39,26 @@ inline const std::map<std::string, int64_t> kNode20 = {
     {"scopeinfo_idx_ncontextlocals", 2},
     {"scopeinfo_idx_first_vars", 3},
     {"SmiShiftSize", 31},
+    // Positions (--lines)
+    {"off_fp_bytecode_offset", -40},
+    {"off_fp_bytecode_array", -32},
+    {"InterpreterBytecodeOffsetRegister", 9},
+    {"class_BytecodeArray__data__uintptr_t", 54},
+    {"type_Code__CODE_TYPE", 245},
+    {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", 191},
+    {"type_ByteArray__BYTE_ARRAY_TYPE", 190},
+    {"type_FixedArray__FIXED_ARRAY_TYPE", 175},
+    {"CodeKindFieldMask", 15},
+    {"CodeKindBaseline", 11},
+    {"class_Code__source_position_table__ByteArray", 24},
+    {"class_Code__deoptimization_data__FixedArray", 16},
+    {"class_SharedFunctionInfo__function_data__Object", 8},
+    {"class_Script__source__Object", 8},
+    {"class_Script__line_ends__Object", 56},
+    {"class_FixedArrayBase__length__SMI", 8},
+    {"class_FixedArray__data__uintptr_t", 16},
+    {"DeoptimizationDataInlinedFunctionCountIndex", 1},
+    {"DeoptimizationDataLiteralArrayIndex", 2},
+    {"DeoptimizationDataSharedFunctionInfoIndex", 6},
+    {"DeoptimizationDataInliningPositionsIndex", 7},
 };

@@ -391,6 +391,13 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
     const runtimes::V8Frames::Stats& s = v8->stats();
     std::fprintf(stderr, "  js          %llu processes, %llu functions named, %llu unnamed (function unreadable)\n",
                  n(s.processes), n(s.frames), n(s.unnamed));
+    if (session.config().lines) {
+      std::string without;
+      for (const auto& [why, count] : s.unlined) without += ", " + std::to_string(count) + " " + why;
+      std::fprintf(stderr, "  js          --lines: %llu frames with their line; without%s\n", n(s.lines),
+                   without.empty() ? ": none" : without.c_str());
+    }
+    print_refused("js", s.unpositioned, "its frames have no line");
     print_refused("js", s.refused, "its frames stay V8's code");
   }
   for (const Collector::JavaStream& j : session.java_streams())

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <vector>
 
 #include "flamegraph/utf8.h"
@@ -17,8 +18,20 @@ constexpr uint32_t kMaxChars = 512;
 constexpr int kMaxDepth = 8;
 // ScopeInfo slots looked through for the function's name.
 constexpr size_t kScopeSlots = 16;
+// A string's characters are read this many at a time.
+constexpr uint32_t kUnitsPerRead = 64 * 1024;
+// Sources longer than this many characters have their lines counted only
+// where V8 keeps their line ends.
+constexpr uint32_t kMaxSourceUnits = 64 << 20;
+// Source position tables and inlining tables read at most.
+constexpr int64_t kMaxTableBytes = 1 << 20;
+// Functions inlined into one another followed this deep at most.
+constexpr size_t kMaxInlined = 64;
 
 constexpr uint64_t kTagMask = 3, kHeapObjectTag = 1;
+// An external string's instance type bit for one that does not keep where
+// its characters are (V8's kUncachedExternalStringMask).
+constexpr uint16_t kUncachedExternalMask = 0x10;
 
 bool is_heap_object(uint64_t v) { return (v & kTagMask) == kHeapObjectTag; }
 bool is_small_integer(uint64_t v) { return (v & 1) == 0; }
@@ -47,8 +60,10 @@ class Reader {
     return t && *t < l_.first_nonstring;
   }
 
-  // Characters [from, from + count) of string `object` appended to `out`.
-  bool append_string(uint64_t object, uint32_t from, uint32_t count, std::string& out, int depth = 0) const {
+  // Visits code units [from, from + count) of string `object` in order,
+  // as runs of bytes (`width` 1 or 2 per unit) given to `visit`.
+  template <typename Visit>
+  bool units(uint64_t object, uint32_t from, uint32_t count, Visit&& visit, int depth = 0) const {
     auto t = type(object);
     if (!t || *t >= l_.first_nonstring || depth > kMaxDepth) return false;
     int32_t length = 0;
@@ -56,14 +71,28 @@ class Reader {
     count = std::min(count, static_cast<uint32_t>(length) > from ? static_cast<uint32_t>(length) - from : 0u);
     uint16_t representation = *t & l_.representation_mask;
     bool one_byte = (*t & l_.encoding_mask) == l_.one_byte_tag;
-    if (representation == l_.seq_tag) {
+    auto chars = [&](uint64_t at) {  // the units lie in one run from `at`
       size_t width = one_byte ? 1 : 2;
-      std::vector<uint8_t> bytes(count * width);
-      uint64_t chars = object - kHeapObjectTag + (one_byte ? l_.seq_one_byte_chars : l_.seq_two_byte_chars);
-      if (!bytes.empty() && !read_(chars + from * width, bytes.data(), bytes.size())) return false;
-      for (uint32_t i = 0; i < count; ++i)
-        flamegraph::append_utf8(out, one_byte ? bytes[i] : static_cast<uint32_t>(bytes[2 * i] | bytes[2 * i + 1] << 8));
+      std::vector<uint8_t> bytes;
+      for (uint32_t done = 0; done < count;) {
+        uint32_t n = std::min(count - done, kUnitsPerRead);
+        bytes.resize(n * width);
+        if (!read_(at + (from + done) * width, bytes.data(), bytes.size())) return false;
+        visit(bytes.data(), n, width);
+        done += n;
+      }
       return true;
+    };
+    if (representation == l_.seq_tag)
+      return chars(object - kHeapObjectTag + (one_byte ? l_.seq_one_byte_chars : l_.seq_two_byte_chars));
+    if (representation == l_.external_tag) {
+      // Outside the heap (node's own modules' sources, in its binary):
+      // the string keeps where, past its resource, unless it is an
+      // uncached one (a short string).
+      uint64_t data = 0;
+      if ((*t & kUncachedExternalMask) || !read_(object - kHeapObjectTag + l_.external_resource + 8, &data, sizeof data))
+        return false;
+      return chars(data);
     }
     if (representation == l_.cons_tag) {
       uint64_t first = field(object, l_.cons_first), second = field(object, l_.cons_second);
@@ -71,25 +100,43 @@ class Reader {
       if (!read_(first - kHeapObjectTag + l_.string_length, &first_length, sizeof first_length) || first_length < 0)
         return false;
       uint32_t split = static_cast<uint32_t>(first_length);
-      if (from < split && !append_string(first, from, std::min(count, split - from), out, depth + 1)) return false;
+      if (from < split && !units(first, from, std::min(count, split - from), visit, depth + 1)) return false;
       if (from + count > split)
-        return append_string(second, from > split ? from - split : 0, from + count - std::max(from, split), out,
-                             depth + 1);
+        return units(second, from > split ? from - split : 0, from + count - std::max(from, split), visit, depth + 1);
       return true;
     }
-    if (representation == l_.thin_tag) return append_string(field(object, l_.thin_actual), from, count, out, depth + 1);
+    if (representation == l_.thin_tag) return units(field(object, l_.thin_actual), from, count, visit, depth + 1);
     if (representation == l_.sliced_tag) {
       uint64_t offset = field(object, l_.sliced_offset);
       if (!is_small_integer(offset)) return false;
-      return append_string(field(object, l_.sliced_parent), from + static_cast<uint32_t>(offset >> l_.smi_shift), count,
-                           out, depth + 1);
+      return units(field(object, l_.sliced_parent), from + static_cast<uint32_t>(offset >> l_.smi_shift), count, visit,
+                   depth + 1);
     }
-    return false;  // external: its characters lie outside V8's heap
+    return false;
+  }
+
+  // Element `i` of FixedArray `array` (any FixedArrayBase of tagged values).
+  uint64_t element(uint64_t array, uint64_t i) const { return field(array, l_.array_data + 8 * i); }
+
+  // The bytes of ByteArray `array`.
+  std::optional<std::vector<uint8_t>> bytes(uint64_t array) const {
+    if (type(array) != l_.byte_array_type) return std::nullopt;
+    uint64_t length = field(array, l_.array_length);
+    if (!is_small_integer(length)) return std::nullopt;
+    auto n = static_cast<int64_t>(length) >> l_.smi_shift;
+    if (n < 0 || n > kMaxTableBytes) return std::nullopt;
+    std::vector<uint8_t> out(static_cast<size_t>(n));
+    if (n && !read_(array - kHeapObjectTag + l_.array_data, out.data(), out.size())) return std::nullopt;
+    return out;
   }
 
   std::optional<std::string> string(uint64_t object) const {
     std::string out;
-    if (!append_string(object, 0, kMaxChars, out)) return std::nullopt;
+    auto append = [&](const uint8_t* bytes, uint32_t n, size_t width) {
+      for (uint32_t i = 0; i < n; ++i)
+        flamegraph::append_utf8(out, width == 1 ? bytes[i] : static_cast<uint32_t>(bytes[2 * i] | bytes[2 * i + 1] << 8));
+    };
+    if (!units(object, 0, kMaxChars, append)) return std::nullopt;
     return out;
   }
 
@@ -124,6 +171,47 @@ std::string script_display(const std::string& script) {
   return slash == std::string::npos ? script : script.substr(slash + 1);
 }
 
+// A source position (V8's SourcePosition): bit 0 set for one outside any
+// script; then the script offset + 1 (30 bits) and the inlining id + 1
+// (16 bits: 0 for code of the frame's own function).
+int64_t script_offset(uint64_t position) {
+  return position & 1 ? -1 : static_cast<int64_t>(position >> 1 & ((1u << 30) - 1)) - 1;
+}
+uint32_t inlining_id(uint64_t position) { return position >> 31 & 0xffff; }
+
+// The source position of `code_offset` in a source position table: the
+// last entry at or before it. Entries are pairs of zigzag VLQ numbers, each
+// a difference from the entry before: the code offset (negated, minus
+// one, for an expression rather than a statement), then the position. The
+// first counts from offset -1 (V8's kFunctionEntryBytecodeOffset, where a
+// bytecode table puts its function's entry).
+std::optional<uint64_t> table_position(const std::vector<uint8_t>& table, int64_t code_offset) {
+  size_t at = 0;
+  auto next = [&](int64_t& out) {
+    uint64_t v = 0;
+    for (int shift = 0; at < table.size() && shift < 64; shift += 7) {
+      uint8_t byte = table[at++];
+      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) {
+        out = static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+        return true;
+      }
+    }
+    return false;
+  };
+  int64_t offset = -1, position = 0, delta = 0;
+  std::optional<uint64_t> found;
+  while (at < table.size()) {
+    if (!next(delta)) break;
+    offset += delta >= 0 ? delta : -(delta + 1);
+    if (!next(delta)) break;
+    position += delta;
+    if (offset > code_offset) break;
+    found = static_cast<uint64_t>(position);
+  }
+  return found;
+}
+
 }  // namespace
 
 std::expected<V8Function, std::string> read_v8_function(const V8Layout& l, uint64_t shared, const ReadMemory& read) {
@@ -136,11 +224,102 @@ std::expected<V8Function, std::string> read_v8_function(const V8Layout& l, uint6
   else if (t == l.scope_info_type)
     f.name = r.scope_info_name(name);
   uint64_t script = r.field(shared, l.sfi_script_or_debug_info);
-  if (r.type(script) == l.script_type) f.script = r.string(r.field(script, l.script_name)).value_or("");
+  if (r.type(script) == l.script_type) {
+    f.script = r.string(r.field(script, l.script_name)).value_or("");
+    f.script_object = script;
+  }
   // A script's top level: where a function's ScopeInfo holds its name,
   // its holds the script's.
   if (f.name == f.script) f.name.clear();
   return f;
+}
+
+std::expected<std::vector<V8Place>, std::string> read_v8_places(const V8Layout& l, uint64_t word, uint64_t position,
+                                                                const ReadMemory& read) {
+  Reader r(l, read);
+  uint64_t object = word & EMBER_FRAME_V8_MASK;
+  auto offset = static_cast<int64_t>(position & EMBER_FRAME_V8_MASK);
+  if (!(object & EMBER_V8_CODE)) {
+    if (r.type(object) != l.shared_function_info_type) return std::unexpected("function moved or freed");
+    if ((position & ~EMBER_FRAME_V8_MASK) != EMBER_FRAME_V8_BYTECODE) return std::vector<V8Place>{{object, -1}};
+    uint64_t bytecode = r.field(object, l.sfi_function_data);
+    if (is_small_integer(bytecode)) return std::vector<V8Place>{{object, -1}};  // a builtin's id: no source
+    if (r.type(bytecode) == l.code_type) bytecode = r.field(bytecode, l.code_deoptimization_data);  // baseline code's
+    if (r.type(bytecode) != l.bytecode_array_type) return std::unexpected("bytecode flushed");
+    auto table = r.bytes(r.field(bytecode, l.bytecode_source_positions));
+    if (!table) return std::unexpected("no position table (V8 keeps them lazily)");
+    auto at = table_position(*table, offset);
+    return std::vector<V8Place>{{object, at ? script_offset(*at) : -1}};
+  }
+  // Optimized code: the function is its DeoptimizationData's; a position
+  // in a function inlined into it names that function (by its index among
+  // the data's literals) and the position of its call, which may be in
+  // another inlined function.
+  uint64_t code = object & ~EMBER_V8_CODE;
+  if (r.type(code) != l.code_type) return std::unexpected("code moved or freed");
+  uint64_t data = r.field(code, l.code_deoptimization_data);
+  if (r.type(data) != l.fixed_array_type) return std::unexpected("optimized code without its deoptimization data");
+  uint64_t shared = r.element(data, l.deopt_function);
+  if (r.type(shared) != l.shared_function_info_type) return std::unexpected("optimized code's function unreadable");
+  if ((position & ~EMBER_FRAME_V8_MASK) != EMBER_FRAME_V8_PC) return std::vector<V8Place>{{shared, -1}};
+  auto table = r.bytes(r.field(code, l.code_source_positions));
+  auto at = table ? table_position(*table, offset) : std::nullopt;
+  if (!at) return std::unexpected("no position for the pc in its code's table");
+  std::vector<V8Place> places;
+  std::optional<std::vector<uint8_t>> inlinings;
+  uint64_t literals = r.element(data, l.deopt_literals);
+  for (uint64_t p = *at; places.size() < kMaxInlined;) {
+    uint32_t id = inlining_id(p);
+    if (id == 0) {
+      places.push_back({shared, script_offset(p)});
+      return places;
+    }
+    if (!inlinings) inlinings = r.bytes(r.element(data, l.deopt_inlining_positions));
+    // InliningPosition: its call's SourcePosition, then the inlined
+    // function's index among the literals (an int), 16 bytes in all.
+    size_t entry = (id - 1) * 16;
+    if (!inlinings || entry + 12 > inlinings->size()) return std::unexpected("inlining table unreadable");
+    uint64_t call = 0;
+    int32_t function = 0;
+    std::memcpy(&call, inlinings->data() + entry, sizeof call);
+    std::memcpy(&function, inlinings->data() + entry + 8, sizeof function);
+    uint64_t inlined = r.element(literals, static_cast<uint32_t>(function)) & ~uint64_t{2};  // a weak reference's bit
+    if (function < 0 || r.type(inlined) != l.shared_function_info_type)
+      return std::unexpected("inlined function unreadable");
+    places.push_back({inlined, script_offset(p)});
+    p = call;
+  }
+  return std::unexpected("inlined deeper than ember reads");
+}
+
+std::expected<std::vector<uint32_t>, std::string> read_v8_line_ends(const V8Layout& l, uint64_t script,
+                                                                    const ReadMemory& read) {
+  Reader r(l, read);
+  std::vector<uint32_t> ends;
+  uint64_t kept = r.field(script, l.script_line_ends);
+  if (r.type(kept) == l.fixed_array_type) {
+    uint64_t length = r.field(kept, l.array_length);
+    auto n = static_cast<int64_t>(length) >> l.smi_shift;
+    if (!is_small_integer(length) || n < 0 || n > kMaxTableBytes) return std::unexpected("line ends unreadable");
+    std::vector<uint64_t> words(static_cast<size_t>(n));
+    if (n && !read(kept - kHeapObjectTag + l.array_data, words.data(), words.size() * 8))
+      return std::unexpected("line ends unreadable");
+    for (uint64_t w : words) ends.push_back(static_cast<uint32_t>(w >> l.smi_shift));
+    return ends;
+  }
+  uint32_t at = 0;
+  auto newlines = [&](const uint8_t* bytes, uint32_t n, size_t width) {
+    for (uint32_t i = 0; i < n; ++i, ++at)
+      if (bytes[i * width] == '\n' && (width == 1 || bytes[i * width + 1] == 0)) ends.push_back(at);
+  };
+  if (!r.units(r.field(script, l.script_source), 0, kMaxSourceUnits, newlines))
+    return std::unexpected("script source unreadable");
+  return ends;
+}
+
+int v8_line(const std::vector<uint32_t>& line_ends, int64_t script_offset) {
+  if (script_offset < 0) return 0;
+  return 1 + static_cast<int>(std::lower_bound(line_ends.begin(), line_ends.end(), script_offset) - line_ends.begin());
 }
 
 void V8Frames::add_process(uint32_t pid) {
@@ -150,42 +329,85 @@ void V8Frames::add_process(uint32_t pid) {
     return;
   }
   if (!*found) return;
+  V8Process& v8 = **found;
+  v8.frames.lines = lines_ && v8.layout.positions;
+  if (lines_ && !v8.layout.positions) stats_.unpositioned[pid] = v8.no_positions;
   bool known = processes_.contains(pid);
-  if (bpf_map_update_elem(processes_fd_, &pid, &(*found)->frames, BPF_ANY) != 0) {
+  if (bpf_map_update_elem(processes_fd_, &pid, &v8.frames, BPF_ANY) != 0) {
     stats_.refused[pid] = "the walker's table of processes is full";
     return;
   }
-  processes_[pid].v8 = std::move(**found);
+  processes_[pid].v8 = std::move(v8);
   if (!known) ++stats_.processes;
 }
 
 void V8Frames::remove_process(uint32_t pid) {
   if (processes_.erase(pid)) bpf_map_delete_elem(processes_fd_, &pid);
   stats_.refused.erase(pid);
+  stats_.unpositioned.erase(pid);
 }
 
-flamegraph::Frame V8Frames::frame(uint32_t pid, uint64_t word) {
+std::optional<flamegraph::Frame> V8Frames::function_frame(uint32_t pid, Process& p, uint64_t shared,
+                                                          int64_t script_offset, bool positioned) {
+  ReadMemory read = process_reader(static_cast<pid_t>(pid));
+  auto [cached, added] = p.functions.try_emplace(shared);
+  if (added)
+    if (auto f = read_v8_function(p.v8.layout, shared, read)) cached->second = std::move(*f);
+  if (!cached->second) return std::nullopt;
+  const V8Function& f = *cached->second;
+  std::string where = script_display(f.script);
+  if (positioned && f.script_object) {  // a builtin has no script, nor lines
+    auto ends = p.line_ends.find(f.script_object);
+    if (ends == p.line_ends.end()) ends = p.line_ends.emplace(f.script_object, read_v8_line_ends(p.v8.layout, f.script_object, read)).first;
+    if (!ends->second)
+      ++stats_.unlined[ends->second.error()];
+    else if (int line = v8_line(*ends->second, script_offset); line > 0 && !where.empty()) {
+      where += ":" + std::to_string(line);
+      ++stats_.lines;
+    } else {
+      ++stats_.unlined["position unknown"];
+    }
+  }
+  std::string name = f.name.empty() ? "(anonymous)" : f.name;
+  if (!where.empty()) name += " (" + where + ")";
+  return flamegraph::Frame{std::move(name), flamegraph::FrameKind::JavaScript, f.script};
+}
+
+std::vector<flamegraph::Frame> V8Frames::frames(uint32_t pid, uint64_t word, uint64_t position) {
   auto process = processes_.find(pid);
   if (process == processes_.end()) {
     ++stats_.unnamed;
-    return {"[js: process not read]", flamegraph::FrameKind::JavaScript, {}};
+    return {{"[js: process not read]", flamegraph::FrameKind::JavaScript, {}}};
   }
-  auto [cached, added] = process->second.functions.try_emplace(word);
-  if (added) {
-    auto f = read_v8_function(process->second.v8.layout, word & EMBER_FRAME_V8_MASK,
-                              process_reader(static_cast<pid_t>(pid)));
-    if (f) {
-      std::string name = f->name.empty() ? "(anonymous)" : f->name;
-      if (!f->script.empty()) name += " (" + script_display(f->script) + ")";
-      cached->second = flamegraph::Frame{std::move(name), flamegraph::FrameKind::JavaScript, f->script};
+  Process& p = process->second;
+  bool positioned = p.v8.frames.lines;
+  std::vector<V8Place> places{{word & EMBER_FRAME_V8_MASK, -1}};
+  if (position || (word & EMBER_V8_CODE)) {
+    auto read = read_v8_places(p.v8.layout, word, position, process_reader(static_cast<pid_t>(pid)));
+    if (read) {
+      places = std::move(*read);
+    } else {
+      if (positioned) ++stats_.unlined[read.error()];
+      positioned = false;
+      if (word & EMBER_V8_CODE) places.clear();
     }
+  } else if (positioned) {
+    ++stats_.unlined["no position kept (baseline or on-stack-replaced code, an interpreted leaf whose offset V8 "
+                     "kept only in a register it reused)"];
+    positioned = false;
   }
-  if (!cached->second) {
+  std::vector<flamegraph::Frame> out;
+  for (const V8Place& place : places) {
+    auto frame = function_frame(pid, p, place.shared, place.script_offset, positioned);
+    if (!frame) break;
+    out.push_back(std::move(*frame));
+    ++stats_.frames;
+  }
+  if (out.empty()) {
     ++stats_.unnamed;
-    return {"[js: function unreadable]", flamegraph::FrameKind::JavaScript, {}};
+    return {{"[js: function unreadable]", flamegraph::FrameKind::JavaScript, {}}};
   }
-  ++stats_.frames;
-  return *cached->second;
+  return out;
 }
 
 }  // namespace ember::runtimes

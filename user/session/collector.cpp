@@ -33,6 +33,9 @@ constexpr uint32_t kHiddenToken = UINT32_MAX;  // a frame the runtime hides: lef
 bool is_interpreted_method(uint64_t ip) { return (ip & ~EMBER_FRAME_METHOD_MASK) == EMBER_FRAME_METHOD; }
 bool is_python_frame(uint64_t ip) { return (ip & EMBER_FRAME_PYTHON_TAG) == EMBER_FRAME_PYTHON; }
 bool is_v8_frame(uint64_t ip) { return (ip & ~EMBER_FRAME_V8_MASK) == EMBER_FRAME_V8; }
+bool is_v8_position(uint64_t ip) {
+  return (ip & ~EMBER_FRAME_V8_MASK) == EMBER_FRAME_V8_BYTECODE || (ip & ~EMBER_FRAME_V8_MASK) == EMBER_FRAME_V8_PC;
+}
 
 // JVM samples wait this long for the agent to publish their code.
 constexpr uint64_t kJitSettleNs = 300'000'000;
@@ -277,14 +280,14 @@ uint32_t Collector::interpreted_token(Jvm* jvm, uint64_t method_pointer) {
   return it->second;
 }
 
-uint32_t Collector::runtime_token(uint32_t pid, uint64_t word) {
-  auto [it, inserted] = runtime_tokens_[pid].try_emplace(word, kHiddenToken);
+uint32_t Collector::runtime_token(uint32_t pid, uint64_t word, uint64_t position) {
+  auto [it, inserted] = runtime_tokens_[pid].try_emplace({word, position}, kHiddenToken);
   if (inserted) {
     const RuntimeNamer& namer = is_v8_frame(word) ? v8_namer_ : python_namer_;
-    std::optional<Frame> frame = namer ? namer(pid, word) : std::nullopt;
-    if (frame) {
+    std::vector<Frame> frames = namer ? namer(pid, word, position) : std::vector<Frame>{};
+    if (!frames.empty()) {
       it->second = static_cast<uint32_t>(jit_frames_.size());
-      jit_frames_.push_back({std::move(*frame)});
+      jit_frames_.push_back(std::move(frames));
     }
   }
   return it->second;
@@ -296,7 +299,14 @@ size_t Collector::user_stack(uint32_t pid, std::span<const __u64> ips, uint64_t 
   size_t n = 0;
   for (size_t i = 0; i < ips.size(); ++i) {
     if (is_python_frame(ips[i]) || is_v8_frame(ips[i])) {
-      if (uint32_t token = runtime_token(pid, ips[i]); token != kHiddenToken) out[n++] = kJitToken | token;
+      uint64_t word = ips[i], position = 0;
+      if (is_v8_frame(word) && i + 1 < ips.size() && is_v8_position(ips[i + 1])) {
+        position = ips[++i];
+        // Below the leaf a pc is its call's return address: the call lies before it.
+        if (i > 1 && (position & ~EMBER_FRAME_V8_MASK) == EMBER_FRAME_V8_PC && (position & EMBER_FRAME_V8_MASK))
+          --position;
+      }
+      if (uint32_t token = runtime_token(pid, word, position); token != kHiddenToken) out[n++] = kJitToken | token;
       continue;
     }
     if (is_interpreted_method(ips[i])) {

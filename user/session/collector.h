@@ -99,9 +99,12 @@ class Collector {
   using JitListener = std::function<void(uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code)>;
   void on_jit_code(JitListener listener) { on_jit_code_ = std::move(listener); }
   // Names a runtime's frame (bpf/python.h's EMBER_FRAME_PYTHON words,
-  // bpf/v8.h's EMBER_FRAME_V8) in a stack of `pid`; none for a frame the
-  // runtime itself hides.
-  using RuntimeNamer = std::function<std::optional<flamegraph::Frame>(uint32_t pid, uint64_t word)>;
+  // bpf/v8.h's EMBER_FRAME_V8) in a stack of `pid`: its frames, innermost
+  // first, none for a frame the runtime itself hides. `position`: the
+  // word after it that says where it runs (EMBER_FRAME_V8_BYTECODE, _PC,
+  // made to point into a call), 0 if none.
+  using RuntimeNamer =
+      std::function<std::vector<flamegraph::Frame>(uint32_t pid, uint64_t word, uint64_t position)>;
   void on_python_frame(RuntimeNamer namer) { python_namer_ = std::move(namer); }
   void on_v8_frame(RuntimeNamer namer) { v8_namer_ = std::move(namer); }
   // Takes in a mapping that a sampled process had as it exited.
@@ -274,7 +277,7 @@ class Collector {
   // The frame of an interpreted method by its Method* (EMBER_FRAME_METHOD).
   uint32_t interpreted_token(Jvm* jvm, uint64_t method_pointer);
   // The frame of a runtime's frame word of `pid`; kHiddenToken for none.
-  uint32_t runtime_token(uint32_t pid, uint64_t word);
+  uint32_t runtime_token(uint32_t pid, uint64_t word, uint64_t position);
   // Reads the mappings of process `pid` again, for the symbolizer and the
   // unwinder; whether the unwinder has them.
   bool snapshot(uint32_t pid);
@@ -344,7 +347,13 @@ class Collector {
   CopyUnwinder copy_unwinder_;
   JitListener on_jit_code_;
   RuntimeNamer python_namer_, v8_namer_;
-  std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> runtime_tokens_;  // pid -> word -> token
+  struct WordsHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& w) const {
+      return std::hash<uint64_t>{}(w.first * 0x9e3779b97f4a7c15ull ^ w.second);
+    }
+  };
+  // pid -> (word, position) -> token
+  std::unordered_map<uint32_t, std::unordered_map<std::pair<uint64_t, uint64_t>, uint32_t, WordsHash>> runtime_tokens_;
   struct Tally {
     uint32_t name = 0;
     uint64_t stops[EMBER_STOP_KINDS] = {};

@@ -166,7 +166,7 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
       });
     }
     python_.emplace(maps.python_processes_fd, config_.lines);
-    v8_.emplace(maps.v8_processes_fd);
+    v8_.emplace(maps.v8_processes_fd, config_.lines);
     // A process whose mappings were just read: its tables, its runtimes.
     auto take_process = [this](uint32_t pid) {
       if (unwinder_) unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
@@ -174,8 +174,12 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
       v8_->add_process(pid);
     };
     collector_.on_snapshot(take_process);
-    collector_.on_python_frame([this](uint32_t pid, uint64_t word) { return python_->frame(pid, word); });
-    collector_.on_v8_frame([this](uint32_t pid, uint64_t word) { return v8_->frame(pid, word); });
+    collector_.on_python_frame([this](uint32_t pid, uint64_t word, uint64_t) {
+      std::optional<flamegraph::Frame> frame = python_->frame(pid, word);
+      return frame ? std::vector<flamegraph::Frame>{std::move(*frame)} : std::vector<flamegraph::Frame>{};
+    });
+    collector_.on_v8_frame(
+        [this](uint32_t pid, uint64_t word, uint64_t position) { return v8_->frames(pid, word, position); });
     for (uint32_t pid : config_.pids)
       if (symbolizer_.snapshot_process(pid)) take_process(pid);
     return {};
