@@ -187,8 +187,10 @@ static __always_inline long without_table(struct ember_unwind_state *w, __u32 st
 			w->v8_fp = w->bp;
 			w->v8_in_file = in_file;
 			w->v8_leaf_builtin = in_file && w->exact && w->frames == 1;
-			if (w->v8_leaf_builtin)
+			if (w->v8_leaf_builtin) {
 				w->v8_leaf_pc = w->ip;
+				w->v8_leaf_sp = w->sp;
+			}
 		}
 		return frame_pointer_step(w);
 	}

@@ -59,7 +59,7 @@ struct ember_unwind_state {
 	__u64 v8_bytecode_offset, v8_bytecode_array, v8_dispatch_table; /* the sample's ember_user_regs' */
 	bool v8;              /* the process runs V8 */
 	bool v8_in_file;      /* that frame's pc lies in a file's code (V8's builtins), not JIT code */
-	__u64 v8_leaf_pc;     /* the leaf's pc, where it is exact and in a file's code (V8's builtins) */
+	__u64 v8_leaf_pc, v8_leaf_sp; /* the leaf's, where it is exact and in a file's code (V8's builtins) */
 	bool v8_leaf_builtin; /* that frame is the leaf, in code of a file (V8's builtins): the
 	                         function goes below it, not in its place */
 };

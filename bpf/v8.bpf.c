@@ -109,11 +109,25 @@ static __always_inline __u64 leaf_bytecode_offset(struct ember_unwind_walk *walk
 	return EMBER_FRAME_V8_BYTECODE | (__u64)offset;
 }
 
+/* The return address into code [start, start + size) of a leaf builtin
+ * without a frame, called by that code: on top of the leaf's stack, or
+ * just below what the builtin pushed since; 0 if none there. */
+static __always_inline __u64 leaf_caller(struct ember_unwind_walk *walk, __u64 start, __u32 size)
+{
+	__u64 top[3] = {};
+
+	bpf_probe_read_user(top, sizeof(top), (void *)walk->state.v8_leaf_sp);
+	for (int i = 0; i < 3; i++)
+		if (top[i] > start && top[i] - start <= size)
+			return top[i];
+	return 0;
+}
+
 /* The position word (--lines) of the JavaScript frame at `fp` running
  * `function`, whose pc is `pc` (a leaf builtin's: the builtin's), right
- * above the leaf if `at_leaf`; 0 if it has none. An
- * optimized frame's word becomes its Code's (`*word`): the collector
- * finds the function and what was inlined into it there. */
+ * above the leaf if `at_leaf`; 0 if it has none. An optimized frame's
+ * word becomes its Code's (`*word`): the collector finds the function and
+ * what was inlined into it there. */
 static __always_inline __u64 v8_position(struct ember_unwind_walk *walk, __u64 fp, __u64 function, __u64 pc,
 					 bool at_leaf, __u64 *word)
 {
@@ -147,14 +161,17 @@ static __always_inline __u64 v8_position(struct ember_unwind_walk *walk, __u64 f
 			return 0;
 		return EMBER_FRAME_V8_BYTECODE | (__u64)offset;
 	}
-	if (kind == p->code_kind_baseline)
-		return 0;
 	size = code_u32(walk, p->code_instruction_size);
 	start = p->instructions_inline ? code - V8_HEAP_OBJECT_TAG + p->code_instruction_start
 				       : walk->state.v8_code[(p->code_instruction_start >> 3) & 7];
+	if (walk->state.v8_leaf_builtin)
+		pc = leaf_caller(walk, start, size);
 	if (pc < start || pc - start >= size)
 		return 0; /* an older code of the function's, replaced since */
-	*word = EMBER_FRAME_V8 | code | EMBER_V8_CODE;
+	/* Baseline code is the function's own (the collector finds it from
+	 * the function): its frame word stays the function's. */
+	if (kind != p->code_kind_baseline)
+		*word = EMBER_FRAME_V8 | code | EMBER_V8_CODE;
 	return EMBER_FRAME_V8_PC | (pc - start);
 }
 

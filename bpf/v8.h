@@ -62,9 +62,9 @@ struct ember_v8_process {
 /* With --lines, a JavaScript frame's word is followed by its position:
  * EMBER_FRAME_V8_BYTECODE | the offset of the bytecode it runs, for an
  * interpreted frame; EMBER_FRAME_V8_PC | its pc's offset from its code's
- * first instruction, for optimized code, whose frame word is then
- * EMBER_FRAME_V8 | its Code object | EMBER_V8_CODE (tagged pointers end
- * in 01, objects are 8-aligned). Baseline code's frames have none. */
+ * first instruction, for baseline code (the function's) and optimized
+ * code, whose frame word is then EMBER_FRAME_V8 | its Code object |
+ * EMBER_V8_CODE (tagged pointers end in 01, objects are 8-aligned). */
 #define EMBER_FRAME_V8_BYTECODE 0x7e57000000000000ull
 #define EMBER_FRAME_V8_PC 0x7e58000000000000ull
 #define EMBER_V8_CODE 2ull

@@ -8,6 +8,8 @@
 #   tiers up too slowly): tick's frame at its call of handle, handle's at
 #   its call of mix or of work, mix (inlined into handle by V8's
 #   optimizing compiler) above it as a frame of its own;
+# - with node --no-opt --always-sparkplug, all in baseline code: the same
+#   lines, from the pc's bytecode by the code's bytecode offset table;
 # - with node --no-opt --no-sparkplug, everything interpreted: the same
 #   lines, from the frames' bytecode offsets, where V8 keeps them (the
 #   leaf's lives in a register its bytecode handlers may reuse: then the
@@ -73,5 +75,6 @@ check() {
 
 for node in $(nodes); do
 	[[ ${EMBER_EMULATED:-} ]] || check "node $("$node" --version), optimized" "$node" 95
+	check "node $("$node" --version), baseline" "$node" 95 --no-opt --always-sparkplug
 	check "node $("$node" --version), interpreted" "$node" 50 --no-opt --no-sparkplug
 done

@@ -4,7 +4,8 @@
 // name V8 inferred, names kept as cons and two-byte strings, and what a
 // moved or freed function looks like. With --lines: where node 18's and
 // 20's frames keep their positions, and a frame's line from its bytecode
-// offset or its pc in optimized code, with the functions inlined there.
+// offset, its pc in baseline code, or its pc in optimized code with the
+// functions inlined there.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -290,6 +291,37 @@ TEST_CASE("a frame's position gives its line, and the functions inlined where it
     heap.set(f, 8, heap.object(175));
     CHECK(read_v8_places(l, EMBER_FRAME_V8 | f, EMBER_FRAME_V8_BYTECODE | 9, heap.reader()).error() ==
           "bytecode flushed");
+  }
+  SECTION("baseline: the bytecode whose machine code holds the pc, walked by the bytecodes' sizes") {
+    // Bytecodes 0-3 are the prefixes (Wide, ExtraWide and their debug
+    // forms); 4 takes one operand, 5 two, 6 and 7 none.
+    l.bytecode_sizes = {1, 1, 1, 1, 2, 3, 1, 1,   // operands of 1 byte
+                        1, 1, 1, 1, 3, 5, 1, 1,   // of 2 (after Wide)
+                        1, 1, 1, 1, 5, 9, 1, 1};  // of 4 (after ExtraWide)
+    const std::vector<uint8_t> code = {5, 1, 2, 6, 0, 5, 1, 0, 2, 0, 7};  // at 0, 3, 4 (Wide 5), 10
+    uint64_t bytecode = heap.object(191);
+    heap.set(bytecode, 8, smi(static_cast<int64_t>(code.size())));
+    std::memcpy(heap.regions[bytecode - 1].data() + 54, code.data(), code.size());
+    heap.set(bytecode, 32, byte_array(heap, position_table({{-1, source_position(offset_of("a"))},
+                                                            {0, source_position(offset_of("function f"))},
+                                                            {4, source_position(offset_of("g();"))},
+                                                            {10, source_position(offset_of("}\nfunction g"))}})));
+    uint64_t baseline = heap.object(245);
+    heap.set<uint32_t>(baseline, 48, 11);  // CodeKind::BASELINE
+    heap.set(baseline, 16, bytecode);
+    // Machine code: the prologue's 10 bytes, then 20, 5, 30 and 8 for the bytecodes.
+    heap.set(baseline, 24, byte_array(heap, {10, 20, 5, 30, 8}));
+    heap.set(f, 8, baseline);
+    for (auto [pc, expected] : {std::pair{5, 1}, std::pair{12, 2}, std::pair{30, 2}, std::pair{40, 3}, std::pair{70, 4}}) {
+      auto places = read_v8_places(l, EMBER_FRAME_V8 | f, EMBER_FRAME_V8_PC | pc, heap.reader());
+      REQUIRE(places);
+      CHECK(line(places->front()) == expected);
+    }
+    CHECK_FALSE(read_v8_places(l, EMBER_FRAME_V8 | f, EMBER_FRAME_V8_PC | 100, heap.reader()));
+    // Its code flushed, or replaced by another kind: no line.
+    heap.set<uint32_t>(baseline, 48, 13);
+    CHECK(read_v8_places(l, EMBER_FRAME_V8 | f, EMBER_FRAME_V8_PC | 12, heap.reader()).error() ==
+          "baseline code flushed");
   }
   SECTION("optimized: g inlined into f, named above it at its line, f at its call's") {
     uint64_t code = heap.object(245), data = heap.object(175), literals = heap.object(175);

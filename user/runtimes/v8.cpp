@@ -80,13 +80,13 @@ std::string read_positions_layout(const std::map<std::string, int64_t>& c, V8Ver
   l.bytecode_start = f.bytecode_start = static_cast<uint16_t>(get("class_BytecodeArray__data__") - 1);
   f.jsfunction_code = static_cast<uint16_t>(code);
   l.code_type = f.code_type = static_cast<uint16_t>(get("type_Code__"));
-  f.code_flags = static_cast<uint16_t>(flags);
+  l.code_flags = f.code_flags = static_cast<uint16_t>(flags);
   f.code_instruction_size = static_cast<uint16_t>(size);
   f.code_instruction_start = static_cast<uint16_t>(start);
   f.instructions_inline = inline_instructions;
-  f.code_kind_mask = static_cast<uint8_t>(get("CodeKindFieldMask"));
-  f.code_kind_shift = static_cast<uint8_t>(constant(c, "CodeKindFieldShift").value_or(0));
-  f.code_kind_baseline = static_cast<uint8_t>(get("CodeKindBaseline"));
+  l.code_kind_mask = f.code_kind_mask = static_cast<uint8_t>(get("CodeKindFieldMask"));
+  l.code_kind_shift = f.code_kind_shift = static_cast<uint8_t>(constant(c, "CodeKindFieldShift").value_or(0));
+  l.code_kind_baseline = f.code_kind_baseline = static_cast<uint8_t>(get("CodeKindBaseline"));
   f.array_length = static_cast<uint8_t>(get("class_FixedArrayBase__length__"));
   // The interpreter's offset register, by V8's number for it: r9 on
   // x86-64, x19 on arm64 (what the kernel's walker reads).
@@ -181,14 +181,22 @@ std::expected<V8Process, std::string> v8_layout(const std::map<std::string, int6
 
 namespace {
 
-// The version of the V8 that process `pid` maps from `file` at `m`: its
+// What V8 exports beside its constants.
+struct V8Exports {
+  V8Version version;
+  std::vector<uint8_t> bytecode_sizes;  // Bytecodes::kBytecodeSizes, if exported
+};
+
+// Those of the V8 that process `pid` maps from `file` at `m`: its
 // Version::version_string_ ("11.3.244.8-node.38"), read from the process
-// (a pointer the loader relocates).
-std::expected<V8Version, std::string> read_version(pid_t pid, const std::string& file, const symbolizer::Mapping& m) {
-  static const std::string kSymbol = "_ZN2v88internal7Version15version_string_E";
-  auto exports = symbolizer::exported_symbols(file, {kSymbol});
+// (a pointer the loader relocates), and the sizes of its bytecodes, read
+// from the file.
+std::expected<V8Exports, std::string> read_exports(pid_t pid, const std::string& file, const symbolizer::Mapping& m) {
+  static const std::string kVersion = "_ZN2v88internal7Version15version_string_E";
+  static const std::string kSizes = "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE";
+  auto exports = symbolizer::exported_symbols(file, {kVersion, kSizes});
   if (!exports) return std::unexpected(exports.error());
-  auto s = exports->symbols.find(kSymbol);
+  auto s = exports->symbols.find(kVersion);
   if (s == exports->symbols.end()) return std::unexpected("it exports no V8 version");
   ReadMemory read = process_reader(pid);
   uint64_t text = 0;
@@ -196,10 +204,21 @@ std::expected<V8Version, std::string> read_version(pid_t pid, const std::string&
   if (!read(m.start - exports->first_load_vaddr + s->second.vaddr, &text, sizeof text) ||
       !read(text, chars, sizeof chars - 1))
     return std::unexpected("its V8 version cannot be read");
-  V8Version v;
+  V8Exports out;
+  V8Version& v = out.version;
   if (std::sscanf(chars, "%d.%d.%d", &v.major, &v.minor, &v.build) != 3)
     return std::unexpected("its V8 version is not one: '" + std::string(chars) + "'");
-  return v;
+  // Three rows, by operand scale (1, 2, 4), of a size per bytecode.
+  if (auto sizes = exports->symbols.find(kSizes);
+      sizes != exports->symbols.end() && sizes->second.file_offset && sizes->second.size % 3 == 0 &&
+      sizes->second.size <= 3 * 256) {
+    std::ifstream in(file, std::ios::binary);
+    out.bytecode_sizes.resize(sizes->second.size);
+    in.seekg(static_cast<std::streamoff>(sizes->second.file_offset));
+    if (!in.read(reinterpret_cast<char*>(out.bytecode_sizes.data()), static_cast<std::streamsize>(sizes->second.size)))
+      out.bytecode_sizes.clear();
+  }
+  return out;
 }
 
 }  // namespace
@@ -214,11 +233,12 @@ std::expected<std::optional<V8Process>, std::string> find_v8(pid_t pid) {
     auto constants = read_constants(root + m.path);
     if (!constants) return std::unexpected(constants.error());
     if (constants->empty()) continue;  // a launcher; V8 is in its libnode
-    auto version = read_version(pid, root + m.path, m);
-    if (!version) return std::unexpected(m.path + ": " + version.error());
-    auto p = v8_layout(*constants, *version);
+    auto exports = read_exports(pid, root + m.path, m);
+    if (!exports) return std::unexpected(m.path + ": " + exports.error());
+    auto p = v8_layout(*constants, exports->version);
     if (!p) return std::unexpected(m.path + ": " + p.error());
     p->binary = m.path;
+    p->layout.bytecode_sizes = std::move(exports->bytecode_sizes);
     return *p;
   }
   return std::nullopt;

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <linux/types.h>  // __u16 and friends for v8.h
 
@@ -54,6 +55,13 @@ struct V8Layout {
   uint16_t bytecode_source_positions = 0, bytecode_start = 0;
   uint16_t code_source_positions = 0, code_deoptimization_data = 0;  // a baseline Code's holds its bytecode
   uint16_t deopt_function = 0, deopt_literals = 0, deopt_inlining_positions = 0;  // element indexes
+  // Baseline code: its kind, and where its bytecode offset table is (in
+  // place of a position table: each bytecode's size of machine code, in
+  // order, after the prologue's). The sizes of bytecodes, by operand scale
+  // (1, 2, 4) then bytecode, walk the bytecode along; empty: not exported.
+  uint16_t code_flags = 0;
+  uint8_t code_kind_shift = 0, code_kind_mask = 0, code_kind_baseline = 0;
+  std::vector<uint8_t> bytecode_sizes;
 };
 
 // V8's version, as the process runs it (major.minor.build).

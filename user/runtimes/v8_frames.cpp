@@ -115,6 +115,17 @@ class Reader {
     return false;
   }
 
+  // The bytecodes of BytecodeArray `array`.
+  std::optional<std::vector<uint8_t>> bytecodes(uint64_t array) const {
+    uint64_t length = field(array, l_.array_length);
+    if (!is_small_integer(length)) return std::nullopt;
+    auto n = static_cast<int64_t>(length) >> l_.smi_shift;
+    if (n < 0 || n > kMaxTableBytes) return std::nullopt;
+    std::vector<uint8_t> out(static_cast<size_t>(n));
+    if (n && !read_(array + l_.bytecode_start, out.data(), out.size())) return std::nullopt;
+    return out;
+  }
+
   // Element `i` of FixedArray `array` (any FixedArrayBase of tagged values).
   uint64_t element(uint64_t array, uint64_t i) const { return field(array, l_.array_data + 8 * i); }
 
@@ -169,6 +180,48 @@ std::string script_display(const std::string& script) {
   if (script.find(':') != std::string::npos && script.find('/') != 0) return script;
   size_t slash = script.rfind('/');
   return slash == std::string::npos ? script : script.substr(slash + 1);
+}
+
+// The offset of the bytecode whose baseline machine code holds
+// `pc_offset` (-1: the prologue), by the code's bytecode offset table
+// (unsigned VLQ sizes of machine code: the prologue's, then each
+// bytecode's in order) and the bytecodes themselves, walked by `sizes`
+// (V8's kBytecodeSizes: by operand scale, then bytecode).
+std::optional<int64_t> baseline_bytecode_offset(const std::vector<uint8_t>& pcs, const std::vector<uint8_t>& bytecodes,
+                                                const std::vector<uint8_t>& sizes, int64_t pc_offset) {
+  size_t count = sizes.size() / 3, at = 0;
+  auto next = [&](int64_t& out) {
+    uint64_t v = 0;
+    for (int shift = 0; at < pcs.size() && shift < 64; shift += 7) {
+      uint8_t byte = pcs[at++];
+      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) {
+        out = static_cast<int64_t>(v);
+        return true;
+      }
+    }
+    return false;
+  };
+  int64_t end = 0, size = 0;
+  if (!count || !next(end)) return std::nullopt;
+  if (pc_offset < end) return -1;
+  for (size_t offset = 0; offset < bytecodes.size();) {
+    if (!next(size)) return std::nullopt;
+    end += size;
+    // Wide, ExtraWide and their debug-break forms come first: a prefix
+    // scales the operands of the bytecode after it (by 2, then 4).
+    size_t scale = 0, bytecode = bytecodes[offset], length = 0;
+    if (bytecode < 4) {
+      scale = bytecode % 2 == 0 ? 1 : 2;
+      if (offset + 1 >= bytecodes.size()) return std::nullopt;
+      bytecode = bytecodes[offset + 1];
+      length = 1;
+    }
+    if (bytecode >= count || !sizes[scale * count + bytecode]) return std::nullopt;
+    if (pc_offset < end) return static_cast<int64_t>(offset);
+    offset += length + sizes[scale * count + bytecode];
+  }
+  return std::nullopt;
 }
 
 // A source position (V8's SourcePosition): bit 0 set for one outside any
@@ -241,11 +294,28 @@ std::expected<std::vector<V8Place>, std::string> read_v8_places(const V8Layout& 
   auto offset = static_cast<int64_t>(position & EMBER_FRAME_V8_MASK);
   if (!(object & EMBER_V8_CODE)) {
     if (r.type(object) != l.shared_function_info_type) return std::unexpected("function moved or freed");
-    if ((position & ~EMBER_FRAME_V8_MASK) != EMBER_FRAME_V8_BYTECODE) return std::vector<V8Place>{{object, -1}};
+    uint64_t kind = position & ~EMBER_FRAME_V8_MASK;
+    if (kind != EMBER_FRAME_V8_BYTECODE && kind != EMBER_FRAME_V8_PC) return std::vector<V8Place>{{object, -1}};
     uint64_t bytecode = r.field(object, l.sfi_function_data);
     if (is_small_integer(bytecode)) return std::vector<V8Place>{{object, -1}};  // a builtin's id: no source
-    if (r.type(bytecode) == l.code_type) bytecode = r.field(bytecode, l.code_deoptimization_data);  // baseline code's
+    uint64_t baseline = 0;
+    if (r.type(bytecode) == l.code_type) {
+      baseline = bytecode;
+      bytecode = r.field(baseline, l.code_deoptimization_data);  // a baseline Code's: its bytecode
+    }
     if (r.type(bytecode) != l.bytecode_array_type) return std::unexpected("bytecode flushed");
+    if (kind == EMBER_FRAME_V8_PC) {
+      // Baseline code: the bytecode whose machine code holds the pc.
+      uint32_t flags = 0;
+      if (!baseline || !read(baseline - kHeapObjectTag + l.code_flags, &flags, sizeof flags) ||
+          (flags >> l.code_kind_shift & l.code_kind_mask) != l.code_kind_baseline)
+        return std::unexpected("baseline code flushed");
+      auto pcs = r.bytes(r.field(baseline, l.code_source_positions));
+      auto bytecodes = r.bytecodes(bytecode);
+      auto at = pcs && bytecodes ? baseline_bytecode_offset(*pcs, *bytecodes, l.bytecode_sizes, offset) : std::nullopt;
+      if (!at) return std::unexpected("baseline code's pc not found among its bytecodes");
+      offset = *at;
+    }
     auto table = r.bytes(r.field(bytecode, l.bytecode_source_positions));
     if (!table) return std::unexpected("no position table (V8 keeps them lazily)");
     auto at = table_position(*table, offset);
@@ -392,8 +462,8 @@ std::vector<flamegraph::Frame> V8Frames::frames(uint32_t pid, uint64_t word, uin
       if (word & EMBER_V8_CODE) places.clear();
     }
   } else if (positioned) {
-    ++stats_.unlined["no position kept (baseline or on-stack-replaced code, an interpreted leaf whose offset V8 "
-                     "kept only in a register it reused)"];
+    ++stats_.unlined["no position kept (code optimized on stack replacement or replaced since, an interpreted "
+                     "leaf whose offset V8 kept only in a register it reused)"];
     positioned = false;
   }
   std::vector<flamegraph::Frame> out;
