@@ -126,8 +126,9 @@ static __always_inline __u64 leaf_caller(struct ember_unwind_walk *walk, __u64 s
 /* The position word (--lines) of the JavaScript frame at `fp` running
  * `function`, whose pc is `pc` (a leaf builtin's: the builtin's), right
  * above the leaf if `at_leaf`; 0 if it has none. An optimized frame's
- * word becomes its Code's (`*word`): the collector finds the function and
- * what was inlined into it there. */
+ * word becomes its Code's (`*word`), where the collector finds the
+ * function and what was inlined into it; that of code the function does
+ * not hold, the function's (bpf/v8.h). */
 static __always_inline __u64 v8_position(struct ember_unwind_walk *walk, __u64 fp, __u64 function, __u64 pc,
 					 bool at_leaf, __u64 *word)
 {
@@ -143,13 +144,29 @@ static __always_inline __u64 v8_position(struct ember_unwind_walk *walk, __u64 f
 		       __builtin_offsetof(struct ember_v8_process, code_map)))
 		return 0;
 	kind = code_u32(walk, p->code_flags) >> p->code_kind_shift & p->code_kind_mask;
-	if (kind < p->code_kind_baseline) {
-		/* The interpreter's, if its pc lies in V8's builtins (a bytecode
-		 * handler's, the interpreter's return address), not in code
-		 * optimized on stack replacement, which runs in the interpreter's
-		 * frame. A frame that called out keeps its bytecode offset
-		 * (slots[0]); one right above the leaf may not have. */
-		if (!walk->state.v8_in_file || read_stack(&walk->state, fp + p->fp_bytecode_offset, slots, 2))
+	if (kind >= p->code_kind_baseline) {
+		size = code_u32(walk, p->code_instruction_size);
+		start = p->instructions_inline ? code - V8_HEAP_OBJECT_TAG + p->code_instruction_start
+					       : walk->state.v8_code[(p->code_instruction_start >> 3) & 7];
+		if (walk->state.v8_leaf_builtin)
+			pc = leaf_caller(walk, start, size);
+		if (pc >= start && pc - start < size) {
+			/* Baseline code is the function's own (the collector finds
+			 * it from the function): its frame word stays the function's. */
+			if (kind != p->code_kind_baseline)
+				*word = EMBER_FRAME_V8 | code | EMBER_V8_CODE;
+			return EMBER_FRAME_V8_PC | (pc - start);
+		}
+		if (walk->state.v8_leaf_builtin)
+			return 0;
+	}
+	if (walk->state.v8_in_file) {
+		/* The interpreter's (the function's code, or older than it): its
+		 * pc lies in V8's builtins (a bytecode handler's, the
+		 * interpreter's return address). A frame that called out keeps
+		 * its bytecode offset (slots[0]); one right above the leaf may
+		 * not have. */
+		if (read_stack(&walk->state, fp + p->fp_bytecode_offset, slots, 2))
 			return 0;
 		if (at_leaf)
 			return leaf_bytecode_offset(walk, slots[1]);
@@ -161,18 +178,13 @@ static __always_inline __u64 v8_position(struct ember_unwind_walk *walk, __u64 f
 			return 0;
 		return EMBER_FRAME_V8_BYTECODE | (__u64)offset;
 	}
-	size = code_u32(walk, p->code_instruction_size);
-	start = p->instructions_inline ? code - V8_HEAP_OBJECT_TAG + p->code_instruction_start
-				       : walk->state.v8_code[(p->code_instruction_start >> 3) & 7];
-	if (walk->state.v8_leaf_builtin)
-		pc = leaf_caller(walk, start, size);
-	if (pc < start || pc - start >= size)
-		return 0; /* an older code of the function's, replaced since */
-	/* Baseline code is the function's own (the collector finds it from
-	 * the function): its frame word stays the function's. */
-	if (kind != p->code_kind_baseline)
-		*word = EMBER_FRAME_V8 | code | EMBER_V8_CODE;
-	return EMBER_FRAME_V8_PC | (pc - start);
+	/* JIT code the function does not hold: optimized on stack replacement
+	 * (a long loop's, entered as it ran), which its feedback vector keeps
+	 * (or code replaced since). The collector looks for it there. */
+	if (walk->state.v8_leaf_builtin || pc > EMBER_FRAME_V8_MASK || function > EMBER_FRAME_V8_MASK)
+		return 0;
+	*word = EMBER_FRAME_V8 | function | EMBER_V8_FUNCTION;
+	return EMBER_FRAME_V8_PC | pc;
 }
 
 /* The frame of walk `slot` just stepped by frame pointers (v8_fp), as its

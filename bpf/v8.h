@@ -68,5 +68,9 @@ struct ember_v8_process {
 #define EMBER_FRAME_V8_BYTECODE 0x7e57000000000000ull
 #define EMBER_FRAME_V8_PC 0x7e58000000000000ull
 #define EMBER_V8_CODE 2ull
+/* Or, for code optimized on stack replacement, which the function does
+ * not hold: EMBER_FRAME_V8 | its JSFunction | EMBER_V8_FUNCTION, then
+ * EMBER_FRAME_V8_PC | the pc itself. */
+#define EMBER_V8_FUNCTION 4ull
 
 #endif

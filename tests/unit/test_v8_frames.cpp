@@ -4,8 +4,9 @@
 // name V8 inferred, names kept as cons and two-byte strings, and what a
 // moved or freed function looks like. With --lines: where node 18's and
 // 20's frames keep their positions, and a frame's line from its bytecode
-// offset, its pc in baseline code, or its pc in optimized code with the
-// functions inlined there.
+// offset, its pc in baseline code, or its pc in optimized code (the
+// function's, or code optimized on stack replacement) with the functions
+// inlined there.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -359,6 +360,31 @@ TEST_CASE("a frame's position gives its line, and the functions inlined where it
     CHECK(places->front().script_offset == -1);
     // Code moved or freed.
     CHECK_FALSE(read_v8_places(l, EMBER_FRAME_V8 | f | EMBER_V8_CODE, EMBER_FRAME_V8_PC | 25, heap.reader()));
+
+    // The same code optimized on stack replacement: f's JSFunction does
+    // not hold it, its FeedbackVector does (a weak reference), and the
+    // frame gives the pc itself.
+    heap.set<uint32_t>(code, 48, 13);            // CodeKind::TURBOFAN
+    heap.set<uint64_t>(code, 40, 0x7f0000001000);  // its first instruction
+    heap.set<uint32_t>(code, 56, 400);
+    uint64_t js_function = heap.object(2066), cell = heap.object(156), vector = heap.object(249);
+    heap.regions[vector - 1].resize(1024);
+    heap.set(js_function, 24, f);
+    heap.set(js_function, 40, cell);
+    heap.set(cell, 8, vector);
+    heap.set(vector, 8 * 9, code | 2);
+    uint64_t osr = EMBER_FRAME_V8 | js_function | EMBER_V8_FUNCTION;
+    places = read_v8_places(l, osr, EMBER_FRAME_V8_PC | (0x7f0000001000 + 25), heap.reader());
+    REQUIRE(places);
+    REQUIRE(places->size() == 2);
+    CHECK((*places)[0].shared == g);
+    CHECK((*places)[1].shared == f);
+    CHECK(line((*places)[1]) == 3);
+    // A pc outside it, or code of another function's: not found.
+    CHECK(read_v8_places(l, osr, EMBER_FRAME_V8_PC | (0x7f0000001000 + 400), heap.reader()).error() ==
+          "code optimized on stack replacement not found");
+    heap.set(js_function, 24, g);
+    CHECK_FALSE(read_v8_places(l, osr, EMBER_FRAME_V8_PC | (0x7f0000001000 + 25), heap.reader()));
   }
   SECTION("line ends V8 keeps are read as they are") {
     uint64_t ends = heap.object(175);

@@ -61,4 +61,7 @@ inline const std::map<std::string, int64_t> kNode20 = {
     {"DeoptimizationDataLiteralArrayIndex", 2},
     {"DeoptimizationDataSharedFunctionInfoIndex", 6},
     {"DeoptimizationDataInliningPositionsIndex", 7},
+    {"class_JSFunction__raw_feedback_cell__FeedbackCell", 40},
+    {"class_FeedbackCell__value__HeapObject", 8},
+    {"type_FeedbackVector__FEEDBACK_VECTOR_TYPE", 249},
 };

@@ -81,9 +81,14 @@ std::string read_positions_layout(const std::map<std::string, int64_t>& c, V8Ver
   f.jsfunction_code = static_cast<uint16_t>(code);
   l.code_type = f.code_type = static_cast<uint16_t>(get("type_Code__"));
   l.code_flags = f.code_flags = static_cast<uint16_t>(flags);
-  f.code_instruction_size = static_cast<uint16_t>(size);
-  f.code_instruction_start = static_cast<uint16_t>(start);
-  f.instructions_inline = inline_instructions;
+  l.code_instruction_size = f.code_instruction_size = static_cast<uint16_t>(size);
+  l.code_instruction_start = f.code_instruction_start = static_cast<uint16_t>(start);
+  l.instructions_inline = f.instructions_inline = inline_instructions;
+  l.jsfunction_shared = f.jsfunction_shared;
+  // Optional: without them, code optimized on stack replacement has no line.
+  l.jsfunction_feedback_cell = static_cast<uint16_t>(constant(c, "class_JSFunction__raw_feedback_cell__").value_or(0));
+  l.feedback_cell_value = static_cast<uint16_t>(constant(c, "class_FeedbackCell__value__").value_or(0));
+  l.feedback_vector_type = static_cast<uint16_t>(constant(c, "type_FeedbackVector__").value_or(0));
   l.code_kind_mask = f.code_kind_mask = static_cast<uint8_t>(get("CodeKindFieldMask"));
   l.code_kind_shift = f.code_kind_shift = static_cast<uint8_t>(constant(c, "CodeKindFieldShift").value_or(0));
   l.code_kind_baseline = f.code_kind_baseline = static_cast<uint8_t>(get("CodeKindBaseline"));

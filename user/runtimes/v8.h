@@ -61,6 +61,12 @@ struct V8Layout {
   // (1, 2, 4) then bytecode, walk the bytecode along; empty: not exported.
   uint16_t code_flags = 0;
   uint8_t code_kind_shift = 0, code_kind_mask = 0, code_kind_baseline = 0;
+  // Where a Code's instructions lie (ember_v8_process's fields alike), and
+  // the way from a JSFunction to the code optimized on stack replacement
+  // its FeedbackVector keeps (weak references among its slots).
+  uint16_t code_instruction_start = 0, code_instruction_size = 0;
+  bool instructions_inline = false;
+  uint16_t jsfunction_shared = 0, jsfunction_feedback_cell = 0, feedback_cell_value = 0, feedback_vector_type = 0;
   std::vector<uint8_t> bytecode_sizes;
 };
 

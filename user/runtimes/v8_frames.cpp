@@ -287,11 +287,48 @@ std::expected<V8Function, std::string> read_v8_function(const V8Layout& l, uint6
   return f;
 }
 
+namespace {
+
+// Slots of a FeedbackVector looked through for code optimized on stack replacement.
+constexpr size_t kFeedbackSlots = 128;
+
+// The places of a frame of JSFunction `function` at `pc`, in code optimized
+// on stack replacement: among the weak references of its FeedbackVector,
+// the optimized Code that holds the pc and is the function's.
+std::expected<std::vector<V8Place>, std::string> read_osr_places(const Reader& r, const V8Layout& l, uint64_t function,
+                                                                 uint64_t pc, const ReadMemory& read) {
+  if (!l.feedback_vector_type) return std::unexpected("code optimized on stack replacement (not looked for in this V8)");
+  uint64_t shared = r.field(function, l.jsfunction_shared);
+  uint64_t vector = r.field(r.field(function, l.jsfunction_feedback_cell), l.feedback_cell_value);
+  std::array<uint64_t, kFeedbackSlots> slots{};
+  if (r.type(shared) != l.shared_function_info_type || r.type(vector) != l.feedback_vector_type ||
+      !read(vector - kHeapObjectTag, slots.data(), sizeof slots))
+    return std::unexpected("function moved or freed");
+  for (uint64_t slot : slots) {
+    uint64_t code = slot & ~uint64_t{2};  // a weak reference's bit
+    if ((slot & kTagMask) != 3 || r.type(code) != l.code_type) continue;
+    uint32_t flags = 0, size = 0;
+    uint64_t start = code - kHeapObjectTag + l.code_instruction_start;
+    if (!read(code - kHeapObjectTag + l.code_flags, &flags, sizeof flags) ||
+        !read(code - kHeapObjectTag + l.code_instruction_size, &size, sizeof size) ||
+        (!l.instructions_inline && !read(start, &start, sizeof start)))
+      continue;
+    if ((flags >> l.code_kind_shift & l.code_kind_mask) <= l.code_kind_baseline || pc < start || pc - start >= size)
+      continue;
+    auto places = read_v8_places(l, EMBER_FRAME_V8 | code | EMBER_V8_CODE, EMBER_FRAME_V8_PC | (pc - start), read);
+    if (places && !places->empty() && places->back().shared == shared) return places;
+  }
+  return std::unexpected("code optimized on stack replacement not found");
+}
+
+}  // namespace
+
 std::expected<std::vector<V8Place>, std::string> read_v8_places(const V8Layout& l, uint64_t word, uint64_t position,
                                                                 const ReadMemory& read) {
   Reader r(l, read);
   uint64_t object = word & EMBER_FRAME_V8_MASK;
   auto offset = static_cast<int64_t>(position & EMBER_FRAME_V8_MASK);
+  if (object & EMBER_V8_FUNCTION) return read_osr_places(r, l, object & ~EMBER_V8_FUNCTION, offset, read);
   if (!(object & EMBER_V8_CODE)) {
     if (r.type(object) != l.shared_function_info_type) return std::unexpected("function moved or freed");
     uint64_t kind = position & ~EMBER_FRAME_V8_MASK;
@@ -459,11 +496,18 @@ std::vector<flamegraph::Frame> V8Frames::frames(uint32_t pid, uint64_t word, uin
     } else {
       if (positioned) ++stats_.unlined[read.error()];
       positioned = false;
-      if (word & EMBER_V8_CODE) places.clear();
+      places.clear();
+      if (word & EMBER_V8_FUNCTION) {  // its name, without a line
+        ReadMemory memory = process_reader(static_cast<pid_t>(pid));
+        uint64_t function = word & EMBER_FRAME_V8_MASK & ~EMBER_V8_FUNCTION, shared = 0;
+        if (memory(function - 1 + p.v8.layout.jsfunction_shared, &shared, sizeof shared)) places.push_back({shared, -1});
+      } else if (!(word & EMBER_V8_CODE)) {
+        places.push_back({word & EMBER_FRAME_V8_MASK, -1});
+      }
     }
   } else if (positioned) {
-    ++stats_.unlined["no position kept (code optimized on stack replacement or replaced since, an interpreted "
-                     "leaf whose offset V8 kept only in a register it reused)"];
+    ++stats_.unlined["no position kept (an interpreted leaf whose offset V8 kept only in a register it reused, "
+                     "code replaced since the frame began)"];
     positioned = false;
   }
   std::vector<flamegraph::Frame> out;
