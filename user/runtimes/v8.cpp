@@ -54,7 +54,8 @@ std::string read_positions_layout(const std::map<std::string, int64_t>& c, V8Ver
   int64_t shared = f.jsfunction_shared;
   // JSFunction's code follows its context and feedback cell; from 11.7.368
   // it precedes its SharedFunctionInfo.
-  int64_t code = constant(c, "class_JSFunction__code__").value_or(v >= V8Version{11, 7, 368} ? shared - 8 : shared + 24);
+  int64_t code =
+      constant(c, "class_JSFunction__code__").value_or(v >= V8Version{11, 7, 368} ? shared - 8 : shared + 24);
   int64_t start, size, flags, positions = 0;
   bool inline_instructions = v < V8Version{11, 1, 0};
   if (auto s = constant(c, "class_Code__instruction_size__"), i = constant(c, "class_Code__instruction_start__"),
@@ -72,10 +73,12 @@ std::string read_positions_layout(const std::map<std::string, int64_t>& c, V8Ver
     flags = start + 8;
     size = flags + (v < V8Version{11, 4, 59} ? 8 : 4);
   } else {
-    return "V8 " + std::to_string(v.major) + "." + std::to_string(v.minor) + " does not say where a Code's instructions lie";
+    return "V8 " + std::to_string(v.major) + "." + std::to_string(v.minor) +
+           " does not say where a Code's instructions lie";
   }
   l.code_source_positions = static_cast<uint16_t>(positions);
-  l.code_deoptimization_data = static_cast<uint16_t>(constant(c, "class_Code__deoptimization_data__").value_or(positions - 8));
+  l.code_deoptimization_data =
+      static_cast<uint16_t>(constant(c, "class_Code__deoptimization_data__").value_or(positions - 8));
   f.fp_bytecode_offset = static_cast<int16_t>(constant(c, "off_fp_bytecode_offset").value_or(f.fp_function - 24));
   l.bytecode_start = f.bytecode_start = static_cast<uint16_t>(get("class_BytecodeArray__data__") - 1);
   f.jsfunction_code = static_cast<uint16_t>(code);

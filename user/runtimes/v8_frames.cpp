@@ -90,7 +90,8 @@ class Reader {
       // the string keeps where, past its resource, unless it is an
       // uncached one (a short string).
       uint64_t data = 0;
-      if ((*t & kUncachedExternalMask) || !read_(object - kHeapObjectTag + l_.external_resource + 8, &data, sizeof data))
+      if ((*t & kUncachedExternalMask) ||
+          !read_(object - kHeapObjectTag + l_.external_resource + 8, &data, sizeof data))
         return false;
       return chars(data);
     }
@@ -145,7 +146,8 @@ class Reader {
     std::string out;
     auto append = [&](const uint8_t* bytes, uint32_t n, size_t width) {
       for (uint32_t i = 0; i < n; ++i)
-        flamegraph::append_utf8(out, width == 1 ? bytes[i] : static_cast<uint32_t>(bytes[2 * i] | bytes[2 * i + 1] << 8));
+        flamegraph::append_utf8(out,
+                                width == 1 ? bytes[i] : static_cast<uint32_t>(bytes[2 * i] | bytes[2 * i + 1] << 8));
     };
     if (!units(object, 0, kMaxChars, append)) return std::nullopt;
     return out;
@@ -289,88 +291,58 @@ std::expected<V8Function, std::string> read_v8_function(const V8Layout& l, uint6
 
 namespace {
 
+using Places = std::expected<std::vector<V8Place>, std::string>;
+
 // Slots of a FeedbackVector looked through for code optimized on stack replacement.
 constexpr size_t kFeedbackSlots = 128;
 
-// The places of a frame of JSFunction `function` at `pc`, in code optimized
-// on stack replacement: among the weak references of its FeedbackVector,
-// the optimized Code that holds the pc and is the function's.
-std::expected<std::vector<V8Place>, std::string> read_osr_places(const Reader& r, const V8Layout& l, uint64_t function,
-                                                                 uint64_t pc, const ReadMemory& read) {
-  if (!l.feedback_vector_type) return std::unexpected("code optimized on stack replacement (not looked for in this V8)");
-  uint64_t shared = r.field(function, l.jsfunction_shared);
-  uint64_t vector = r.field(r.field(function, l.jsfunction_feedback_cell), l.feedback_cell_value);
-  std::array<uint64_t, kFeedbackSlots> slots{};
-  if (r.type(shared) != l.shared_function_info_type || r.type(vector) != l.feedback_vector_type ||
-      !read(vector - kHeapObjectTag, slots.data(), sizeof slots))
-    return std::unexpected("function moved or freed");
-  for (uint64_t slot : slots) {
-    uint64_t code = slot & ~uint64_t{2};  // a weak reference's bit
-    if ((slot & kTagMask) != 3 || r.type(code) != l.code_type) continue;
-    uint32_t flags = 0, size = 0;
-    uint64_t start = code - kHeapObjectTag + l.code_instruction_start;
-    if (!read(code - kHeapObjectTag + l.code_flags, &flags, sizeof flags) ||
-        !read(code - kHeapObjectTag + l.code_instruction_size, &size, sizeof size) ||
-        (!l.instructions_inline && !read(start, &start, sizeof start)))
-      continue;
-    if ((flags >> l.code_kind_shift & l.code_kind_mask) <= l.code_kind_baseline || pc < start || pc - start >= size)
-      continue;
-    auto places = read_v8_places(l, EMBER_FRAME_V8 | code | EMBER_V8_CODE, EMBER_FRAME_V8_PC | (pc - start), read);
-    if (places && !places->empty() && places->back().shared == shared) return places;
+// The place of a frame of function `shared` (a SharedFunctionInfo): at
+// `offset` of its bytecode if `kind` is EMBER_FRAME_V8_BYTECODE, at pc
+// offset `offset` of its baseline code if EMBER_FRAME_V8_PC.
+Places function_place(const Reader& r, const V8Layout& l, uint64_t shared, uint64_t kind, int64_t offset,
+                      const ReadMemory& read) {
+  if (r.type(shared) != l.shared_function_info_type) return std::unexpected("function moved or freed");
+  if (kind != EMBER_FRAME_V8_BYTECODE && kind != EMBER_FRAME_V8_PC) return Places{{{shared, -1}}};
+  uint64_t bytecode = r.field(shared, l.sfi_function_data);
+  if (is_small_integer(bytecode)) return Places{{{shared, -1}}};  // a builtin's id: no source
+  uint64_t baseline = 0;
+  if (r.type(bytecode) == l.code_type) {
+    baseline = bytecode;
+    bytecode = r.field(baseline, l.code_deoptimization_data);  // a baseline Code's: its bytecode
   }
-  return std::unexpected("code optimized on stack replacement not found");
+  if (r.type(bytecode) != l.bytecode_array_type) return std::unexpected("bytecode flushed");
+  if (kind == EMBER_FRAME_V8_PC) {
+    // Baseline code: the bytecode whose machine code holds the pc.
+    uint32_t flags = 0;
+    if (!baseline || !read(baseline - kHeapObjectTag + l.code_flags, &flags, sizeof flags) ||
+        (flags >> l.code_kind_shift & l.code_kind_mask) != l.code_kind_baseline)
+      return std::unexpected("baseline code flushed");
+    auto pcs = r.bytes(r.field(baseline, l.code_source_positions));
+    auto bytecodes = r.bytecodes(bytecode);
+    auto at = pcs && bytecodes ? baseline_bytecode_offset(*pcs, *bytecodes, l.bytecode_sizes, offset) : std::nullopt;
+    if (!at) return std::unexpected("baseline code's pc not found among its bytecodes");
+    offset = *at;
+  }
+  auto table = r.bytes(r.field(bytecode, l.bytecode_source_positions));
+  if (!table) return std::unexpected("no position table (V8 keeps them lazily)");
+  auto at = table_position(*table, offset);
+  return Places{{{shared, at ? script_offset(*at) : -1}}};
 }
 
-}  // namespace
-
-std::expected<std::vector<V8Place>, std::string> read_v8_places(const V8Layout& l, uint64_t word, uint64_t position,
-                                                                const ReadMemory& read) {
-  Reader r(l, read);
-  uint64_t object = word & EMBER_FRAME_V8_MASK;
-  auto offset = static_cast<int64_t>(position & EMBER_FRAME_V8_MASK);
-  if (object & EMBER_V8_FUNCTION) return read_osr_places(r, l, object & ~EMBER_V8_FUNCTION, offset, read);
-  if (!(object & EMBER_V8_CODE)) {
-    if (r.type(object) != l.shared_function_info_type) return std::unexpected("function moved or freed");
-    uint64_t kind = position & ~EMBER_FRAME_V8_MASK;
-    if (kind != EMBER_FRAME_V8_BYTECODE && kind != EMBER_FRAME_V8_PC) return std::vector<V8Place>{{object, -1}};
-    uint64_t bytecode = r.field(object, l.sfi_function_data);
-    if (is_small_integer(bytecode)) return std::vector<V8Place>{{object, -1}};  // a builtin's id: no source
-    uint64_t baseline = 0;
-    if (r.type(bytecode) == l.code_type) {
-      baseline = bytecode;
-      bytecode = r.field(baseline, l.code_deoptimization_data);  // a baseline Code's: its bytecode
-    }
-    if (r.type(bytecode) != l.bytecode_array_type) return std::unexpected("bytecode flushed");
-    if (kind == EMBER_FRAME_V8_PC) {
-      // Baseline code: the bytecode whose machine code holds the pc.
-      uint32_t flags = 0;
-      if (!baseline || !read(baseline - kHeapObjectTag + l.code_flags, &flags, sizeof flags) ||
-          (flags >> l.code_kind_shift & l.code_kind_mask) != l.code_kind_baseline)
-        return std::unexpected("baseline code flushed");
-      auto pcs = r.bytes(r.field(baseline, l.code_source_positions));
-      auto bytecodes = r.bytecodes(bytecode);
-      auto at = pcs && bytecodes ? baseline_bytecode_offset(*pcs, *bytecodes, l.bytecode_sizes, offset) : std::nullopt;
-      if (!at) return std::unexpected("baseline code's pc not found among its bytecodes");
-      offset = *at;
-    }
-    auto table = r.bytes(r.field(bytecode, l.bytecode_source_positions));
-    if (!table) return std::unexpected("no position table (V8 keeps them lazily)");
-    auto at = table_position(*table, offset);
-    return std::vector<V8Place>{{object, at ? script_offset(*at) : -1}};
-  }
-  // Optimized code: the function is its DeoptimizationData's; a position
-  // in a function inlined into it names that function (by its index among
-  // the data's literals) and the position of its call, which may be in
-  // another inlined function.
-  uint64_t code = object & ~EMBER_V8_CODE;
+// The places of a frame of optimized Code `code` at pc offset `pc_offset`
+// (-1: unknown). The function is its DeoptimizationData's; a position in
+// a function inlined into it names that function (by its index among the
+// data's literals) and the position of its call, which may be in another
+// inlined function.
+Places optimized_places(const Reader& r, const V8Layout& l, uint64_t code, int64_t pc_offset) {
   if (r.type(code) != l.code_type) return std::unexpected("code moved or freed");
   uint64_t data = r.field(code, l.code_deoptimization_data);
   if (r.type(data) != l.fixed_array_type) return std::unexpected("optimized code without its deoptimization data");
   uint64_t shared = r.element(data, l.deopt_function);
   if (r.type(shared) != l.shared_function_info_type) return std::unexpected("optimized code's function unreadable");
-  if ((position & ~EMBER_FRAME_V8_MASK) != EMBER_FRAME_V8_PC) return std::vector<V8Place>{{shared, -1}};
+  if (pc_offset < 0) return Places{{{shared, -1}}};
   auto table = r.bytes(r.field(code, l.code_source_positions));
-  auto at = table ? table_position(*table, offset) : std::nullopt;
+  auto at = table ? table_position(*table, pc_offset) : std::nullopt;
   if (!at) return std::unexpected("no position for the pc in its code's table");
   std::vector<V8Place> places;
   std::optional<std::vector<uint8_t>> inlinings;
@@ -397,6 +369,48 @@ std::expected<std::vector<V8Place>, std::string> read_v8_places(const V8Layout& 
     p = call;
   }
   return std::unexpected("inlined deeper than ember reads");
+}
+
+// The places of a frame of JSFunction `function` at `pc`, in code optimized
+// on stack replacement: among the weak references of its FeedbackVector,
+// the optimized Code that holds the pc and is the function's.
+Places osr_places(const Reader& r, const V8Layout& l, uint64_t function, uint64_t pc, const ReadMemory& read) {
+  if (!l.feedback_vector_type)
+    return std::unexpected("code optimized on stack replacement (not looked for in this V8)");
+  uint64_t shared = r.field(function, l.jsfunction_shared);
+  uint64_t vector = r.field(r.field(function, l.jsfunction_feedback_cell), l.feedback_cell_value);
+  std::array<uint64_t, kFeedbackSlots> slots{};
+  if (r.type(shared) != l.shared_function_info_type || r.type(vector) != l.feedback_vector_type ||
+      !read(vector - kHeapObjectTag, slots.data(), sizeof slots))
+    return std::unexpected("function moved or freed");
+  for (uint64_t slot : slots) {
+    uint64_t code = slot & ~uint64_t{2};  // a weak reference's bit
+    if ((slot & kTagMask) != 3 || r.type(code) != l.code_type) continue;
+    uint32_t flags = 0, size = 0;
+    uint64_t start = code - kHeapObjectTag + l.code_instruction_start;
+    if (!read(code - kHeapObjectTag + l.code_flags, &flags, sizeof flags) ||
+        !read(code - kHeapObjectTag + l.code_instruction_size, &size, sizeof size) ||
+        (!l.instructions_inline && !read(start, &start, sizeof start)))
+      continue;
+    if ((flags >> l.code_kind_shift & l.code_kind_mask) <= l.code_kind_baseline || pc < start || pc - start >= size)
+      continue;
+    auto places = optimized_places(r, l, code, static_cast<int64_t>(pc - start));
+    if (places && !places->empty() && places->back().shared == shared) return places;
+  }
+  return std::unexpected("code optimized on stack replacement not found");
+}
+
+}  // namespace
+
+std::expected<std::vector<V8Place>, std::string> read_v8_places(const V8Layout& l, uint64_t word, uint64_t position,
+                                                                const ReadMemory& read) {
+  Reader r(l, read);
+  uint64_t object = word & EMBER_FRAME_V8_MASK, kind = position & ~EMBER_FRAME_V8_MASK;
+  auto offset = static_cast<int64_t>(position & EMBER_FRAME_V8_MASK);
+  if (object & EMBER_V8_FUNCTION) return osr_places(r, l, object & ~EMBER_V8_FUNCTION, offset, read);
+  if (object & EMBER_V8_CODE)
+    return optimized_places(r, l, object & ~EMBER_V8_CODE, kind == EMBER_FRAME_V8_PC ? offset : -1);
+  return function_place(r, l, object, kind, offset, read);
 }
 
 std::expected<std::vector<uint32_t>, std::string> read_v8_line_ends(const V8Layout& l, uint64_t script,
@@ -465,7 +479,8 @@ std::optional<flamegraph::Frame> V8Frames::function_frame(uint32_t pid, Process&
   std::string where = script_display(f.script);
   if (positioned && f.script_object) {  // a builtin has no script, nor lines
     auto ends = p.line_ends.find(f.script_object);
-    if (ends == p.line_ends.end()) ends = p.line_ends.emplace(f.script_object, read_v8_line_ends(p.v8.layout, f.script_object, read)).first;
+    if (ends == p.line_ends.end())
+      ends = p.line_ends.emplace(f.script_object, read_v8_line_ends(p.v8.layout, f.script_object, read)).first;
     if (!ends->second)
       ++stats_.unlined[ends->second.error()];
     else if (int line = v8_line(*ends->second, script_offset); line > 0 && !where.empty()) {
@@ -500,7 +515,8 @@ std::vector<flamegraph::Frame> V8Frames::frames(uint32_t pid, uint64_t word, uin
       if (word & EMBER_V8_FUNCTION) {  // its name, without a line
         ReadMemory memory = process_reader(static_cast<pid_t>(pid));
         uint64_t function = word & EMBER_FRAME_V8_MASK & ~EMBER_V8_FUNCTION, shared = 0;
-        if (memory(function - 1 + p.v8.layout.jsfunction_shared, &shared, sizeof shared)) places.push_back({shared, -1});
+        if (memory(function - 1 + p.v8.layout.jsfunction_shared, &shared, sizeof shared))
+          places.push_back({shared, -1});
       } else if (!(word & EMBER_V8_CODE)) {
         places.push_back({word & EMBER_FRAME_V8_MASK, -1});
       }
