@@ -55,7 +55,12 @@ struct ember_unwind_state {
 	 * pointers in a V8 process, for ember_v8_frame to name; 0: none. */
 	__u64 v8_fp;
 	struct ember_v8_process v8_layout; /* its frames' layout, copied once per walk */
-	__u64 v8_code[8];                  /* a Code's header, read for a frame's position */
+	/* Scratch of the V8 walker, here rather than on its stack (which a
+	 * walk's chain of calls shares, 512 bytes in all): a Code's header,
+	 * two frame slots, the top of a leaf builtin's stack. */
+	__u64 v8_code[8];
+	__u64 v8_slots[2];
+	__u64 v8_stack_top[3];
 	__u64 v8_bytecode_offset, v8_bytecode_array, v8_dispatch_table; /* the sample's ember_user_regs' */
 	bool v8;              /* the process runs V8 */
 	bool v8_in_file;      /* that frame's pc lies in a file's code (V8's builtins), not JIT code */

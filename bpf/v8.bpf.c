@@ -114,9 +114,10 @@ static __always_inline __u64 leaf_bytecode_offset(struct ember_unwind_walk *walk
  * just below what the builtin pushed since; 0 if none there. */
 static __always_inline __u64 leaf_caller(struct ember_unwind_walk *walk, __u64 start, __u32 size)
 {
-	__u64 top[3] = {};
+	__u64 *top = walk->state.v8_stack_top;
 
-	bpf_probe_read_user(top, sizeof(top), (void *)walk->state.v8_leaf_sp);
+	if (bpf_probe_read_user(top, sizeof(walk->state.v8_stack_top), (void *)walk->state.v8_leaf_sp))
+		return 0;
 	for (int i = 0; i < 3; i++)
 		if (top[i] > start && top[i] - start <= size)
 			return top[i];
@@ -133,7 +134,7 @@ static __always_inline __u64 v8_position(struct ember_unwind_walk *walk, __u64 f
 					 bool at_leaf, __u64 *word)
 {
 	struct ember_v8_process *p = &walk->state.v8_layout;
-	__u64 code, slots[2], start; /* slots: the bytecode offset, the BytecodeArray */
+	__u64 code, start, *slots = walk->state.v8_slots; /* slots: the bytecode offset, the BytecodeArray */
 	__s64 offset;
 	__u32 kind, size;
 
@@ -193,7 +194,7 @@ __noinline int ember_v8_frame(__u32 slot)
 {
 	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
 	struct ember_v8_process *p;
-	__u64 fp, slots[2], function, shared, word, position = 0, pc; /* slots: the function, the context or marker */
+	__u64 fp, *slots, function, shared, word, position = 0, pc; /* slots: the function, the context or marker */
 	__u32 at;
 
 	if (!walk)
@@ -201,6 +202,7 @@ __noinline int ember_v8_frame(__u32 slot)
 	fp = walk->state.v8_fp;
 	walk->state.v8_fp = 0;
 	p = &walk->state.v8_layout;
+	slots = walk->state.v8_slots;
 	if (!fp)
 		return 0;
 	if (read_stack(&walk->state, fp + p->fp_function, slots, 2) || !(slots[1] & V8_SMI_TAG_MASK))

@@ -184,6 +184,18 @@ std::string script_display(const std::string& script) {
   return slash == std::string::npos ? script : script.substr(slash + 1);
 }
 
+// The unsigned VLQ number at `at` of `bytes` (7 bits a byte, low first,
+// the top bit set on all but the last), `at` moved past it.
+std::optional<uint64_t> read_vlq(const std::vector<uint8_t>& bytes, size_t& at) {
+  uint64_t v = 0;
+  for (int shift = 0; at < bytes.size() && shift < 64; shift += 7) {
+    uint8_t byte = bytes[at++];
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) return v;
+  }
+  return std::nullopt;
+}
+
 // The offset of the bytecode whose baseline machine code holds
 // `pc_offset` (-1: the prologue), by the code's bytecode offset table
 // (unsigned VLQ sizes of machine code: the prologue's, then each
@@ -193,16 +205,9 @@ std::optional<int64_t> baseline_bytecode_offset(const std::vector<uint8_t>& pcs,
                                                 const std::vector<uint8_t>& sizes, int64_t pc_offset) {
   size_t count = sizes.size() / 3, at = 0;
   auto next = [&](int64_t& out) {
-    uint64_t v = 0;
-    for (int shift = 0; at < pcs.size() && shift < 64; shift += 7) {
-      uint8_t byte = pcs[at++];
-      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if (!(byte & 0x80)) {
-        out = static_cast<int64_t>(v);
-        return true;
-      }
-    }
-    return false;
+    auto v = read_vlq(pcs, at);
+    out = static_cast<int64_t>(v.value_or(0));
+    return v.has_value();
   };
   int64_t end = 0, size = 0;
   if (!count || !next(end)) return std::nullopt;
@@ -242,17 +247,10 @@ uint32_t inlining_id(uint64_t position) { return position >> 31 & 0xffff; }
 // bytecode table puts its function's entry).
 std::optional<uint64_t> table_position(const std::vector<uint8_t>& table, int64_t code_offset) {
   size_t at = 0;
-  auto next = [&](int64_t& out) {
-    uint64_t v = 0;
-    for (int shift = 0; at < table.size() && shift < 64; shift += 7) {
-      uint8_t byte = table[at++];
-      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if (!(byte & 0x80)) {
-        out = static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
-        return true;
-      }
-    }
-    return false;
+  auto next = [&](int64_t& out) {  // zigzag: the sign in the lowest bit
+    auto v = read_vlq(table, at);
+    out = static_cast<int64_t>(v.value_or(0) >> 1) ^ -static_cast<int64_t>(v.value_or(0) & 1);
+    return v.has_value();
   };
   int64_t offset = -1, position = 0, delta = 0;
   std::optional<uint64_t> found;
