@@ -9,6 +9,7 @@
 #include <iterator>
 #include <optional>
 #include <span>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -46,9 +47,15 @@ std::string pod_uid_of(std::string_view part) {
   return uid;
 }
 
+// Copied through rdbuf, which turns a read error into an empty result: an
+// istreambuf_iterator lets libstdc++'s exception for it escape (read() of
+// /proc/PID/cmdline fails with ESRCH once the process has exited), and an
+// agent died of it (std::terminate) naming a process that had just ended.
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 std::string basename_of(std::string_view path) {

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <sstream>
 #include <regex>
 
 namespace ember {
@@ -161,7 +161,9 @@ void AgentDir::remove_file(const std::string& name) const { unlinkat(fd_, name.c
 
 std::expected<std::string, std::string> place_agent_library(const std::string& root, const std::string& agent) {
   std::ifstream in(agent, std::ios::binary);
-  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::ostringstream copy;  // through rdbuf: a read error leaves it short, never throws
+  copy << in.rdbuf();
+  std::string bytes = std::move(copy).str();
   struct stat st{};
   if (!in || stat(agent.c_str(), &st) != 0) return std::unexpected("cannot read " + agent);
   auto tmp_fd = open_tmp(root);
