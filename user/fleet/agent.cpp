@@ -48,13 +48,6 @@ uint64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 // Sends the spool's pending periods, oldest first, on its own thread: a
 // slow or absent server never holds up sampling. A failure that may pass
 // is retried after a back-off (doubling from 0.5 s to server.max_backoff,

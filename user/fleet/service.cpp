@@ -47,16 +47,6 @@ std::string pod_uid_of(std::string_view part) {
   return uid;
 }
 
-// Copied through rdbuf, which turns a read error into an empty result: an
-// istreambuf_iterator lets libstdc++'s exception for it escape (read() of
-// /proc/PID/cmdline fails with ESRCH once the process has exited), and an
-// agent died of it (std::terminate) naming a process that had just ended.
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 std::string basename_of(std::string_view path) {
   size_t slash = path.rfind('/');
@@ -158,6 +148,17 @@ std::string node_service(const std::string& proc, const std::string& cmdline) {
 }
 
 }  // namespace
+
+// Copied through rdbuf, which turns a read error into an empty result: an
+// istreambuf_iterator lets libstdc++'s exception for it escape (read() of
+// /proc/PID/cmdline fails with ESRCH once the process has exited), and an
+// agent died of it (std::terminate) naming a process that had just ended.
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
 
 CgroupFacts parse_cgroup_path(std::string_view path) {
   CgroupFacts facts;

@@ -98,4 +98,8 @@ class ServiceNamer {
   std::map<std::string, std::string> docker_names_;  // by container id
 };
 
+// The whole of file `path`; empty if it cannot be read (a /proc file of
+// a process that has exited, for one).
+std::string read_file(const std::string& path);
+
 }  // namespace ember::fleet
