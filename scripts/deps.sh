@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, only the packages ember is missing.
 #   scripts/deps.sh build   compile ember
-#   scripts/deps.sh test    build + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3, strace)
+#   scripts/deps.sh test    build + cross + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3, strace, qemu)
 #   scripts/deps.sh bench   test + bpftrace and GNU time (perf, the other peer the benchmarks compare against, is a test package)
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 #   scripts/deps.sh cross   build + the arm64 cross compilers and mmdebstrap (make ARCH=arm64)
@@ -16,8 +16,11 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 # strace: holds ember inside a syscall (fsync) for the fault tests to kill it there.
 # qemu-system-x86, busybox-static, cpio, kmod: the kernel matrix's guests and their initramfs.
 # python3: the tests' helpers (a Pyroscope receiver, free ports) and Debian's CPython, whose
-# frames ember reads.
-test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod)
+# frames ember reads. qemu-system-arm and the cross list: the matrix's arm64 guest, ember built
+# for it (make ARCH=arm64); qemu-user-static, binfmt-support: its root file system's package
+# scripts run by mmdebstrap (scripts/arm64_guest.sh).
+test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod
+	qemu-system-arm qemu-user-static binfmt-support)
 bench=(bpftrace time)
 fuzz=(afl++)
 # mmdebstrap makes the sysroot of Debian's arm64 libraries (scripts/sysroot.sh); arch-test, its check of the architecture.
@@ -26,9 +29,9 @@ cross=(g++-aarch64-linux-gnu mmdebstrap arch-test)
 mode=${1:-build}
 case $mode in
 build) want=("${build[@]}") ;;
-test) want=("${build[@]}" "${test[@]}") ;;
-bench) want=("${build[@]}" "${test[@]}" "${bench[@]}") ;;
-fuzz) want=("${build[@]}" "${test[@]}" "${fuzz[@]}") ;;
+test) want=("${build[@]}" "${test[@]}" "${cross[@]}") ;;
+bench) want=("${build[@]}" "${test[@]}" "${cross[@]}" "${bench[@]}") ;;
+fuzz) want=("${build[@]}" "${test[@]}" "${cross[@]}" "${fuzz[@]}") ;;
 cross) want=("${build[@]}" "${cross[@]}") ;;
 *) echo "usage: $0 build|test|bench|fuzz|cross" >&2; exit 2 ;;
 esac
