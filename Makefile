@@ -28,6 +28,7 @@ ifeq ($(ARCH),$(HOST_ARCH))
 BUILD := build
 CXX ?= g++
 CC ?= gcc
+WORKLOAD_CC := $(CLANG)
 else
 CROSS_arm64 := aarch64-linux-gnu
 CROSS := $(or $(CROSS_$(ARCH)),$(error no cross compiler known for ARCH=$(ARCH): arm64 is))
@@ -38,7 +39,13 @@ SYSROOT_READY := $(SYSROOT)/.ember-sysroot
 CXX := $(CROSS)-g++ --sysroot=$(SYSROOT)
 CC := $(CROSS)-gcc --sysroot=$(SYSROOT)
 AR := $(CROSS)-ar
+# clang builds the workloads (see WORKLOAD_CFLAGS): for the target, with
+# the sysroot's C library and the cross binutils.
+WORKLOAD_CC := $(CLANG) --target=$(CROSS) --sysroot=$(SYSROOT)
 endif
+# Go's names of the architectures, for build/pprof.
+GOARCH_x86 := amd64
+GOARCH_arm64 := arm64
 
 ifeq ($(V),1)
 Q :=
@@ -131,7 +138,7 @@ AGENT := $(BUILD)/libember-agent.so
 AGENT_CXXFLAGS := -O2 -g -fPIC -std=c++2b $(WARN) -fno-exceptions -fno-rtti -fvisibility=hidden \
 	-I. -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all deps deps-test deps-bench deps-fuzz demo test test-build bench fuzz clean
+.PHONY: all deps deps-test deps-bench deps-fuzz demo test test-build guest-build bench fuzz clean
 all: $(BUILD)/ember $(AGENT)
 
 deps:
@@ -218,10 +225,10 @@ $(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h) | $(SYSROOT_READY)
 # JNI libraries of the Java workloads (tests/java/NAME.c -> libNAME.so):
 # frame pointers on, no inlining, as the workloads.
 JNI_LIBS := $(patsubst tests/java/%.c,$(BUILD)/java/lib%.so,$(wildcard tests/java/*.c))
-$(BUILD)/java/lib%.so: tests/java/%.c
+$(BUILD)/java/lib%.so: tests/java/%.c | $(SYSROOT_READY)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) -fPIC -shared -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux $< -o $@
+	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) -fPIC -shared -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux $< -o $@
 
 # The Java workloads (tests/java, bench/java), compiled once: each test
 # copies the classes (java_classes in tests/lib.sh), as a javac start takes
@@ -259,10 +266,10 @@ $(BUILD)/unit-tests: $(UNIT_OBJ) $(LIBS:%=$(BUILD)/san/lib%.a)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) $(SAN) $(UNIT_OBJ) $(call archives,san) -lCatch2WithMain $(LDLIBS) $(HTTP_LIBS) -ldl -o $@
 
-$(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h tests/workloads/work.h
+$(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/elapsed.h tests/workloads/work.h | $(SYSROOT_READY)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(WORKLOAD_CFLAGS) $< -o $@ -lpthread
+	$(Q)$(WORKLOAD_CC) $(WORKLOAD_CFLAGS) $< -o $@ -lpthread
 
 # Workloads of the unwinding tests (tests/workloads/unwind/): -O2 as
 # distributions build, so NOT the frame-pointer WORKLOAD_CFLAGS. unwind_mix is
@@ -274,7 +281,7 @@ UNWIND_FP_fp := -fno-omit-frame-pointer
 WORKLOADS += $(BUILD)/workloads/unwind_mix-nofp $(BUILD)/workloads/unwind_mix-fp $(BUILD)/workloads/offcpu_libc \
 	$(BUILD)/workloads/late_library $(BUILD)/workloads/liblate_plugin.so
 
-$(BUILD)/workloads/libunwind_mixlib-%.so: tests/workloads/unwind/mixlib.c tests/workloads/unwind/mixlib.h
+$(BUILD)/workloads/libunwind_mixlib-%.so: tests/workloads/unwind/mixlib.c tests/workloads/unwind/mixlib.h | $(SYSROOT_READY)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(UNWIND_CFLAGS) $(UNWIND_FP_$*) -fPIC -shared $< -o $@
@@ -284,17 +291,17 @@ $(BUILD)/workloads/unwind_mix-%: tests/workloads/unwind/unwind_mix.cpp tests/wor
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(UNWIND_CFLAGS) $(UNWIND_FP_$*) $< -o $@ -L$(@D) -l:libunwind_mixlib-$*.so -Wl,-rpath,'$$ORIGIN' -lpthread
 
-$(BUILD)/workloads/offcpu_libc: tests/workloads/unwind/offcpu_libc.c tests/workloads/elapsed.h
+$(BUILD)/workloads/offcpu_libc: tests/workloads/unwind/offcpu_libc.c tests/workloads/elapsed.h | $(SYSROOT_READY)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer -Itests/workloads $< -o $@ -lpthread
 
-$(BUILD)/workloads/late_library: tests/workloads/unwind/late_library.c
+$(BUILD)/workloads/late_library: tests/workloads/unwind/late_library.c | $(SYSROOT_READY)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer $< -o $@ -ldl
 
-$(BUILD)/workloads/liblate_plugin.so: tests/workloads/unwind/late_plugin.c
+$(BUILD)/workloads/liblate_plugin.so: tests/workloads/unwind/late_plugin.c | $(SYSROOT_READY)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(UNWIND_CFLAGS) -fomit-frame-pointer -fPIC -shared $< -o $@
@@ -308,7 +315,7 @@ $(BUILD)/fixtures/libfixture.so: tests/fixtures/fixture.cpp
 # ember's pprof output.
 $(BUILD)/pprof:
 	$(call msg,GO,$@)
-	$(Q)GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE=$(abspath $(BUILD))/gocache go build -o $@ github.com/google/pprof
+	$(Q)GOPATH=/usr/share/gocode GO111MODULE=off GOARCH=$(GOARCH_$(ARCH)) GOCACHE=$(abspath $(BUILD))/gocache go build -o $@ github.com/google/pprof
 
 $(BUILD)/fixtures/libfixture-stripped.so: $(BUILD)/fixtures/libfixture.so
 	$(call msg,STRIP,$@)
@@ -450,9 +457,20 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 
 # Everything the tests run, built without running them: for
 # tests/run.sh GROUP while working on a part.
+# On x86_64 also the arm64 build of what the kernel matrix's arm64 guest
+# runs (guest-build), into build/arm64.
 test-build:
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(JAVA_CLASSES) $(FIXTURES) $(ORACLES) $(BUILD)/pprof \
 		$(BUILD)/fuzz/replay $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn $(BUILD)/tools/python_stacks
+ifeq ($(ARCH)-$(HOST_ARCH),x86-x86)
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 guest-build
+endif
+
+# What the integration tests of kind structural run (the kernel matrix's
+# guests; `make ARCH=arm64 guest-build` for the arm64 one, whose guest sees
+# build/arm64 as build).
+guest-build:
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS) $(JNI_LIBS) $(JAVA_CLASSES) $(BUILD)/pprof
 
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-build
