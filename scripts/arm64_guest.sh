@@ -24,9 +24,12 @@ if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
 fi
 # What the structural tests call inside (tests/integration/*.sh, lib.sh,
 # guest.sh), ember's libraries, and busybox-static, the initramfs's shell.
+# As on the hosts the tests run on: mawk as awk (with gawk, awk is gawk,
+# which reads the tests' regular expressions otherwise), and libc6-dbg,
+# whose symbols name libc's static functions (__libc_start_call_main).
 # mount: Priority required but not Essential, so not in --variant=apt.
-packages=(bash mount util-linux procps kmod iproute2 gawk curl jq openssl strace busybox-static
-	python3 openjdk-17-jdk-headless nodejs linux-perf sqlite3 bpftool
+packages=(bash mount util-linux procps kmod iproute2 mawk curl jq openssl strace busybox-static
+	python3 openjdk-17-jdk-headless nodejs linux-perf sqlite3 bpftool libc6-dbg
 	libbpf1 libdw1 libelf1 libdebuginfod1 libcpp-httplib0.11 libssl3 liblzma5 zlib1g libstdc++6)
 rm -rf "$dir.tmp" "$dir.debs"
 mkdir -p "$dir.debs"
