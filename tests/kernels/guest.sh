@@ -7,7 +7,9 @@
 # The kernel command line says where and what: embersrc=CHECKOUT
 # embermods=DIR (the extracted package's lib/modules/VERSION, or none),
 # emberlimit=SECONDS (then it dumps its tasks), emberfilter=WORD,... (only the
-# scripts whose name holds one of the words; empty: all).
+# scripts whose name holds one of the words; empty: all), emberbuild=DIR
+# (the checkout's DIR seen as its build/: build/arm64 in the arm64 guest,
+# whose root is a system of its own, see initramfs_init).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb
 off() { sync; echo o >/proc/sysrq-trigger; sleep 10; }
 trap off EXIT
@@ -24,7 +26,7 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 arg() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" /proc/cmdline; }
-src=$(arg embersrc) mods=$(arg embermods)
+src=$(arg embersrc) mods=$(arg embermods) build=$(arg emberbuild) root=$(arg emberroot)
 mkdir -p /run/out
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out /run/out || { echo "ember-matrix: no results share"; exit 1; }
 exec >/run/out/guest.log 2>&1
@@ -59,7 +61,17 @@ overlay() {
 overlay /var var
 overlay /root root
 overlay /etc etc
+# On a root of its own (emberroot=, see initramfs_init) the checkout is at
+# /ember-checkout: at its path on the host from here, once the file systems
+# above are in place (it may lie under /tmp, /var or /root).
+if [ -n "$root" ]; then
+	mkdir -p "$src" && mount --bind /ember-checkout "$src" || { echo "ember-matrix: cannot put the checkout at $src"; exit 1; }
+fi
 overlay "$src" src
+# tests/lib.sh runs $ROOT/build/ember: there, this architecture's build.
+if [ -n "$build" ]; then
+	mount --bind "$src/$build" "$src/build" || { echo "ember-matrix: no $src/$build"; exit 1; }
+fi
 version=$(uname -r)
 # The kernel's modules where modprobe looks (the host may have no
 # /usr/lib/modules at all).

@@ -10,7 +10,11 @@
 #   holds one of the words (without it, the 6.1-rt guest runs RT_TESTS)
 # Kernels: debian-6.1 and debian-6.1-rt (Debian 12's packages, fetched with
 # apt-get download and extracted under build/kernels, never installed),
-# 5.15 and 5.10 (../shared/kernels). The host's own kernel is the host suite.
+# 5.15 and 5.10 (../shared/kernels), and debian-6.1-arm64: Debian 12's arm64
+# kernel under qemu-system-aarch64, on a Debian 12 arm64 root file system
+# (scripts/arm64_guest.sh, made once into /var/cache/ember/arm64-guest)
+# with ember's arm64 build (make ARCH=arm64 guest-build) as the checkout's
+# build/. The host's own kernel is the host suite.
 # TCG (these machines' KVM cannot boot a stock kernel): timings are not a
 # real machine's, so only structural tests run here.
 set -u
@@ -18,11 +22,12 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 WORK=$ROOT/build/kernels
 SHARED=$ROOT/../shared/kernels
-ALL=(debian-6.1 debian-6.1-rt 5.15 5.10)
+ALL=(debian-6.1 debian-6.1-rt 5.15 5.10 debian-6.1-arm64)
 # What `make test` boots: all of them, the longest guests first, so that
-# the two at a time end together (here 5.10's tests take the longest,
-# 6.1-rt's fewer the least).
-DEFAULT=(5.10 5.15 debian-6.1 debian-6.1-rt)
+# the two at a time end together (here the arm64 guest, with its root file
+# system made first on a new machine, takes the longest, then 5.10; 6.1-rt's
+# fewer tests the least).
+DEFAULT=(debian-6.1-arm64 5.10 5.15 debian-6.1 debian-6.1-rt)
 # 6.1-rt has 6.1's verifier, helpers and BTF: its programs are 6.1's. What
 # PREEMPT_RT changes is how they run (sleeping spinlocks, preemptible
 # tracepoints and uprobes, threaded interrupts), so its guest runs the tests
@@ -30,6 +35,16 @@ DEFAULT=(5.10 5.15 debian-6.1 debian-6.1-rt)
 # Python and JavaScript frames, --cgroup, the agent): 12 minutes less of
 # guest time.
 RT_TESTS=bpf_programs,record_lock,record_malloc,record_offcpu_waker,record_window_events,unwind_offcpu_libc,unwind_system_binary
+# The arm64 guest runs what differs on arm64: the programs' registers and
+# verifier, its system call entry and interrupts in kernel stacks, user
+# stacks through Debian's arm64 binaries and libc, the thread pointer
+# Python's frames are found by, a JVM's and node's code and the registers
+# V8's frames are read from (--lines), the agent. Not what is the same code
+# over the same kernel interfaces as on 6.1 (--cgroup, --window).
+ARM64_TESTS=bpf_programs,unwind_system_binary,unwind_offcpu_libc,record_malloc,record_offcpu_waker,record_lock,java_default_jvm,record_python,record_node.sh,record_node_lines,agent_push
+# The arm64 guest's root file system (scripts/arm64_guest.sh), outside the
+# checkout as the cross build's sysroot is.
+ARM64_ROOT=${EMBER_ARM64_GUEST:-/var/cache/ember/arm64-guest}
 # Seconds a guest may take (MATRIX_LIMIT): 200 to 1,000 s each, two at a
 # time, beside the host's tests (tests/run.sh), which slow them twofold;
 # then it dumps its tasks and powers off.
@@ -50,6 +65,9 @@ image() {
 		return 0 ;;
 	debian-6.1) meta=linux-image-amd64 ;;
 	debian-6.1-rt) meta=linux-image-rt-amd64 ;;
+	debian-6.1-arm64)
+		arm64_image
+		return ;;
 	*) why="unknown kernel (known: ${ALL[*]})"; return 1 ;;
 	esac
 	# The package the metapackage points at now, e.g. linux-image-6.1.0-56-amd64.
@@ -67,13 +85,32 @@ image() {
 	mods=$(ls -d "$dir"/root/lib/modules/* | head -1)
 }
 
+# arm64_image: image's part for the arm64 guest: its root file system,
+# made here the first time (a few minutes, beside the host's tests), the
+# kernel and modules in it, and ember's arm64 build.
+arm64_image() {
+	local log=$WORK/arm64-guest.log
+	[ -x "$ROOT/build/arm64/ember" ] || { why="no build/arm64/ember (make ARCH=arm64 guest-build)"; return 1; }
+	if [ ! -e "$ARM64_ROOT/.ember-guest" ]; then
+		if ! "$ROOT/scripts/arm64_guest.sh" "$ARM64_ROOT" >"$log" 2>&1; then
+			why="cannot make its root file system: $(tail -n 1 "$log") (all of it in $log)"
+			return 1
+		fi
+	fi
+	kernel=$(ls "$ARM64_ROOT"/boot/vmlinuz-* 2>/dev/null | head -1)
+	mods=$(ls -d "$ARM64_ROOT"/usr/lib/modules/* 2>/dev/null | head -1)
+	[ -n "$kernel" ] && [ -n "$mods" ] || { why="no kernel in $ARM64_ROOT/boot (remove it to make it again)"; return 1; }
+}
+
 # initramfs NAME OUT: busybox and, for a kernel with modules, those that
 # reach the host's root (virtio-pci, 9p, overlay) with their modules.dep.
+# The arm64 guest's busybox is its root file system's (busybox-static).
 initramfs() {
-	local name=$1 out=$2 tree
+	local name=$1 out=$2 tree busybox=/bin/busybox
+	[[ $name == *-arm64 ]] && busybox=$ARM64_ROOT/bin/busybox
 	tree=$(mktemp -d)
 	mkdir -p "$tree"/{bin,proc,sys,dev}
-	cp /bin/busybox "$tree/bin/busybox"
+	cp "$busybox" "$tree/bin/busybox"
 	for tool in sh mount umount mkdir sed modprobe switch_root; do ln -s busybox "$tree/bin/$tool"; done
 	cp "$ROOT/tests/kernels/initramfs_init" "$tree/init"
 	if [ -n "$mods" ]; then
@@ -116,7 +153,7 @@ if os.path.exists(path):
         a, t, n = line.split()[:3]
         if t in "tTwW": syms.append((int(a, 16), n))
     syms.sort()
-for cpu, rip in enumerate(re.findall(r"RIP=([0-9a-f]+)", text)):
+for cpu, rip in enumerate(re.findall(r"\b(?:RIP|PC)=([0-9a-f]+)", text)):
     addr = int(rip, 16)
     i = bisect.bisect_right(syms, (addr, "~")) - 1
     where = "%s+0x%x" % (syms[i][1], addr - syms[i][0]) if i >= 0 and addr - syms[i][0] < 1 << 20 else "?"
@@ -126,19 +163,35 @@ PY
 
 # boot NAME: runs the guest; its log in $WORK/results/NAME/guest.log.
 boot() {
-	local name=$1 out=$WORK/results/$1 accel=(-accel tcg,thread=multi -cpu max) qemu waited=0 filter=${MATRIX_FILTER:-}
+	local name=$1 out=$WORK/results/$1 machine root append qemu waited=0 filter=${MATRIX_FILTER:-}
 	[[ $name == *-rt && -z $filter ]] && filter=$RT_TESTS
+	[[ $name == *-arm64 && -z $filter ]] && filter=$ARM64_TESTS
 	rm -rf "$out" && mkdir -p "$out"
 	initramfs "$name" "$WORK/$name.initrd"
-	# no_timer_check: an emulated CPU on a busy host is too slow for the
-	# kernel's check of the IO-APIC timer at boot, which then panics.
-	# Real KVM boots stock kernels (not this PVM one, see ../shared/notes/kernels.md).
-	if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ]; then accel=(-enable-kvm -cpu host); fi
-	qemu-system-x86_64 "${accel[@]}" -smp 1 -m 3G -nographic -no-reboot -nic none \
+	append="panic=-1 loglevel=4 nokaslr emberguest=$ROOT/tests/kernels/guest.sh emberlimit=$LIMIT emberfilter=$filter embersrc=$ROOT"
+	if [[ $name == *-arm64 ]]; then
+		# -cpu max signs return addresses with QARMA, which TCG emulates
+		# three times slower than pauth-impdef's cipher (Debian's kernel
+		# signs every one). Root: the arm64 file system (tag rootfs) and
+		# the checkout (tag src) at its path on the host, its build/arm64
+		# as build/ (initramfs_init, guest.sh); the modules are the root's.
+		machine=(qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max,pauth-impdef=on)
+		append="console=ttyAMA0 $append embermods=none emberroot=rootfs emberbuild=build/arm64"
+		root=(-virtfs "local,id=rootfs,path=$ARM64_ROOT,mount_tag=rootfs,security_model=none,readonly=on,multidevs=remap"
+			-virtfs "local,id=src,path=$ROOT,mount_tag=src,security_model=none,readonly=on,multidevs=remap")
+	else
+		# no_timer_check: an emulated CPU on a busy host is too slow for the
+		# kernel's check of the IO-APIC timer at boot, which then panics.
+		# Real KVM boots stock kernels (not this PVM one, see ../shared/notes/kernels.md).
+		machine=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max)
+		if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ]; then machine=(qemu-system-x86_64 -enable-kvm -cpu host); fi
+		append="console=ttyS0 $append no_timer_check embermods=${mods:-none}"
+		root=(-virtfs local,id=hostroot,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap)
+	fi
+	"${machine[@]}" -smp 1 -m 3G -nographic -no-reboot -nic none \
 		-kernel "$kernel" -initrd "$WORK/$name.initrd" \
 		-monitor "unix:$out/monitor.sock,server,nowait" -serial "file:$out/console.log" \
-		-append "console=ttyS0 panic=-1 loglevel=4 nokaslr no_timer_check emberguest=$ROOT/tests/kernels/guest.sh emberlimit=$LIMIT emberfilter=$filter embersrc=$ROOT embermods=${mods:-none}" \
-		-virtfs local,id=hostroot,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+		-append "$append" "${root[@]}" \
 		-virtfs local,id=out,path="$out",mount_tag=out,security_model=none,multidevs=remap \
 		</dev/null >"$out/qemu.log" 2>&1 &
 	qemu=$!
@@ -165,14 +218,13 @@ showed() {
 # run_kernel NAME: boots NAME's guest (once more if it gave no result) and
 # prints its line, and its log where it failed.
 run_kernel() {
-	local name=$1 start log line need
-	if ! image "$name"; then
-		echo "kernel $name: skipped: $why"
-		return
-	fi
-	for need in qemu-system-x86_64 busybox cpio depmod; do
+	local name=$1 start log line need needs=(qemu-system-x86_64 busybox cpio depmod)
+	[[ $name == *-arm64 ]] && needs=(qemu-system-aarch64 cpio depmod)
+	why=""
+	for need in "${needs[@]}"; do
 		command -v "$need" >/dev/null || { why="no $need (scripts/deps.sh test installs it)"; break; }
 	done
+	[[ $why ]] || image "$name"
 	if [[ $why ]]; then echo "kernel $name: skipped: $why"; return; fi
 	start=$SECONDS
 	log=$WORK/results/$name/guest.log
