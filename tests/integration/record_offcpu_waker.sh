@@ -22,8 +22,11 @@ off=$TMP/w.offcpu.folded
 ms() { awk -v ns="$1" 'BEGIN { printf "%.1f", ns / 1e6 }'; }
 
 # The wakee's stack, the wakeup in the kernel (a pipe write), then the
-# waker's stack from its system call down to its root.
-wakee=';main;wait_for_x;sys3;entry_SYSCALL_64_after_hwframe_\[k\];.*;__schedule_\[k\];--;try_to_wake_up_\[k\];'
+# waker's stack from its system call down to its root. The kernel's first
+# frame of a system call: its entry from user mode.
+entry='entry_SYSCALL_64_after_hwframe'
+[ "$(uname -m)" = aarch64 ] && entry='el0t_64_sync'
+wakee=";main;wait_for_x;sys3;${entry}_\\[k\\];.*;__schedule_\\[k\\];--;try_to_wake_up_\\[k\\];"
 # (frame pointers stop in libc; CFI unwinding goes on to _start)
 root=';__libc_start_call_main;(__libc_start_main;_start;)?'
 waker_of() { echo "${wakee}.*pipe_write_\[k\];.*;sys3;wake_from_$1;waker;main${root}\[waker: ywaker\] [0-9]+$"; }
@@ -40,7 +43,10 @@ blocked_within "$z" "$truth_z" "$runnable_z" 5 ||
 	fail "blocked until wake_from_z: $(ms "$z") ms, not $(ms "$truth_z") ms (less up to $(ms "$runnable_z") ms runnable) ±5%: $(grep wait_for_x "$off")"
 # ywaker's own sleeps end in a timer interrupt: the interrupt's kernel
 # frames only, not the stack of the task it happened to interrupt.
-timer=$(weight "$off" '^ywaker;.*;__schedule_\[k\];--;try_to_wake_up_\[k\];hrtimer_wakeup_\[k\];([^;]*_\[k\];)*\[waker: hardirq\] [0-9]+$')
+# (arm64's kernel calls try_to_wake_up from wake_up_process, x86's jumps.)
+woken='try_to_wake_up_\[k\];'
+[ "$(uname -m)" = aarch64 ] && woken+='wake_up_process_\[k\];'
+timer=$(weight "$off" "^ywaker;.*;__schedule_\\[k\\];--;${woken}hrtimer_wakeup_\\[k\\];([^;]*_\\[k\\];)*\\[waker: hardirq\\] [0-9]+\$")
 slept=$(measured slept_ns) slept_runnable=$(measured slept_runnable_ns)
 echo "ywaker's sleeps, woken by timer interrupts: $(ms "$timer") ms (it measured $(ms "$slept") ms, $(ms "$slept_runnable") ms of it runnable)"
 blocked_within "$timer" "$slept" "$slept_runnable" 5 ||

@@ -11,6 +11,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$ROOT/tests/unwind_lib.sh"
 need_bpf
+refusal=$(cfi_refused) && skip "the workload and libc keep no frame pointers, and ember walks user stacks by them alone on $(uname -m): $refusal"
 [ -x "$WORKLOADS/offcpu_libc" ] || fail "no $WORKLOADS/offcpu_libc: make build/workloads/offcpu_libc"
 # 600 waits of 1-3 ms on the pipe, about 1.2 s; the sleeper then tops up to
 # 3.6 s in ~900 blocks of 2-6 ms: many blocks, none long enough to matter.

@@ -25,10 +25,15 @@
 
 static long sys3(long nr, long a, long b, long c)
 {
-#ifdef __x86_64__
+#if defined(__x86_64__)
 	long ret;
 	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
 	return ret;
+#elif defined(__aarch64__)
+	register long x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c;
+	register long x8 __asm__("x8") = nr;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x1), "r"(x2), "r"(x8) : "memory");
+	return x0;
 #else
 	return syscall(nr, a, b, c);
 #endif
