@@ -3,11 +3,14 @@
 # shared read-only, runs the integration tests of kind structural inside
 # (tests/kernels/guest.sh), and prints a line per kernel:
 #   kernel NAME: P passed, F failed, S skipped
-#   kernel NAME: skipped: REASON        (its image cannot be had here)
+#   kernel NAME: skipped: REASON        (its image or emulator cannot be had here)
 # then, for a kernel with failures or no result, the guest's log.
 # Usage: tests/kernels/matrix.sh [NAME...]   (default: DEFAULT below)
 #   MATRIX_FILTER=WORD[,WORD...]: only the structural scripts whose name
-#   holds one of the words (without it, the 6.1-rt guest runs RT_TESTS)
+#   holds one of the words (without it, the 6.1-rt guest runs RT_TESTS,
+#   the arm64 guest ARM64_TESTS)
+#   EMBER_ARM64_GUEST=DIR: the arm64 guest's root file system (made there
+#   if missing; default /var/cache/ember/arm64-guest)
 # Kernels: debian-6.1 and debian-6.1-rt (Debian 12's packages, fetched with
 # apt-get download and extracted under build/kernels, never installed),
 # 5.15 and 5.10 (../shared/kernels), and debian-6.1-arm64: Debian 12's arm64
@@ -172,9 +175,10 @@ boot() {
 	if [[ $name == *-arm64 ]]; then
 		# -cpu max signs return addresses with QARMA, which TCG emulates
 		# three times slower than pauth-impdef's cipher (Debian's kernel
-		# signs every one). Root: the arm64 file system (tag rootfs) and
-		# the checkout (tag src) at its path on the host, its build/arm64
-		# as build/ (initramfs_init, guest.sh); the modules are the root's.
+		# signs every one). Root: the arm64 file system (tag rootfs), the
+		# checkout (tag src) put at its path on the host and its
+		# build/arm64 as build/ (initramfs_init, guest.sh); the modules
+		# are the root's.
 		machine=(qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max,pauth-impdef=on)
 		append="console=ttyAMA0 $append embermods=none emberroot=rootfs emberbuild=build/arm64"
 		root=(-virtfs "local,id=rootfs,path=$ARM64_ROOT,mount_tag=rootfs,security_model=none,readonly=on,multidevs=remap"
