@@ -203,11 +203,12 @@ static __always_inline struct pt_regs *current_entry_regs(void)
 
 #define ENTRY_REG(regs, field) (task_by_reads ? BPF_CORE_READ(regs, field) : (regs)->field)
 
-/* The kernel's names of the pc, the stack pointer and the frame pointer
- * (x29 on arm64) in its struct pt_regs. */
+/* The kernel's names of the pc, the stack pointer, the frame pointer (x29
+ * on arm64) and arm64's link register in its struct pt_regs. */
 #if defined(__TARGET_ARCH_arm64)
 #define REG_PC pc
 #define REG_FP regs[29]
+#define REG_LR regs[30]
 #define REG_V8_BYTECODE_OFFSET regs[19]
 #define REG_V8_BYTECODE_ARRAY regs[20]
 #define REG_V8_DISPATCH_TABLE regs[21]
@@ -225,6 +226,9 @@ static __always_inline struct stack_start start_from(const bpf_user_pt_regs_t *r
 	struct stack_start start = {.regs = {.ip = regs->REG_PC,
 					     .sp = regs->sp,
 					     .bp = regs->REG_FP,
+#if defined(__TARGET_ARCH_arm64)
+					     .lr = regs->REG_LR,
+#endif
 					     .v8_bytecode_offset = regs->REG_V8_BYTECODE_OFFSET,
 					     .v8_bytecode_array = regs->REG_V8_BYTECODE_ARRAY,
 					     .v8_dispatch_table = regs->REG_V8_DISPATCH_TABLE},
@@ -271,6 +275,9 @@ static __always_inline bool user_regs(struct stack_start *start)
 	start->regs.ip = ENTRY_REG(regs, REG_PC);
 	start->regs.sp = ENTRY_REG(regs, sp);
 	start->regs.bp = ENTRY_REG(regs, REG_FP);
+#if defined(__TARGET_ARCH_arm64)
+	start->regs.lr = ENTRY_REG(regs, REG_LR);
+#endif
 	start->regs.v8_bytecode_offset = ENTRY_REG(regs, REG_V8_BYTECODE_OFFSET);
 	start->regs.v8_bytecode_array = ENTRY_REG(regs, REG_V8_BYTECODE_ARRAY);
 	start->regs.v8_dispatch_table = ENTRY_REG(regs, REG_V8_DISPATCH_TABLE);
@@ -299,6 +306,7 @@ static __always_inline long copy_stack(struct ember_user_regs *regs, __u64 *ips,
 	ips[EMBER_COPY_SP] = regs->sp;
 	ips[EMBER_COPY_BP] = regs->bp;
 	ips[EMBER_COPY_RETURN_ADDRESS] = regs->return_address;
+	ips[EMBER_COPY_LINK] = regs->lr;
 	if (large && !bpf_probe_read_user(to, large_room, sp))
 		words = large_room / 8;
 	else if (!bpf_probe_read_user(to, room, sp))

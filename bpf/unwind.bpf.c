@@ -47,18 +47,24 @@ struct {
 	__type(value, struct ember_unwind_process);
 } unwind_processes SEC(".maps");
 
-/* Offsets in the kernel's signal frame (struct rt_sigframe, less its
- * return address, which the handler's return popped): the ucontext, then
- * in its mcontext the saved rbp, rsp, rip (arch/x86/include/uapi/asm/sigcontext.h). */
-#define UC_MCONTEXT 40
-#define SIGFRAME_RBP (UC_MCONTEXT + 10 * 8)
-#define SIGFRAME_RSP (UC_MCONTEXT + 15 * 8)
-#define SIGFRAME_RIP (UC_MCONTEXT + 16 * 8)
-
+/* Offsets of the interrupted registers in the kernel's signal frame, at
+ * the sp its return trampoline runs with. */
 #if defined(__TARGET_ARCH_arm64)
 #define IS_ARM64 1
+#define SIGFRAME_REG(field) __builtin_offsetof(struct rt_sigframe, uc.uc_mcontext.field)
+#define SIGFRAME_FP SIGFRAME_REG(regs[29])
+#define SIGFRAME_LR SIGFRAME_REG(regs[30])
+#define SIGFRAME_SP SIGFRAME_REG(sp)
+#define SIGFRAME_PC SIGFRAME_REG(pc)
 #else
 #define IS_ARM64 0
+/* struct rt_sigframe less its return address, which the handler's return
+ * popped: the ucontext, then in its mcontext the saved rbp, rsp, rip
+ * (arch/x86/include/uapi/asm/sigcontext.h). */
+#define UC_MCONTEXT 40
+#define SIGFRAME_FP (UC_MCONTEXT + 10 * 8)
+#define SIGFRAME_SP (UC_MCONTEXT + 15 * 8)
+#define SIGFRAME_PC (UC_MCONTEXT + 16 * 8)
 #endif
 
 /* Rows searched per binary at most: 2^24. */
@@ -148,6 +154,14 @@ static __always_inline long read_user(__u64 *to, __u64 address)
 	return bpf_probe_read_user(to, sizeof(*to), (void *)address);
 }
 
+/* A return address read from a frame, as the code jumps to it: on arm64
+ * less the pointer authentication code that code built with branch
+ * protection signs it with, in the bits above user addresses' 48. */
+static __always_inline __u64 code_address(__u64 ra)
+{
+	return IS_ARM64 ? ra & ((1ull << 48) - 1) : ra;
+}
+
 /* One frame up by the frame-pointer chain: code without CFI. */
 static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 {
@@ -171,9 +185,10 @@ static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 	}
 	w->sp = w->bp + 16;
 	w->bp = frame[0];
-	w->ip = frame[1];
+	w->ip = code_address(frame[1]);
 	w->exact = false;
 	w->guessed = true;
+	w->sp_unknown = IS_ARM64;
 	return 0;
 }
 
@@ -203,11 +218,17 @@ static __always_inline long signal_step(struct ember_unwind_state *w, struct emb
 {
 	__u64 ip, sp, bp;
 
-	if (read_user(&ip, w->sp + SIGFRAME_RIP) || read_user(&sp, w->sp + SIGFRAME_RSP) ||
-	    read_user(&bp, w->sp + SIGFRAME_RBP)) {
+	if (read_user(&ip, w->sp + SIGFRAME_PC) || read_user(&sp, w->sp + SIGFRAME_SP) ||
+	    read_user(&bp, w->sp + SIGFRAME_FP)) {
 		w->stop = EMBER_STOP_BAD_READ;
 		return 1;
 	}
+#if defined(__TARGET_ARCH_arm64)
+	if (read_user(&w->lr, w->sp + SIGFRAME_LR)) {
+		w->stop = EMBER_STOP_BAD_READ;
+		return 1;
+	}
+#endif
 	/* The trampoline's frame holds the handler's return address, the
 	 * trampoline's first instruction, not a call's: see step(). */
 	if (w->frames > 0)
@@ -317,7 +338,7 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 {
 	struct ember_unwind_mapping *m;
 	struct ember_unwind_row *row;
-	__u64 pc, cfa, ra, bp;
+	__u64 pc, cfa, ra, bp, slot;
 	int found;
 
 	if (record_frame(w, out))
@@ -349,11 +370,15 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 	row = cached_row(out, m, pc);
 	if (!row)
 		return without_table(w, EMBER_STOP_NO_TABLE, true);
+	/* After a frame-pointer step on arm64 only the rules that do not
+	 * start from sp hold. */
+	if (w->sp_unknown && row->type != EMBER_ROW_CFA_FP && row->type != EMBER_ROW_ROOT)
+		return without_table(w, EMBER_STOP_NO_TABLE, true);
 	switch (row->type) {
-	case EMBER_ROW_CFA_RSP:
+	case EMBER_ROW_CFA_SP:
 		cfa = w->sp + row->cfa;
 		break;
-	case EMBER_ROW_CFA_RBP:
+	case EMBER_ROW_CFA_FP:
 		cfa = w->bp + row->cfa;
 		break;
 	case EMBER_ROW_PLT:
@@ -362,7 +387,7 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 	case EMBER_ROW_SIGNAL:
 		return signal_step(w, out);
 	case EMBER_ROW_INTERPRETER:
-		return interpreter_step(w, row->rbp, out);
+		return interpreter_step(w, row->fp, out);
 	case EMBER_ROW_COMPILED:
 		cfa = w->sp + row->cfa;
 		if (w->exact && compiled_epilogue(w))
@@ -377,34 +402,55 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 		__sync_fetch_and_add(&unwind_unsupported, 1);
 		return without_table(w, EMBER_STOP_UNSUPPORTED, true);
 	}
-	if (row->rbp == -2) {
-		/* rbp pushed right below the return address (a frame-pointer
-		 * prologue): one read for both. */
+	/* The return address and the caller's fp, as the row says; one read
+	 * for both where they lie side by side, a frame record (pushed by a
+	 * frame-pointer prologue, or arm64's stp x29, x30). */
+	slot = (row->ra == EMBER_RA_RECORD_LOW ? cfa - row->cfa : cfa) + (__s64)row->fp * 8;
+	if (row->ra == EMBER_RA_RECORD || row->ra == EMBER_RA_RECORD_LOW || (row->ra == EMBER_RA_CFA && row->fp == -2)) {
 		__u64 pair[2];
 
-		if (read_stack(w, cfa - 16, pair, 2)) {
+		if (read_stack(w, slot, pair, 2)) {
 			w->stop = EMBER_STOP_BAD_READ;
 			return 1;
 		}
 		w->bp = pair[0];
 		ra = pair[1];
-	} else if (read_stack(w, cfa - 8, &ra, 1)) {
-		w->stop = EMBER_STOP_BAD_READ;
-		return 1;
-	} else if (row->rbp) {
-		if (read_stack(w, cfa + (__s64)row->rbp * 8, &bp, 1)) {
+	} else if (row->ra == EMBER_RA_SAVED) {
+		if (read_stack(w, slot, &ra, 1)) {
 			w->stop = EMBER_STOP_BAD_READ;
 			return 1;
 		}
-		w->bp = bp;
+	} else {
+		if (row->ra == EMBER_RA_LINK) {
+			/* Only where the thread was: in its callers, the link
+			 * register has long been given other return addresses. */
+			if (!w->exact) {
+				w->stop = EMBER_STOP_BAD_FRAME;
+				return 1;
+			}
+			ra = w->lr;
+		} else if (read_stack(w, cfa - 8, &ra, 1)) {
+			w->stop = EMBER_STOP_BAD_READ;
+			return 1;
+		}
+		if (row->fp) {
+			if (read_stack(w, slot, &bp, 1)) {
+				w->stop = EMBER_STOP_BAD_READ;
+				return 1;
+			}
+			w->bp = bp;
+		}
 	}
-	/* The caller's frame lies above: a CFA at or below rsp is a bad row
-	 * or a corrupt stack, and would loop. */
-	if (!ra || cfa <= w->sp) {
+	ra = code_address(ra);
+	/* The caller's frame lies above: a CFA below sp is a bad row or a
+	 * corrupt stack, and one at sp would loop, unless the return address
+	 * came from the link register (a leaf without a frame). */
+	if (!ra || cfa < w->sp || (cfa == w->sp && row->ra != EMBER_RA_LINK)) {
 		w->stop = EMBER_STOP_BAD_FRAME;
 		return 1;
 	}
 	w->sp = cfa;
+	w->sp_unknown = false;
 	w->ip = ra;
 	w->exact = false;
 	return 0;
@@ -420,21 +466,6 @@ static __always_inline bool python_runs(struct ember_unwind_state *w, __u64 lo, 
 	if (w->py.layout.entry == EMBER_PY_ENTRY_EVERY)
 		return w->pc >= w->py.eval_start && w->pc < w->py.eval_end;
 	return w->py_anchor >= lo && w->py_anchor < hi;
-}
-
-/* EMBER_UNWIND_FP_WALK: records the current frame, then steps to its
- * caller by frame pointers, leaving its fp for V8's walker; 1 ends the walk. */
-static __always_inline int frame_pointer_walk(struct ember_unwind_state *w, struct ember_unwind_walk *out)
-{
-	if (record_frame(w, out))
-		return 1;
-	if (w->v8) {
-		/* Not looked up: its interpreted frames go without their position. */
-		w->v8_fp = w->bp;
-		w->v8_in_file = false;
-		w->v8_leaf_builtin = false;
-	}
-	return frame_pointer_step(w);
 }
 
 /* The runtimes' frames of the native frame just stepped through, whose
@@ -458,23 +489,17 @@ __noinline int ember_unwind_steps(__u32 slot)
 
 	if (!walk)
 		return 1;
-	/* By frame pointers alone (EMBER_UNWIND_FP_WALK), no process entry. */
-	process = unwind_mode == EMBER_UNWIND_FP_WALK ? 0 : bpf_map_lookup_elem(&unwind_processes, &walk->state.pid);
-	if (!process && unwind_mode != EMBER_UNWIND_FP_WALK) {
+	process = bpf_map_lookup_elem(&unwind_processes, &walk->state.pid);
+	if (!process) {
 		walk->state.stop = EMBER_STOP_NOT_LOADED;
 		return 1;
 	}
 	for (i = 0; i < STEPS_PER_CALL; i++) {
-		__u64 sp = walk->state.sp, bp = walk->state.bp;
-		int ended = process ? step(&walk->state, process, walk) : frame_pointer_walk(&walk->state, walk);
+		__u64 sp = walk->state.sp;
+		int ended = step(&walk->state, process, walk);
 
-		/* The frame's locals: from its sp up to its CFA (the caller's
-		 * sp). On arm64 by frame pointers, whose record is at a frame's
-		 * bottom: from it up to the caller's record. */
-		if (IS_ARM64 && !process)
-			runtime_frames(slot, walk, bp, walk->state.bp);
-		else
-			runtime_frames(slot, walk, sp, walk->state.sp);
+		/* The frame's locals: from its sp up to its CFA (the caller's sp). */
+		runtime_frames(slot, walk, sp, walk->state.sp);
 		if (ended)
 			return 1;
 	}

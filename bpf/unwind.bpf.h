@@ -12,6 +12,7 @@
 /* Where the walk starts: the user registers of the task. */
 struct ember_user_regs {
 	__u64 ip, sp, bp;
+	__u64 lr; /* the link register (arm64 x30; 0 on x86_64) */
 	/* V8's interpreter's registers for the bytecode running: its offset
 	 * (x86-64 r9, arm64 x19), its BytecodeArray (r12, x20) and the table
 	 * of the bytecodes' handlers (r15, x21) */
@@ -28,9 +29,12 @@ struct ember_user_regs {
  * nothing else for their arguments). */
 struct ember_unwind_state {
 	__u64 ip, sp, bp;
+	__u64 lr;    /* the link register, while exact (arm64) */
 	bool exact;  /* ip is where the thread was (the leaf, or the interrupted code of a
 	                signal frame), not a return address */
 	bool guessed; /* a frame-pointer step was taken: ip may be garbage */
+	bool sp_unknown; /* arm64: so was the last step, and sp is a guess (a frame record lies at its
+	                    frame's bottom, not at its top as on x86_64) */
 	__u32 pid;
 	__u32 frames;
 	__u32 stop;
@@ -169,8 +173,10 @@ static __always_inline struct ember_unwind_walk *ember_unwind(__u32 slot, const 
 	walk->state.ip = regs->ip;
 	walk->state.sp = regs->sp;
 	walk->state.bp = regs->bp;
+	walk->state.lr = regs->lr;
 	walk->state.exact = !regs->return_address;
 	walk->state.guessed = false;
+	walk->state.sp_unknown = false;
 	walk->state.pid = pid;
 	walk->state.frames = 0;
 	walk->state.stop = EMBER_STOP_DEPTH;

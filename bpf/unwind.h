@@ -1,26 +1,38 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The unwind tables bpf/unwind.bpf.c walks user stacks with, as userspace
- * (unwind/cfi_table.cpp, user/session/unwinder.cpp) fills them. x86_64: the rules
- * are for rsp, rbp and a return address at CFA - 8. Fixed-width fields, no
- * pointers: compiled both by clang -target bpf and by the C++ side. */
+ * (unwind/cfi_table.cpp, user/session/unwinder.cpp) fills them. Their rules
+ * are for the stack pointer (x86_64 rsp, arm64 sp), the frame pointer (rbp,
+ * x29) and the return address (at CFA - 8 on x86_64; on arm64 in the link
+ * register x30 until a function saves it). Fixed-width fields, no pointers:
+ * compiled both by clang -target bpf and by the C++ side. */
 #ifndef EMBER_BPF_UNWIND_H
 #define EMBER_BPF_UNWIND_H
 
 /* What a row says about the code from its pc up to the next row's. */
-#define EMBER_ROW_CFA_RSP 0     /* CFA = rsp + cfa */
-#define EMBER_ROW_CFA_RBP 1     /* CFA = rbp + cfa */
-#define EMBER_ROW_PLT 2         /* a PLT entry: CFA = rsp + 8, + 8 more from byte `cfa` of each 16 on */
+#define EMBER_ROW_CFA_SP 0      /* CFA = sp + cfa */
+#define EMBER_ROW_CFA_FP 1      /* CFA = fp + cfa */
+#define EMBER_ROW_PLT 2         /* an x86_64 PLT entry: CFA = rsp + 8, + 8 more from byte `cfa` of each 16 on */
 #define EMBER_ROW_SIGNAL 3      /* the kernel's signal return trampoline: the interrupted registers
-                                   are in the ucontext at rsp */
+                                   are in the ucontext at sp */
 #define EMBER_ROW_ROOT 4        /* outermost frame (return address undefined): the stack ends here */
 #define EMBER_ROW_NONE 5        /* no CFI covers this code */
 #define EMBER_ROW_UNSUPPORTED 6 /* CFI the table cannot express (a DWARF expression, another register) */
 #define EMBER_ROW_INTERPRETER 7 /* HotSpot's interpreter: a frame at rbp (return address at rbp + 8, the
                                    caller's rbp at rbp), the caller's sp saved at rbp - 8 (its
                                    frame may have been extended for the callee's locals); the
-                                   method's Method* at rbp + 8 * rbp (0: not known) */
+                                   method's Method* at rbp + 8 * fp (0: not known) */
 #define EMBER_ROW_COMPILED 8    /* a JIT-compiled method's body: CFA = rsp + cfa, rbp saved at CFA - 16;
                                    as the leaf, checked against its epilogue (see unwind.bpf.c) */
+
+/* Where a row's return address is: x86_64's always at CFA - 8, arm64's
+ * where its function keeps x30. */
+#define EMBER_RA_CFA 0    /* at CFA - 8 */
+#define EMBER_RA_LINK 1   /* in the link register: a leaf, or code before its prologue saved it */
+#define EMBER_RA_RECORD 2 /* in the frame record at CFA + 8 * fp: the caller's fp, then the return
+                             address (stp x29, x30) */
+#define EMBER_RA_SAVED 3  /* at CFA + 8 * fp, the fp unchanged (code without frame pointers) */
+#define EMBER_RA_RECORD_LOW 4 /* in the frame record at R + 8 * fp, R the CFA's register: a frame of
+                                 over 1 KiB, its record at its bottom */
 
 /* The bytes of code read at a compiled leaf to tell its epilogue: pop rbp,
  * cmp rsp, [r15+disp32], ja rel32, ret. */
@@ -28,10 +40,12 @@
 
 /* One row: 8 bytes, sorted by pc within a binary's table. */
 struct ember_unwind_row {
-	__u32 pc;      /* offset from the table's base address */
-	__u16 cfa;     /* CFA offset, or the PLT threshold */
-	__u8 type;     /* EMBER_ROW_* */
-	__s8 rbp;      /* caller's rbp saved at CFA + 8 * rbp; 0: rbp unchanged */
+	__u32 pc;     /* offset from the table's base address */
+	__u16 cfa;    /* CFA offset, or the PLT threshold */
+	__u8 type : 4; /* EMBER_ROW_* */
+	__u8 ra : 4;   /* EMBER_RA_* */
+	__s8 fp;      /* caller's fp saved at CFA + 8 * fp; 0: fp unchanged (EMBER_RA_SAVED: where
+	                 the return address is) */
 };
 
 /* A user frame of an interpreted Java method: EMBER_FRAME_METHOD | its
@@ -68,9 +82,6 @@ struct ember_unwind_process {
 #define EMBER_UNWIND_FP 0    /* the kernel's frame-pointer walk only */
 #define EMBER_UNWIND_CFI 1   /* tables only: a frame without one ends the stack */
 #define EMBER_UNWIND_AUTO 2  /* tables, frame pointers where a binary has none */
-#define EMBER_UNWIND_FP_WALK 3 /* frame pointers, by ember's walker: no tables, but Python's and
-                                  V8's frames put in (where the tables' rules are not this
-                                  architecture's: arm64) */
 
 /* Why a user stack ended (ember_sample's ustack_stop). */
 #define EMBER_STOP_ROOT 0        /* at the thread's outermost frame, as its CFI says */
@@ -95,6 +106,7 @@ struct ember_unwind_process {
 #define EMBER_COPY_SP 1
 #define EMBER_COPY_BP 2
 #define EMBER_COPY_RETURN_ADDRESS 3  /* 1: ip is a return address (an allocator's entry) */
-#define EMBER_COPY_HEADER 4
+#define EMBER_COPY_LINK 4            /* the link register (arm64 x30; 0 on x86_64) */
+#define EMBER_COPY_HEADER 5
 
 #endif

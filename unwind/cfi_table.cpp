@@ -5,6 +5,7 @@
 #include <gelf.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -13,8 +14,15 @@
 namespace ember::unwind {
 namespace {
 
-// DWARF register numbers on x86_64 (System V psABI, figure 3.36).
-constexpr int kRbp = 6, kRsp = 7, kReturnAddress = 16;
+// The registers the rows are about, by their DWARF numbers (x86_64: the
+// System V psABI, figure 3.36; arm64: the Arm ABI's DWARF supplement, 4.1),
+// and where a function's return address is before its CFI says anything.
+struct Machine {
+  uint64_t fp, sp, ra;
+  bool ra_in_link;  // in the link register x30 (arm64), not at CFA - 8 (x86_64)
+};
+constexpr Machine kX86_64{6, 7, 16, false};
+constexpr Machine kAarch64{29, 31, 30, true};
 // Gaps between two functions' CFI smaller than this are taken for padding.
 constexpr uint64_t kPadding = 64;
 
@@ -27,7 +35,7 @@ struct Cie {
   bool augmented = false;  // 'z': each FDE's augmentation data precedes its program
   bool signal = false;     // 'S': a signal frame (the kernel's return trampoline)
   bool readable = true;    // its augmentation understood (else its FDEs are skipped)
-  bool x86_64_rules = true;  // the return address in the psABI's column
+  bool usable = true;      // the return address in the machine's column
 };
 
 struct Fde {
@@ -107,13 +115,13 @@ std::optional<int64_t> read_sleb(const uint8_t*& p, const uint8_t* end) {
 }
 
 // A CIE's augmentation ("zRS", "zPLR", ...) and what its FDEs need of it.
-Cie read_cie(const Dwarf_CIE& entry) {
+Cie read_cie(const Dwarf_CIE& entry, const Machine& machine) {
   Cie cie;
   cie.code_align = entry.code_alignment_factor;
   cie.data_align = entry.data_alignment_factor;
   cie.initial = entry.initial_instructions;
   cie.initial_end = entry.initial_instructions_end;
-  cie.x86_64_rules = entry.return_address_register == kReturnAddress;
+  cie.usable = entry.return_address_register == machine.ra;
   const char* aug = entry.augmentation;
   if (!aug || !aug[0]) return cie;
   if (aug[0] != 'z') {
@@ -147,7 +155,7 @@ Cie read_cie(const Dwarf_CIE& entry) {
 
 // Every FDE in a CFI section at `section_address`, sorted by address, with
 // its CIE (kept in `cies`, by offset).
-std::vector<Fde> read_fdes(Elf* elf, Elf_Data* data, bool eh_frame, uint64_t section_address,
+std::vector<Fde> read_fdes(Elf* elf, Elf_Data* data, bool eh_frame, uint64_t section_address, const Machine& machine,
                            std::unordered_map<Dwarf_Off, Cie>& cies) {
   std::vector<Fde> fdes;
   const unsigned char* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
@@ -158,7 +166,7 @@ std::vector<Fde> read_fdes(Elf* elf, Elf_Data* data, bool eh_frame, uint64_t sec
     Dwarf_Off unused;
     if (dwarf_next_cfi(ident, data, eh_frame, offset, &unused, &entry) != 0 || entry.CIE_id != LIBDW_CIE_ID)
       return nullptr;
-    return &cies.emplace(offset, read_cie(entry.cie)).first->second;
+    return &cies.emplace(offset, read_cie(entry.cie, machine)).first->second;
   };
   Dwarf_Off offset = 0, next = 0;
   Dwarf_CFI_Entry entry;
@@ -189,15 +197,22 @@ struct Rule {
 };
 
 // The rules in effect at an address. The CFA: register + offset, a PLT
-// entry's expression, or another expression.
+// entry's expression, or another expression. Before any instruction, the
+// ABI's: at a call's target the CFA is the stack pointer as the call left
+// it, the return address on top of it (x86_64) or in the link register.
 struct Rules {
-  enum CfaKind : uint8_t { Register, Plt, Expression } cfa_kind = Register;
-  uint64_t cfa_register = kRsp;
-  int64_t cfa_offset = 8;
-  uint8_t plt_threshold = 0;
-  Rule rbp, ra{Rule::AtCfa, -8};  // the psABI's rules before any instruction
+  explicit Rules(const Machine& m)
+      : machine(&m), cfa_register(m.sp), cfa_offset(m.ra_in_link ? 0 : 8),
+        ra(m.ra_in_link ? Rule{Rule::Same, 0} : Rule{Rule::AtCfa, -8}) {}
 
-  Rule* rule(uint64_t reg) { return reg == kRbp ? &rbp : reg == kReturnAddress ? &ra : nullptr; }
+  const Machine* machine;
+  enum CfaKind : uint8_t { Register, Plt, Expression } cfa_kind = Register;
+  uint64_t cfa_register;
+  int64_t cfa_offset;
+  uint8_t plt_threshold = 0;
+  Rule fp, ra;
+
+  Rule* rule(uint64_t reg) { return reg == machine->fp ? &fp : reg == machine->ra ? &ra : nullptr; }
   const Rule* rule(uint64_t reg) const { return const_cast<Rules*>(this)->rule(reg); }
 };
 
@@ -215,6 +230,16 @@ std::optional<uint8_t> plt_threshold(const uint8_t* p, const uint8_t* end) {
   return static_cast<uint8_t>(lit - DW_OP_lit0);
 }
 
+// An offset in words, if a row can hold it.
+std::optional<int8_t> words_of(int64_t offset) {
+  if (offset % 8 != 0 || offset / 8 < INT8_MIN || offset / 8 > INT8_MAX) return std::nullopt;
+  return static_cast<int8_t>(offset / 8);
+}
+
+// A saved register's offset from the CFA in words (never 0: that is the
+// caller's sp), if a row can hold it.
+std::optional<int8_t> slot_of(int64_t offset) { return offset ? words_of(offset) : std::nullopt; }
+
 ember_unwind_row row_of(const Rules& rules, bool signal) {
   ember_unwind_row row{};
   row.type = EMBER_ROW_UNSUPPORTED;
@@ -222,37 +247,52 @@ ember_unwind_row row_of(const Rules& rules, bool signal) {
     row.type = EMBER_ROW_SIGNAL;
     return row;
   }
-  // The return address: where it says the stack ends, or at CFA - 8.
+  // A return address undefined: the stack ends here.
   if (rules.ra.kind == Rule::Undefined) {
     row.type = EMBER_ROW_ROOT;
     return row;
   }
-  if (rules.ra.kind != Rule::AtCfa || rules.ra.offset != -8) return row;
-
-  if (rules.cfa_kind == Rules::Register && (rules.cfa_register == kRsp || rules.cfa_register == kRbp)) {
+  const Machine& m = *rules.machine;
+  uint8_t type;
+  uint16_t cfa;
+  if (rules.cfa_kind == Rules::Register && (rules.cfa_register == m.sp || rules.cfa_register == m.fp)) {
     if (rules.cfa_offset < 0 || rules.cfa_offset > UINT16_MAX) return row;
-    row.cfa = static_cast<uint16_t>(rules.cfa_offset);
-    row.type = rules.cfa_register == kRsp ? EMBER_ROW_CFA_RSP : EMBER_ROW_CFA_RBP;
+    cfa = static_cast<uint16_t>(rules.cfa_offset);
+    type = rules.cfa_register == m.sp ? EMBER_ROW_CFA_SP : EMBER_ROW_CFA_FP;
   } else if (rules.cfa_kind == Rules::Plt) {
-    row.cfa = rules.plt_threshold;
-    row.type = EMBER_ROW_PLT;
+    cfa = rules.plt_threshold;
+    type = EMBER_ROW_PLT;
   } else {
     return row;
   }
 
-  // rbp: unchanged (same value, or undefined: not needed by this frame), or saved.
-  if (rules.rbp.kind == Rule::AtCfa) {
-    int64_t at = rules.rbp.offset;
-    if (at % 8 != 0 || at == 0 || at / 8 < INT8_MIN || at / 8 > INT8_MAX) {
-      row = {};
-      row.type = EMBER_ROW_UNSUPPORTED;
-      return row;
-    }
-    row.rbp = static_cast<int8_t>(at / 8);
-  } else if (rules.rbp.kind == Rule::Other) {
-    row = {};
-    row.type = EMBER_ROW_UNSUPPORTED;
+  // The frame pointer: unchanged (same value, or undefined: not needed by
+  // this frame), or saved.
+  if (rules.fp.kind == Rule::Other) return row;
+  const bool fp_saved = rules.fp.kind == Rule::AtCfa;
+  const int64_t fp_at = rules.fp.offset;
+  std::optional<int8_t> slot = fp_saved ? slot_of(fp_at) : 0;
+  uint8_t ra;
+  if (rules.ra.kind == Rule::AtCfa && rules.ra.offset == -8) {
+    ra = EMBER_RA_CFA;
+  } else if (rules.ra.kind == Rule::AtCfa && fp_saved && rules.ra.offset == fp_at + 8) {
+    ra = EMBER_RA_RECORD;
+    // A frame of over 1 KiB: its record at its bottom, where the CFA's
+    // register points.
+    if (!slot && (slot = words_of(fp_at + static_cast<int64_t>(cfa)))) ra = EMBER_RA_RECORD_LOW;
+  } else if (rules.ra.kind == Rule::AtCfa && !fp_saved) {
+    ra = EMBER_RA_SAVED;
+    slot = slot_of(rules.ra.offset);
+  } else if (rules.ra.kind == Rule::Same && m.ra_in_link) {
+    ra = EMBER_RA_LINK;
+  } else {
+    return row;
   }
+  if (!slot) return row;
+  row.type = type;
+  row.cfa = cfa;
+  row.ra = ra;
+  row.fp = *slot;
   return row;
 }
 
@@ -409,6 +449,12 @@ bool run_program(const Cie& cie, const uint8_t* p, const uint8_t* end, Rules& ru
       case DW_CFA_GNU_args_size:
         if (!read_uleb(p, end)) return false;
         break;
+      case DW_CFA_GNU_window_save:
+        // On arm64 DW_CFA_AARCH64_negate_ra_state: the return address is
+        // signed from here on, or no longer. The walker strips pointer
+        // authentication codes from every return address it reads.
+        if (rules.machine != &kAarch64) return false;
+        break;
       default:
         return false;  // DW_CFA_set_loc and the rest: not emitted for x86_64 by GCC, clang or ld
     }
@@ -417,7 +463,7 @@ bool run_program(const Cie& cie, const uint8_t* p, const uint8_t* end, Rules& ru
 }
 
 bool same_rule(const ember_unwind_row& a, const ember_unwind_row& b) {
-  return a.type == b.type && a.cfa == b.cfa && a.rbp == b.rbp;
+  return a.type == b.type && a.ra == b.ra && a.cfa == b.cfa && a.fp == b.fp;
 }
 
 class RowWriter {
@@ -451,6 +497,89 @@ Elf_Scn* section_named(Elf* elf, const char* name, GElf_Shdr& shdr) {
   return nullptr;
 }
 
+// arm64's PLT, which ld gives no CFI: its entries jump on without a frame
+// (adrp x16; ldr x17; add x16; br x17), the return address in x30; the
+// first, the lazy binder's, pushes x16 and x30 first (stp x16, x30,
+// [sp, #-16]!, after a bti c where branch protection is on), 32 bytes in
+// all. Described by a CFA program of our own, `program` (with `cie`,
+// living as long as `fdes`), added to `fdes` in address order.
+void add_plt(Elf* elf, std::vector<Fde>& fdes, Cie& cie, std::array<uint8_t, 6>& program) {
+  constexpr uint32_t kPushPair = 0xa9bf7bf0, kHeader = 32;
+  GElf_Shdr shdr;
+  Elf_Scn* scn = section_named(elf, ".plt", shdr);
+  Elf_Data* data = scn ? elf_getdata(scn, nullptr) : nullptr;
+  if (!data || data->d_size < kHeader || shdr.sh_size < kHeader) return;
+  auto covers = [&](const Fde& f) { return f.start < shdr.sh_addr + shdr.sh_size && f.end > shdr.sh_addr; };
+  if (std::any_of(fdes.begin(), fdes.end(), covers)) return;
+  uint32_t words[2];
+  std::memcpy(words, data->d_buf, sizeof words);
+  int push = words[0] == kPushPair ? 0 : words[1] == kPushPair ? 1 : -1;
+  cie.code_align = 4;
+  cie.data_align = -8;
+  if (push >= 0)
+    program = {static_cast<uint8_t>(DW_CFA_advance_loc | (push + 1)), DW_CFA_def_cfa_offset, 16,
+               static_cast<uint8_t>(DW_CFA_advance_loc | (kHeader / 4 - push - 1)), DW_CFA_def_cfa_offset, 0};
+  Fde plt{shdr.sh_addr, shdr.sh_addr + shdr.sh_size, &cie, program.data(), program.data() + (push >= 0 ? program.size() : 0)};
+  fdes.insert(std::upper_bound(fdes.begin(), fdes.end(), plt, [](const Fde& a, const Fde& b) { return a.start < b.start; }), plt);
+}
+
+std::vector<CfiTable::Segment> loadable_segments(Elf* elf) {
+  std::vector<CfiTable::Segment> segments;
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0)
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
+        segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+    }
+  return segments;
+}
+
+// The address of dynamic symbol `name`, if there is one.
+std::optional<uint64_t> dynamic_symbol(Elf* elf, const char* name) {
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr shdr;
+    Elf_Data* data;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize || !(data = elf_getdata(scn, nullptr)))
+      continue;
+    for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; ++i) {
+      GElf_Sym sym;
+      const char* n;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) && (n = elf_strptr(elf, shdr.sh_link, sym.st_name)) &&
+          std::strcmp(n, name) == 0)
+        return sym.st_value;
+    }
+  }
+  return std::nullopt;
+}
+
+// An arm64 vDSO built without CFI (Linux 6.1's, as Debian 12 ships it):
+// its functions are leaves that build no frame, the return address in x30
+// throughout; the signal return trampoline, __kernel_rt_sigreturn, and the
+// nop before it (where a return address to it is looked up) have the
+// interrupted registers in the signal frame at sp.
+std::expected<CfiTable, TableError> arm64_vdso_table(Elf* elf) {
+  GElf_Shdr text;
+  auto sigreturn = dynamic_symbol(elf, "__kernel_rt_sigreturn");
+  if (!section_named(elf, ".text", text) || !sigreturn || *sigreturn < text.sh_addr + 4 ||
+      *sigreturn + 8 > text.sh_addr + text.sh_size)
+    return std::unexpected(TableError{NoTable::NoCfi, "no .eh_frame or .debug_frame"});
+  CfiTable table;
+  table.segments = loadable_segments(elf);
+  table.base = text.sh_addr;
+  ember_unwind_row leaf{}, signal{}, none{};
+  leaf.type = EMBER_ROW_CFA_SP;
+  leaf.ra = EMBER_RA_LINK;
+  signal.type = EMBER_ROW_SIGNAL;
+  none.type = EMBER_ROW_NONE;
+  RowWriter writer(table);
+  writer.add(text.sh_addr, leaf);
+  writer.add(*sigreturn - 4, signal);
+  writer.add(*sigreturn + 8, leaf);
+  writer.add(text.sh_addr + text.sh_size, none);
+  return table;
+}
+
 }  // namespace
 
 std::optional<uint64_t> CfiTable::address_of_offset(uint64_t offset) const {
@@ -463,16 +592,10 @@ std::expected<CfiTable, TableError> build_cfi_table(Elf* elf) {
   GElf_Ehdr ehdr;
   if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
     return std::unexpected(TableError{NoTable::Unreadable, "not an ELF file"});
-  if (ehdr.e_machine != EM_X86_64)
-    return std::unexpected(TableError{NoTable::NoCfi, "not an x86_64 binary"});
+  const Machine* machine = ehdr.e_machine == EM_X86_64 ? &kX86_64 : ehdr.e_machine == EM_AARCH64 ? &kAarch64 : nullptr;
+  if (!machine) return std::unexpected(TableError{NoTable::NoCfi, "not an x86_64 or arm64 binary"});
   CfiTable table;
-  size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) == 0)
-    for (size_t i = 0; i < phnum; ++i) {
-      GElf_Phdr ph;
-      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-        table.segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
-    }
+  table.segments = loadable_segments(elf);
 
   // .eh_frame is what the C++ runtime itself unwinds with; .debug_frame
   // only where there is none (it may be stripped away).
@@ -486,9 +609,12 @@ std::expected<CfiTable, TableError> build_cfi_table(Elf* elf) {
   Elf_Data* data = scn ? elf_getdata(scn, nullptr) : nullptr;
   if (!data || !data->d_size) return std::unexpected(TableError{NoTable::NoCfi, "no .eh_frame or .debug_frame"});
   std::unordered_map<Dwarf_Off, Cie> cies;
-  std::vector<Fde> fdes = read_fdes(elf, data, eh_frame, eh_frame ? shdr.sh_addr : 0, cies);
+  std::vector<Fde> fdes = read_fdes(elf, data, eh_frame, eh_frame ? shdr.sh_addr : 0, *machine, cies);
   if (fdes.empty()) return std::unexpected(TableError{NoTable::NoCfi, "no frame descriptions"});
   table.fdes = fdes.size();
+  Cie plt_cie;
+  std::array<uint8_t, 6> plt_program;
+  if (machine == &kAarch64) add_plt(elf, fdes, plt_cie, plt_program);
 
   table.base = fdes.front().start;
   RowWriter writer(table);
@@ -504,8 +630,8 @@ std::expected<CfiTable, TableError> build_cfi_table(Elf* elf) {
     // the function before may cover it (libjvm: 42k rows fewer).
     if (fde.start >= covered + kPadding && !writer.add(covered, none)) break;
     auto [known, fresh] = initial_rules.try_emplace(fde.cie);
-    if (fresh && fde.cie->x86_64_rules) {
-      Rules rules;
+    if (fresh && fde.cie->usable) {
+      Rules rules(*machine);
       uint64_t unused = 0;
       if (run_program(*fde.cie, fde.cie->initial, fde.cie->initial_end, rules, nullptr, unused, [](auto...) {}))
         known->second = rules;
@@ -546,6 +672,16 @@ std::expected<CfiTable, TableError> build_cfi_table(std::string_view image) {
   elf_version(EV_CURRENT);
   std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_memory(const_cast<char*>(image.data()), image.size()), elf_end);
   return build_cfi_table(elf.get());
+}
+
+std::expected<CfiTable, TableError> build_vdso_table(std::string_view image) {
+  elf_version(EV_CURRENT);
+  std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_memory(const_cast<char*>(image.data()), image.size()), elf_end);
+  auto table = build_cfi_table(elf.get());
+  GElf_Ehdr ehdr;
+  if (!table && table.error().reason == NoTable::NoCfi && gelf_getehdr(elf.get(), &ehdr) && ehdr.e_machine == EM_AARCH64)
+    return arm64_vdso_table(elf.get());
+  return table;
 }
 
 }  // namespace ember::unwind

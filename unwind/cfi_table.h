@@ -4,7 +4,8 @@
 // end, reduced to the rules the BPF walker applies (bpf/unwind.h). Running
 // the programs here, not asking elfutils address by address (which runs
 // a program again from its start for every row), is 4-9x faster: cc1plus's
-// 465k rows take 42 ms, not 376, libjvm 17 ms, not 75. x86_64 only.
+// 465k rows take 42 ms, not 376, libjvm 17 ms, not 75. x86_64 and arm64
+// binaries, whatever the host's architecture.
 #pragma once
 
 #include <libelf.h>
@@ -22,14 +23,6 @@ extern "C" {
 }
 
 namespace ember::unwind {
-
-// Whether the tables can unwind this architecture's code: their rules are
-// x86_64's so far. Elsewhere user stacks are walked by frame pointers.
-#if defined(__x86_64__)
-inline constexpr bool kCfiUnwinding = true;
-#else
-inline constexpr bool kCfiUnwinding = false;
-#endif
 
 struct CfiTable {
   uint64_t base = 0;  // the address (as in the file) of row pc 0
@@ -54,8 +47,11 @@ struct TableError {
 };
 
 std::expected<CfiTable, TableError> build_cfi_table(Elf* elf);
-// The same from a file, or from an image in memory (the vDSO).
+// The same from a file, or from an image in memory.
 std::expected<CfiTable, TableError> build_cfi_table(int fd);
 std::expected<CfiTable, TableError> build_cfi_table(std::string_view image);
+// The vDSO's, from its image; where it has no CFI (arm64's, as Linux 6.1
+// builds it), from the way the kernel writes its code.
+std::expected<CfiTable, TableError> build_vdso_table(std::string_view image);
 
 }  // namespace ember::unwind

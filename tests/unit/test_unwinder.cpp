@@ -39,6 +39,17 @@ uint64_t stack_end(uint64_t sp) {
   return 0;
 }
 
+// A stack copy as the kernel sends it (bpf/unwind.h's EMBER_COPY_*): the
+// registers, then the stack from sp up.
+std::vector<__u64> stack_copy(uint64_t ip, uint64_t sp, uint64_t bp, const std::vector<__u64>& stack) {
+  std::vector<__u64> copy(EMBER_COPY_HEADER);
+  copy[EMBER_COPY_IP] = ip;
+  copy[EMBER_COPY_SP] = sp;
+  copy[EMBER_COPY_BP] = bp;
+  copy.insert(copy.end(), stack.begin(), stack.end());
+  return copy;
+}
+
 // The stack as the kernel reads it: ASan's redzones in it are not errors here.
 __attribute__((no_sanitize("address"))) void copy_words(__u64* to, const volatile uint64_t* from, size_t words) {
   for (size_t i = 0; i < words; ++i) to[i] = from[i];
@@ -53,7 +64,7 @@ __attribute__((noinline)) void capture(std::vector<__u64>& copy, std::vector<voi
   asm volatile("lea (%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
   uint64_t end = stack_end(sp);
   REQUIRE(end > sp);
-  copy = {ip, sp, bp, 0};
+  copy = stack_copy(ip, sp, bp, {});
   copy.resize(EMBER_COPY_HEADER + (end - sp) / 8);
   copy_words(copy.data() + EMBER_COPY_HEADER, reinterpret_cast<const volatile uint64_t*>(sp), (end - sp) / 8);
   reference.resize(EMBER_MAX_STACK_DEPTH);
@@ -172,8 +183,7 @@ TEST_CASE("unwinder: a compiled leaf caught building or tearing down its frame s
                                          {0x101, {kCaller}},                        // cmp (disp8)
                                          {0x105, {kCaller}}}) {                     // ja
     CAPTURE(c.pc);
-    std::vector<__u64> copy{start + c.pc, kSp, 0x5555, 0};
-    copy.insert(copy.end(), c.stack.begin(), c.stack.end());
+    std::vector<__u64> copy = stack_copy(start + c.pc, kSp, 0x5555, c.stack);
     __u64 frames[EMBER_MAX_STACK_DEPTH];
     auto [n, stop] = unwinder->unwind_copy(pid, copy, frames);
     REQUIRE(n == 2);
@@ -197,13 +207,13 @@ TEST_CASE("unwinder: a frame outside every mapping is code mapped since, unless 
 
   // The leaf outside: the process mapped code since its tables were made.
   // The collector reads its mappings again, not frame pointers.
-  auto [n, stop] = unwinder->unwind_copy(kPid, std::vector<__u64>{kUnmapped, kSp, kSp, 0, 0, kUnmapped}, frames);
+  auto [n, stop] = unwinder->unwind_copy(kPid, stack_copy(kUnmapped, kSp, kSp, {0, kUnmapped}), frames);
   CHECK(n == 1);
   CHECK(stop == EMBER_STOP_UNMAPPED);
 
   // Reached by frame pointers (from code without a table): a guess, which
   // the walk follows on by frame pointers as it came.
-  std::tie(n, stop) = unwinder->unwind_copy(kPid, std::vector<__u64>{kNoTable + 0x10, kSp, kSp, 0, 0, kUnmapped}, frames);
+  std::tie(n, stop) = unwinder->unwind_copy(kPid, stack_copy(kNoTable + 0x10, kSp, kSp, {0, kUnmapped}), frames);
   REQUIRE(n == 2);
   CHECK(frames[1] == kUnmapped);
   CHECK(stop == EMBER_STOP_FP_END);
@@ -215,7 +225,7 @@ TEST_CASE("unwinder: a frame outside every mapping is code mapped since, unless 
   std::vector<symbolizer::Symbolizer::MappedFile> files;
   for (const auto& m : many) files.push_back({&m, -1});
   unwinder->add_process(kPid, files);
-  std::tie(n, stop) = unwinder->unwind_copy(kPid, std::vector<__u64>{kUnmapped, kSp, kSp, 0, 0, kUnmapped}, frames);
+  std::tie(n, stop) = unwinder->unwind_copy(kPid, stack_copy(kUnmapped, kSp, kSp, {0, kUnmapped}), frames);
   CHECK(n == 2);
   CHECK(stop == EMBER_STOP_FP_END);
   close(rows);
@@ -447,8 +457,8 @@ TEST_CASE("unwinder: JIT code changes into fresh rows, never over rows a walk ma
     // The new rows, found in the map by their content (each version's own).
     std::vector<ember_unwind_row> expected;
     for (size_t i = 0; i < methods; ++i) {
-      expected.push_back({uint32_t(i * 0x100), 8, EMBER_ROW_CFA_RSP, 0});
-      expected.push_back({uint32_t(i * 0x100 + size), 0, EMBER_ROW_NONE, 0});
+      expected.push_back({.pc = uint32_t(i * 0x100), .cfa = 8, .type = EMBER_ROW_CFA_SP, .ra = EMBER_RA_CFA, .fp = 0});
+      expected.push_back({.pc = uint32_t(i * 0x100 + size), .cfa = 0, .type = EMBER_ROW_NONE, .ra = EMBER_RA_CFA, .fp = 0});
     }
     const ember_unwind_row* found = nullptr;
     for (uint32_t first = 0; first + expected.size() <= (1u << 20) && !found; ++first)

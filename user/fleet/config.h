@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "user/fleet/service.h"
-#include "unwind/cfi_table.h"
 #include "user/java/java_attach.h"
 
 namespace ember::fleet {
@@ -42,7 +41,7 @@ struct AgentConfig {
   double period_s = 15;                  // a profile per service this often
   uint32_t frequency = 19;               // samples per second per CPU
   std::vector<std::string> events = {"cpu"};
-  std::string unwind = unwind::kCfiUnwinding ? "auto" : "fp";
+  std::string unwind = "auto";
   uint32_t unwind_memory_mib = 16;
   uint32_t symbol_memory_mib = 48;  // always on: bounded tighter than record's 512
   std::string root = "/";  // the host's file system (/host in a container)

@@ -86,7 +86,8 @@ std::string read_positions_layout(const std::map<std::string, int64_t>& c, V8Ver
   l.code_flags = f.code_flags = static_cast<uint16_t>(flags);
   l.code_instruction_size = f.code_instruction_size = static_cast<uint16_t>(size);
   l.code_instruction_start = f.code_instruction_start = static_cast<uint16_t>(start);
-  l.instructions_inline = f.instructions_inline = inline_instructions;
+  f.instructions_inline = inline_instructions;
+  l.instructions_inline = inline_instructions;
   l.jsfunction_shared = f.jsfunction_shared;
   // Optional: without them, code optimized on stack replacement has no line.
   l.jsfunction_feedback_cell = static_cast<uint16_t>(constant(c, "class_JSFunction__raw_feedback_cell__").value_or(0));

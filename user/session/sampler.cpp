@@ -168,29 +168,28 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0;
   if (skel->rodata->task_by_reads) skel->rodata->kernel_stack_size = kernel_stack_size();
   sampler->unwind_ = config.unwind;
-  // The walker's (Python's and V8's frames), and its tables.
+  // ember's walker (with Python's and V8's frames) and its tables, unless --unwind fp.
   bool walker = sampler->unwind_ != UnwindMode::Fp;
-  bool unwind = walker && sampler->unwind_ != UnwindMode::FpWalk;
   skel->rodata->unwind_mode = static_cast<uint32_t>(sampler->unwind_);
   bpf_map__set_max_entries(skel->maps.unwind_rows,
-                           unwind ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
+                           walker ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
   uint32_t processes = kUnwindProcesses;
   if (!kernel_at_least(6, 1)) {
     bpf_map__set_map_flags(skel->maps.unwind_processes,
                            bpf_map__map_flags(skel->maps.unwind_processes) & ~BPF_F_NO_PREALLOC);
     processes = kUnwindProcessesPreallocated;
-    if (unwind)
+    if (walker)
       sampler->warnings_.push_back("this kernel (before 6.1) needs the unwinder's table of processes preallocated: " +
                                    std::to_string(processes) +
                                    " processes at most are unwound with their tables, others by frame pointers");
   }
-  bpf_map__set_max_entries(skel->maps.unwind_processes, unwind ? processes : 1);
+  bpf_map__set_max_entries(skel->maps.unwind_processes, walker ? processes : 1);
   if (!walker) {  // Python's and V8's frames are the walker's
     bpf_map__set_max_entries(skel->maps.python_processes, 1);
     bpf_map__set_max_entries(skel->maps.python_threads, 1);
     bpf_map__set_max_entries(skel->maps.v8_processes, 1);
   }
-  bpf_program__set_autoload(skel->progs.ember_unwind_exit, unwind);
+  bpf_program__set_autoload(skel->progs.ember_unwind_exit, walker);
   bool exit_mappings = kernel_has_exit_mappings();
   bpf_program__set_autoload(skel->progs.ember_exit_mappings, exit_mappings);
   for (const auto& part : st.parts)
@@ -260,7 +259,7 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
       st.links.push_back(link);
     }
   }
-  if (unwind) {
+  if (walker) {
     bpf_link* link = bpf_program__attach(skel->progs.ember_unwind_exit);
     if (!link) return std::unexpected("cannot attach to sched_process_exit: " + errno_text(errno));
     st.links.push_back(link);

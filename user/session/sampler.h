@@ -25,7 +25,6 @@ enum class UnwindMode {
   Fp = EMBER_UNWIND_FP,      // the kernel's frame-pointer walk
   Cfi = EMBER_UNWIND_CFI,    // CFI tables only
   Auto = EMBER_UNWIND_AUTO,  // CFI tables, frame pointers where a binary has none
-  FpWalk = EMBER_UNWIND_FP_WALK,  // frame pointers by ember's walker, Python's and V8's frames put in
 };
 
 struct SamplerConfig {

@@ -128,15 +128,9 @@ std::expected<std::optional<std::string>, std::string> Session::java_tool_option
 }
 
 std::expected<void, std::string> Session::start(std::optional<pid_t> command, const std::function<bool()>& stopping) {
-  if (config_.unwind != "fp" && !unwind::kCfiUnwinding)
-    return std::unexpected("unwinding '" + config_.unwind +
-                           "': ember reads CFI tables of x86_64 code only so far; on this architecture user stacks "
-                           "are walked by frame pointers (--unwind fp, the agent's unwind = \"fp\")");
   SamplerConfig config = plan_.sampler;
   config.kernel_walk_frames = std::min<uint32_t>(host_.max_stack, EMBER_MAX_STACK_DEPTH);
-  // Where the tables cannot be read, ember's own walk by frame pointers
-  // (the kernel's would leave Python's and V8's frames out).
-  config.unwind = config_.unwind == "fp"    ? (unwind::kCfiUnwinding ? UnwindMode::Fp : UnwindMode::FpWalk)
+  config.unwind = config_.unwind == "fp"    ? UnwindMode::Fp
                   : config_.unwind == "cfi" ? UnwindMode::Cfi
                                             : UnwindMode::Auto;
   config.unwind_memory_bytes = uint64_t(config_.unwind_memory_mib) << 20;
@@ -154,17 +148,15 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
   // Each process's tables go to the kernel as its mappings are read (at
   // its first sample); the named targets' before the first sample.
   config.before_sampling = [&](UnwindMode mode, const UnwindMaps& maps) -> std::expected<void, std::string> {
-    if (mode != UnwindMode::FpWalk) {
-      auto u = Unwinder::open(maps, static_cast<uint32_t>(mode));
-      if (!u) return std::unexpected(u.error());
-      unwinder_ = std::move(*u);
-      collector_.on_copied_stack([this](uint32_t pid, std::span<const __u64> copy, __u64* out) {
-        return unwinder_->unwind_copy(pid, copy, out);
-      });
-      collector_.on_jit_code([this](uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code) {
-        unwinder_->set_jit_code(pid, code);
-      });
-    }
+    auto u = Unwinder::open(maps, static_cast<uint32_t>(mode));
+    if (!u) return std::unexpected(u.error());
+    unwinder_ = std::move(*u);
+    collector_.on_copied_stack([this](uint32_t pid, std::span<const __u64> copy, __u64* out) {
+      return unwinder_->unwind_copy(pid, copy, out);
+    });
+    collector_.on_jit_code([this](uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code) {
+      unwinder_->set_jit_code(pid, code);
+    });
     python_.emplace(maps.python_processes_fd, config_.lines);
     v8_.emplace(maps.v8_processes_fd, config_.lines);
     // A process whose mappings were just read: its tables, its runtimes.

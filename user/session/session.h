@@ -50,7 +50,7 @@ struct SessionConfig {
   bool lines = false;                // file:line in frame names
   bool inlines = true;               // inlined calls as frames
   uint32_t symbol_memory_mib = 512;  // what the symbolizer may hold (symbolizer::Options::set_memory_bound)
-  std::string unwind = unwind::kCfiUnwinding ? "auto" : "fp";  // user stacks: auto, fp or cfi
+  std::string unwind = "auto";  // user stacks: auto, fp or cfi
   uint32_t unwind_memory_mib = 16;   // the kernel's unwind tables at most
   // Java.
   bool java = true;                   // attach the agent to JVMs in scope (whole host: also

@@ -14,6 +14,15 @@
 namespace ember {
 namespace {
 
+// Whether jit_rows describes HotSpot's frames as this architecture's JVM
+// builds them: x86_64's so far. Elsewhere its code is walked by frame
+// pointers (-XX:+PreserveFramePointer).
+#if defined(__x86_64__)
+constexpr bool kHotSpotRows = true;
+#else
+constexpr bool kHotSpotRows = false;
+#endif
+
 std::string hex(const void* bytes, size_t n) {
   static const char digits[] = "0123456789abcdef";
   std::string out;
@@ -206,7 +215,7 @@ Unwinder::Table* Unwinder::table_for(const symbolizer::Mapping& m, int fd) {
     if (!vdso_) {
       vdso_ = std::make_unique<Table>();
       std::string_view image = symbolizer::own_vdso_image();
-      auto table = timed([&] { return unwind::build_cfi_table(image); });
+      auto table = timed([&] { return unwind::build_vdso_table(image); });
       if (table)
         place(*vdso_, std::move(*table), m.path);
       else
@@ -360,10 +369,11 @@ void Unwinder::publish(uint32_t pid, Process& p) {
 std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::JitMap::Code> code, uint64_t base) {
   using Kind = symbolizer::JitMap::Code::Kind;
   std::vector<ember_unwind_row> rows;
-  auto add = [&](uint64_t at, uint8_t type, uint16_t cfa, int8_t rbp) {
-    ember_unwind_row row{static_cast<uint32_t>(at - base), cfa, type, rbp};
+  // HotSpot's frames on x86_64: the return address at CFA - 8.
+  auto add = [&](uint64_t at, uint8_t type, uint16_t cfa, int8_t fp) {
+    ember_unwind_row row{.pc = static_cast<uint32_t>(at - base), .cfa = cfa, .type = type, .ra = EMBER_RA_CFA, .fp = fp};
     if (!rows.empty() && rows.back().pc == row.pc) rows.pop_back();
-    if (!rows.empty() && rows.back().type == type && rows.back().cfa == cfa && rows.back().rbp == rbp) return;
+    if (!rows.empty() && rows.back().type == type && rows.back().cfa == cfa && rows.back().fp == fp) return;
     rows.push_back(row);
   };
   uint64_t covered = base;
@@ -374,16 +384,16 @@ std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::Jit
       add(c.start, EMBER_ROW_INTERPRETER, 0, static_cast<int8_t>(c.method_slot));
     } else if (c.kind == Kind::CallStub) {
       // A frame built with push rbp; mov rsp, rbp (HotSpot's enter()).
-      add(c.start, EMBER_ROW_CFA_RBP, 16, -2);
+      add(c.start, EMBER_ROW_CFA_FP, 16, -2);
     } else if (c.frame_words == 0) {
-      add(c.start, EMBER_ROW_CFA_RSP, 8, 0);  // frameless: method-handle intrinsics, dispatch stubs
+      add(c.start, EMBER_ROW_CFA_SP, 8, 0);  // frameless: method-handle intrinsics, dispatch stubs
     } else if (c.frame_words >= 2 && c.complete >= 0 && c.frame_words * 8 <= UINT16_MAX) {
       // Until its prologue starts, the caller's return address is on top;
       // then the frame grows step by step (push rbp, sub rsp) to
       // frame_words words, rbp saved below that address.
-      if (c.complete > 0) add(c.start, EMBER_ROW_CFA_RSP, 8, 0);
+      if (c.complete > 0) add(c.start, EMBER_ROW_CFA_SP, 8, 0);
       for (const auto& step : c.steps)
-        add(c.start + step.offset, EMBER_ROW_CFA_RSP, static_cast<uint16_t>(step.cfa_words * 8),
+        add(c.start + step.offset, EMBER_ROW_CFA_SP, static_cast<uint16_t>(step.cfa_words * 8),
             static_cast<int8_t>(step.rbp_slot));
       add(c.start + c.complete, EMBER_ROW_COMPILED, static_cast<uint16_t>(c.frame_words * 8), -2);
     } else {
@@ -396,6 +406,7 @@ std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::Jit
 }
 
 void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> code) {
+  if (!kHotSpotRows) return;
   std::erase_if(code, [](const auto& c) { return c.size == 0; });
   if (code.empty()) return;
   std::sort(code.begin(), code.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
@@ -430,13 +441,47 @@ void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> 
   space_.release(old.first, old.rows);
 }
 
-// The kernel's walk (bpf/unwind.bpf.c's unwind_step), over a copy of the
+namespace {
+
+// What the walk needs of the architecture (see unwind.bpf.c): where the
+// kernel's signal frame keeps the interrupted registers, from the sp its
+// return trampoline runs with (x86_64: the ucontext less the popped return
+// address; arm64: the siginfo's 128 bytes, then the ucontext, its
+// sigcontext at 176: fault_address, x0-x30, sp, pc); whether a frame
+// record lies at its frame's bottom (arm64), which leaves sp unknown after
+// a frame-pointer step.
+struct SignalFrame {
+  uint64_t pc, sp, fp, lr;  // lr 0: none
+};
+#if defined(__aarch64__)
+constexpr uint64_t kSigcontext = 128 + 176;
+constexpr SignalFrame kSignalFrame{kSigcontext + 8 + 32 * 8, kSigcontext + 8 + 31 * 8, kSigcontext + 8 + 29 * 8,
+                                   kSigcontext + 8 + 30 * 8};
+constexpr bool kFrameRecordAtBottom = true;
+#else
+constexpr uint64_t kMcontext = 40;
+constexpr SignalFrame kSignalFrame{kMcontext + 16 * 8, kMcontext + 15 * 8, kMcontext + 10 * 8, 0};
+constexpr bool kFrameRecordAtBottom = false;
+#endif
+
+// A return address as the code jumps to it: see unwind.bpf.c's.
+uint64_t code_address(uint64_t ra) {
+#if defined(__aarch64__)
+  return ra & ((uint64_t{1} << 48) - 1);
+#else
+  return ra;
+#endif
+}
+
+}  // namespace
+
+// The kernel's walk (bpf/unwind.bpf.c's step), over a copy of the
 // stack: keep the two in step.
 std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const __u64> copy, __u64* out) const {
   auto found = processes_.find(pid);
   if (copy.size() < EMBER_COPY_HEADER) return {0, EMBER_STOP_BAD_READ};
-  uint64_t ip = copy[EMBER_COPY_IP], sp = copy[EMBER_COPY_SP], bp = copy[EMBER_COPY_BP];
-  bool exact = !copy[EMBER_COPY_RETURN_ADDRESS], guessed = false;
+  uint64_t ip = copy[EMBER_COPY_IP], sp = copy[EMBER_COPY_SP], bp = copy[EMBER_COPY_BP], lr = copy[EMBER_COPY_LINK];
+  bool exact = !copy[EMBER_COPY_RETURN_ADDRESS], guessed = false, sp_unknown = false;
   if (found == processes_.end() || !found->second.entry) return {0, EMBER_STOP_NOT_LOADED};
   const ember_unwind_process& process = *found->second.entry;
   const uint64_t stack = copy[EMBER_COPY_SP], words = copy.size() - EMBER_COPY_HEADER;
@@ -461,6 +506,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       if (m->rows && pc >= m->base && pc - m->base <= UINT32_MAX) row = find_row(m->first, m->rows, pc - m->base);
     }
     if (row && row->type == EMBER_ROW_NONE) row.reset();
+    if (row && sp_unknown && row->type != EMBER_ROW_CFA_FP && row->type != EMBER_ROW_ROOT) row.reset();
     if (row && row->type == EMBER_ROW_UNSUPPORTED) {
       row.reset();
       missing = EMBER_STOP_UNSUPPORTED;
@@ -476,14 +522,15 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       if (!ra) return {n, EMBER_STOP_FP_END};
       sp = bp + 16;
       bp = next_bp;
-      ip = ra;
+      ip = code_address(ra);
       exact = false;
       guessed = true;
+      sp_unknown = kFrameRecordAtBottom;
       continue;
     }
     uint64_t cfa;
     switch (row->type) {
-      case EMBER_ROW_CFA_RSP: cfa = sp + row->cfa; break;
+      case EMBER_ROW_CFA_SP: cfa = sp + row->cfa; break;
       case EMBER_ROW_COMPILED: {
         // A leaf in its epilogue: its code is read from the process (the
         // copy holds only its stack), as the kernel reads it.
@@ -500,13 +547,12 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
         cfa = sp + row->cfa;
         break;
       }
-      case EMBER_ROW_CFA_RBP: cfa = bp + row->cfa; break;
+      case EMBER_ROW_CFA_FP: cfa = bp + row->cfa; break;
       case EMBER_ROW_PLT: cfa = sp + 8 + ((ip & 15) >= row->cfa ? 8 : 0); break;
       case EMBER_ROW_SIGNAL: {
         // The interrupted registers, in the ucontext on the stack (see unwind.bpf.c).
-        constexpr uint64_t kMcontext = 40;
-        if (!read(sp + kMcontext + 16 * 8, ip) || !read(sp + kMcontext + 15 * 8, cfa) ||
-            !read(sp + kMcontext + 10 * 8, bp))
+        if (!read(sp + kSignalFrame.pc, ip) || !read(sp + kSignalFrame.sp, cfa) || !read(sp + kSignalFrame.fp, bp) ||
+            (kSignalFrame.lr && !read(sp + kSignalFrame.lr, lr)))
           return {n, EMBER_STOP_NOT_LOADED};
         if (n > 0) out[n - 1] += 1;
         sp = cfa;
@@ -515,7 +561,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       }
       case EMBER_ROW_INTERPRETER: {
         uint64_t caller_sp, caller_bp, ra, method;
-        if (row->rbp && read(bp + int64_t(row->rbp) * 8, method) && method && method <= EMBER_FRAME_METHOD_MASK)
+        if (row->fp && read(bp + int64_t(row->fp) * 8, method) && method && method <= EMBER_FRAME_METHOD_MASK)
           out[n - 1] = EMBER_FRAME_METHOD | method;
         if (!read(bp - 8, caller_sp) || !read(bp, caller_bp) || !read(bp + 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
         if (!ra || caller_sp <= sp) return {n, EMBER_STOP_BAD_FRAME};
@@ -529,10 +575,21 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       default: return {n, EMBER_STOP_UNSUPPORTED};
     }
     uint64_t ra;
-    if (!read(cfa - 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
-    if (row->rbp && !read(cfa + int64_t(row->rbp) * 8, bp)) return {n, EMBER_STOP_NOT_LOADED};
-    if (!ra || cfa <= sp) return {n, EMBER_STOP_BAD_FRAME};
+    const uint64_t slot = (row->ra == EMBER_RA_RECORD_LOW ? cfa - row->cfa : cfa) + int64_t(row->fp) * 8;
+    if (row->ra == EMBER_RA_RECORD || row->ra == EMBER_RA_RECORD_LOW || (row->ra == EMBER_RA_CFA && row->fp == -2)) {
+      if (!read(slot, bp) || !read(slot + 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
+    } else if (row->ra == EMBER_RA_SAVED) {
+      if (!read(slot, ra)) return {n, EMBER_STOP_NOT_LOADED};
+    } else {
+      if (row->ra == EMBER_RA_LINK && !exact) return {n, EMBER_STOP_BAD_FRAME};
+      if (row->ra == EMBER_RA_LINK) ra = lr;
+      else if (!read(cfa - 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
+      if (row->fp && !read(slot, bp)) return {n, EMBER_STOP_NOT_LOADED};
+    }
+    ra = code_address(ra);
+    if (!ra || cfa < sp || (cfa == sp && row->ra != EMBER_RA_LINK)) return {n, EMBER_STOP_BAD_FRAME};
     sp = cfa;
+    sp_unknown = false;
     ip = ra;
     exact = false;
   }
