@@ -69,6 +69,22 @@ background() {
 	BACKGROUND+=($!)
 }
 
+# start_ready OUT COMMAND...: starts COMMAND in the background (killed when
+# the test ends), its output in OUT, and waits up to 90 s for it to print
+# "ready"; its pid in $ready_pid. OUT is emptied here first: a test that
+# starts several in turn would otherwise find the last one's "ready" before
+# the new one's shell has truncated it.
+start_ready() {
+	local out=$1 _
+	shift
+	: >"$out"
+	"$@" >"$out" &
+	ready_pid=$!
+	BACKGROUND+=($ready_pid)
+	for _ in $(seq 900); do grep -q ready "$out" && return 0; sleep 0.1; done
+	return 1
+}
+
 # The CPython interpreters to test, a path a line: Debian's python3, then
 # pyenv's 3.x builds where pyenv is installed (the development machines,
 # not a bare one).

@@ -86,5 +86,8 @@ rc=$?
 secs=$(bc <<<"$EPOCHREALTIME - $start")
 [ $rc = 0 ] || fail "the agent exited $rc after SIGTERM: $(tail -5 "$TMP/agent.log")"
 echo "stopped in $secs s with its server gone"
-(($(bc <<<"$secs < 5") == 1)) || fail "the agent took $secs s to stop with its server gone: $(tail -3 "$TMP/agent.log")"
+# What it must not wait on is the next try (its backoff here: minutes); its
+# own work at a stop (the period cut, hundreds of profiles written) took
+# 8 s on a machine busy with two emulators.
+(($(bc <<<"$secs < 30") == 1)) || fail "the agent took $secs s to stop with its server gone: $(tail -3 "$TMP/agent.log")"
 assert_contains "$TMP/agent.log" 'while stopping; the spool keeps the rest' "no word of the failed push at the stop"

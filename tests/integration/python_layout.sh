@@ -18,14 +18,11 @@ for py in "${pythons[@]}"; do
 	version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || fail "$py does not run"
 	known=$(version_at_least "$version" 3.8 && echo yes)
 	if [ -n "$known" ]; then
-		"$py" "$ROOT/tests/workloads/py_chains.py" 120 >"$TMP/out" &
+		start_ready "$TMP/out" "$py" "$ROOT/tests/workloads/py_chains.py" 120
 	else
-		"$py" -c 'import time; print("ready", flush=True); time.sleep(120)' >"$TMP/out" &
-	fi
-	pid=$!
-	BACKGROUND+=($pid)
-	for _ in $(seq 300); do grep -q ready "$TMP/out" && break; sleep 0.1; done
-	grep -q ready "$TMP/out" || fail "$py: the workload did not start"
+		start_ready "$TMP/out" "$py" -c 'import time; print("ready", flush=True); time.sleep(120)'
+	fi || fail "$py: the workload did not start"
+	pid=$ready_pid
 	if [ -z "$known" ]; then
 		"$STACKS" $pid >"$TMP/stacks" 2>"$TMP/err" && fail "CPython $version ($py) was read: $(cat "$TMP/stacks")"
 		assert_contains "$TMP/err" "CPython $version is not one ember knows \\(3\\.8 to 3\\.14\\)" "CPython $version: $(cat "$TMP/err")"

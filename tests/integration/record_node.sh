@@ -25,11 +25,8 @@ js() { printf '%s \\(js_chains\\.js\\)' "$1"; }
 check() {
 	local node=$1 version pid main whole engine worker_tid worker worker_whole
 	version=$("$node" --version)
-	"$node" "$WORKLOAD" 600 >"$TMP/out" &
-	pid=$!
-	BACKGROUND+=($pid)
-	for _ in $(seq 600); do grep -q ready "$TMP/out" && break; sleep 0.1; done
-	grep -q ready "$TMP/out" || fail "node $version: the workload did not start: $(cat "$TMP/out")"
+	start_ready "$TMP/out" "$node" "$WORKLOAD" 600 || fail "node $version: the workload did not start: $(cat "$TMP/out")"
+	pid=$ready_pid
 	"$EMBER" record -F 499 -d 3 -p $pid --threads -o "$TMP/out.folded" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 	grep -E '^  js ' "$TMP/err"
 	main=$(weight "$TMP/out.folded" "^node[^;]*;\\[[^]]* tid=$pid\\];")

@@ -40,11 +40,8 @@ checked=0
 for py in "${pythons[@]}"; do
 	version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || fail "$py does not run"
 	version_at_least "$version" 3.8 || continue  # refused by name: python_layout.sh
-	"$py" "$WORKLOAD" 600 >"$TMP/out" &
-	pid=$!
-	BACKGROUND+=($pid)
-	for _ in $(seq 600); do grep -q ready "$TMP/out" && break; sleep 0.1; done
-	grep -q ready "$TMP/out" || fail "CPython $version: the workload did not start"
+	start_ready "$TMP/out" "$py" "$WORKLOAD" 600 || fail "CPython $version: the workload did not start"
+	pid=$ready_pid
 	out=$TMP/$version.folded
 	"$EMBER" record -F 499 -d 3 -p $pid --threads --lines -o "$out" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 	kill $pid
@@ -83,10 +80,8 @@ assert_contains "$TMP/cmd.folded" "^python[^;]*;\\[[^]]*\\];(.*;)?$(py_frame '<m
 # The whole host (-a): its processes found as their first samples come,
 # the running workload's among them. Its two spinning threads share the
 # GIL: inner has about half of what runs Python, less beside other work.
-/usr/bin/python3 "$WORKLOAD" 600 >"$TMP/out" &
-pid=$!
-BACKGROUND+=($pid)
-for _ in $(seq 600); do grep -q ready "$TMP/out" && break; sleep 0.1; done
+start_ready "$TMP/out" /usr/bin/python3 "$WORKLOAD" 600 || fail "-a: the workload did not start"
+pid=$ready_pid
 "$EMBER" record -a -F 499 -d 4 -o "$TMP/all.folded" 2>"$TMP/err" || fail "-a: ember exited $?: $(cat "$TMP/err")"
 kill $pid
 python_samples=$(weight "$TMP/all.folded" "^python")
