@@ -25,7 +25,18 @@ const volatile bool tell_lock_waits = false;
 #define FUTEX_LOCK_PI 6
 #define FUTEX_LOCK_PI2 13
 #define FUTEX_CMD_MASK 0x7f /* the operation, without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME */
-#define NR_FUTEX_X86_64 202
+/* Its number, and where a task that entered the kernel by a system call
+ * has the call's number and second argument in its struct pt_regs (arm64
+ * keeps its arguments in x0-x5; x0 alone is overwritten at the return). */
+#if defined(__TARGET_ARCH_arm64)
+#define NR_FUTEX 98
+#define REG_SYSCALL syscallno
+#define REG_SYSCALL_ARG2 regs[1]
+#else
+#define NR_FUTEX 202
+#define REG_SYSCALL orig_ax
+#define REG_SYSCALL_ARG2 si
+#endif
 
 /* A thread off CPU: the record of its switch out, stacks included, kept
  * by thread id until it runs again (the entry is reused at its next block
@@ -115,20 +126,16 @@ static __always_inline long task_state(struct task_struct *t)
  * with, so it holds for stripped and static binaries alike. */
 static __always_inline __u8 wait_of(void)
 {
-#if defined(__TARGET_ARCH_x86)
 	struct pt_regs *regs;
 	__u64 op;
 
 	if (!tell_lock_waits || !current_has_mm())
 		return EMBER_WAIT_OTHER;
 	regs = current_entry_regs();
-	if (ENTRY_REG(regs, orig_ax) != NR_FUTEX_X86_64)
+	if (ENTRY_REG(regs, REG_SYSCALL) != NR_FUTEX)
 		return EMBER_WAIT_OTHER;
-	op = ENTRY_REG(regs, si) & FUTEX_CMD_MASK;
+	op = ENTRY_REG(regs, REG_SYSCALL_ARG2) & FUTEX_CMD_MASK;
 	return op == FUTEX_WAIT || op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2 ? EMBER_WAIT_LOCK : EMBER_WAIT_OTHER;
-#else
-	return EMBER_WAIT_OTHER;
-#endif
 }
 
 /* A block and its waker's stacks, joined into one record. */

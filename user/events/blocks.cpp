@@ -30,12 +30,7 @@ std::expected<void, std::string> SchedSwitch::prepare(profile_bpf& skel, std::ve
   skel.rodata->offcpu_preempted = preempted;
   skel.rodata->min_block_ns = min_block_ns;
   skel.rodata->offcpu_waker = waker;
-  if (lock_waits) {
-#if !defined(__x86_64__)
-    return std::unexpected("-e lock: ember tells lock waits on x86_64 only");
-#endif
-    skel.rodata->tell_lock_waits = true;
-  }
+  skel.rodata->tell_lock_waits = lock_waits;
   uint32_t threads = blocking_threads();
   bpf_program__set_autoload(skel.progs.ember_switch, true);
   bpf_program__set_autoload(skel.progs.ember_offcpu_exit, true);
