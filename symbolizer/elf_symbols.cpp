@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 namespace ember::symbolizer {
@@ -196,13 +197,61 @@ std::expected<std::unique_ptr<ElfSymbols>, std::string> ElfSymbols::parse(void* 
   return out;
 }
 
-// Each PLT entry jumps through a GOT slot (jmp *slot(%rip), maybe after
-// endbr64 or with a bnd prefix) that a JUMP_SLOT or GLOB_DAT relocation
-// binds to a dynamic symbol: the entry is named after it. Read from the
-// code, not from the entries' order, which differs between .plt, .plt.sec
-// (IBT) and .plt.got.
+namespace {
+
+// The GOT slot an x86_64 PLT entry of `size` bytes at `address` jumps
+// through: jmp *slot(%rip), maybe after endbr64 or with a bnd prefix.
+std::optional<uint64_t> x86_64_plt_slot(const uint8_t* code, uint64_t address, size_t size) {
+  for (size_t i = 0; i + 6 <= size; ++i) {
+    if (code[i] != 0xff || code[i + 1] != 0x25) continue;  // jmp *disp32(%rip)
+    int32_t disp;
+    std::memcpy(&disp, code + i + 2, 4);
+    return address + i + 6 + static_cast<int64_t>(disp);
+  }
+  return std::nullopt;
+}
+
+// The GOT slot an arm64 PLT entry loads its target from: adrp x16, page;
+// ldr x17, [x16, #offset] (then add x16 and br x17), maybe after bti c.
+std::optional<uint64_t> arm64_plt_slot(const uint8_t* code, uint64_t address, size_t size) {
+  for (size_t i = 0; i + 8 <= size; i += 4) {
+    uint32_t adrp, ldr;
+    std::memcpy(&adrp, code + i, 4);
+    std::memcpy(&ldr, code + i + 4, 4);
+    if ((adrp & 0x9f000000) != 0x90000000 || (ldr & 0xffc00000) != 0xf9400000 || ((ldr >> 5) & 0x1f) != (adrp & 0x1f))
+      continue;
+    // adrp: a 21-bit signed page count, its low 2 bits in 29-30, the rest in 5-23.
+    int64_t pages = static_cast<int64_t>(((adrp >> 5) & 0x7ffff) << 2 | ((adrp >> 29) & 3)) << 43 >> 43;
+    uint64_t page = ((address + i) & ~uint64_t{0xfff}) + static_cast<uint64_t>(pages * 4096);
+    return page + ((ldr >> 10) & 0xfff) * 8;  // ldr's unsigned offset, in 8-byte units
+  }
+  return std::nullopt;
+}
+
+// The size of a PLT's entries where its section does not say: 16 bytes,
+// or on arm64 24 where branch protection starts each with bti c (after
+// the 32-byte header).
+size_t plt_entry_size(bool arm64, const Elf_Data* data) {
+  constexpr uint32_t kBtiC = 0xd503245f;
+  uint32_t first;
+  if (!arm64 || data->d_size < 36) return 16;
+  std::memcpy(&first, static_cast<const uint8_t*>(data->d_buf) + 32, 4);
+  return first == kBtiC ? 24 : 16;
+}
+
+}  // namespace
+
+// Each PLT entry jumps through a GOT slot that a JUMP_SLOT or GLOB_DAT
+// relocation binds to a dynamic symbol: the entry is named after it. Read
+// from the code, not from the entries' order, which differs between .plt,
+// .plt.sec (IBT) and .plt.got.
 void ElfSymbols::name_plt_entries() {
   Elf* elf = static_cast<Elf*>(elf_);
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf, &ehdr)) return;
+  const bool arm64 = ehdr.e_machine == EM_AARCH64;
+  const uint64_t jump_slot = arm64 ? R_AARCH64_JUMP_SLOT : R_X86_64_JUMP_SLOT;
+  const uint64_t glob_dat = arm64 ? R_AARCH64_GLOB_DAT : R_X86_64_GLOB_DAT;
   std::unordered_map<uint64_t, std::string> slots;  // GOT slot -> symbol name
   struct Plt {
     uint64_t address, entry_size;
@@ -217,7 +266,7 @@ void ElfSymbols::name_plt_entries() {
     const char* sname = elf_strptr(elf, shstrndx, sh.sh_name);
     if (sname && std::string_view(sname).starts_with(".plt") && (sh.sh_flags & SHF_EXECINSTR)) {
       if (Elf_Data* data = elf_getdata(scn, nullptr); data && data->d_buf)
-        plts.push_back({sh.sh_addr, sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize : 16, data});
+        plts.push_back({sh.sh_addr, sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize : plt_entry_size(arm64, data), data});
       continue;
     }
     if (sh.sh_type != SHT_RELA || sh.sh_entsize == 0) continue;
@@ -232,7 +281,7 @@ void ElfSymbols::name_plt_entries() {
       GElf_Sym sym;
       if (!gelf_getrela(rela, static_cast<int>(i), &r)) break;
       uint64_t type = GELF_R_TYPE(r.r_info), index = GELF_R_SYM(r.r_info);
-      if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || index == 0 ||
+      if ((type != jump_slot && type != glob_dat) || index == 0 ||
           !gelf_getsym(syms, static_cast<int>(index), &sym))
         continue;
       const char* symname = elf_strptr(elf, symsh.sh_link, sym.st_name);
@@ -242,14 +291,9 @@ void ElfSymbols::name_plt_entries() {
   for (const Plt& plt : plts) {
     auto* code = static_cast<const uint8_t*>(plt.data->d_buf);
     for (size_t at = 0; at + plt.entry_size <= plt.data->d_size; at += plt.entry_size) {
-      for (size_t i = at; i + 6 <= at + plt.entry_size; ++i) {
-        if (code[i] != 0xff || code[i + 1] != 0x25) continue;  // jmp *disp32(%rip)
-        int32_t disp;
-        std::memcpy(&disp, code + i + 2, 4);
-        auto slot = slots.find(plt.address + i + 6 + static_cast<int64_t>(disp));
-        if (slot != slots.end()) plt_entries_.push_back({plt.address + at, plt.entry_size, slot->second + "@plt"});
-        break;
-      }
+      auto address = (arm64 ? arm64_plt_slot : x86_64_plt_slot)(code + at, plt.address + at, plt.entry_size);
+      auto slot = address ? slots.find(*address) : slots.end();
+      if (slot != slots.end()) plt_entries_.push_back({plt.address + at, plt.entry_size, slot->second + "@plt"});
     }
   }
   std::sort(plt_entries_.begin(), plt_entries_.end(),

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <csignal>
 #include <set>
 
@@ -212,22 +213,48 @@ TEST_CASE("symbolizer reads one build once, whatever the copies and paths") {
 // PLT entries as binutils' objdump names them (`<malloc@plt>:`, from its own
 // reading of the relocations): ground truth apart from ember's reader. Its
 // *ABS*+0x... entries (IRELATIVE, no symbol) and the PLT's header are "[plt]".
+// arm64's, from Debian 12's arm64 libraries (the sysroot `make test`
+// unpacks), against the cross binutils' objdump.
 TEST_CASE("symbolizer names PLT entries after the function they jump to, as objdump does") {
-  for (const std::string& path : {fixture_path("libfixture.so"), std::string("/usr/bin/ls"),
-                                  std::string("/lib/x86_64-linux-gnu/libc.so.6")}) {
+  const std::string arm64 = "/var/cache/ember/arm64-sysroot/usr/lib/aarch64-linux-gnu/";
+  for (auto [objdump, path] : std::vector<std::pair<std::string, std::string>>{
+           {"objdump", fixture_path("libfixture.so")},
+           {"objdump", "/usr/bin/ls"},
+           {"objdump", "/lib/x86_64-linux-gnu/libc.so.6"},
+           {"aarch64-linux-gnu-objdump", arm64 + "libstdc++.so.6"},
+           {"aarch64-linux-gnu-objdump", arm64 + "libbpf.so.1"}}) {
     INFO(path);
     std::vector<uint64_t> addresses;
     std::vector<std::string> names;
-    FILE* p = popen(("objdump -d -C -j .plt -j .plt.sec -j .plt.got '" + path + "' 2>/dev/null").c_str(), "r");
+    // arm64's objdump names the thread-local descriptors' trampoline, which
+    // ends the PLT, after the TLSDESC relocations of .rela.plt: no entry.
+    std::set<std::string> thread_locals;
+    if (objdump != "objdump") {
+      FILE* r = popen(("aarch64-linux-gnu-readelf -rW -C '" + path + "' 2>/dev/null").c_str(), "r");
+      REQUIRE(r);
+      char text[4096];
+      while (fgets(text, sizeof text, r)) {
+        std::istringstream words(text);
+        std::string offset, info, type, value, name;
+        if (words >> offset >> info >> type >> value >> name && type == "R_AARCH64_TLSDESC")
+          thread_locals.insert(name.substr(0, name.find('@')) + "@plt");
+      }
+      pclose(r);
+    }
+    FILE* p = popen((objdump + " -d -C -j .plt -j .plt.sec -j .plt.got '" + path + "' 2>/dev/null").c_str(), "r");
     REQUIRE(p);
     char line[4096];
     while (fgets(line, sizeof line, p)) {
+      // A label's line: "ADDRESS <NAME>:", not an instruction's (indented,
+      // its operand's <NAME> may hold ">:" too, as in "<...> >::~...").
       std::string l(line);
       size_t open = l.find(" <"), close = l.rfind(">:");
-      if (open == std::string::npos || close == std::string::npos || close < open) continue;
+      if (!std::isxdigit(static_cast<unsigned char>(l[0])) || open == std::string::npos || close == std::string::npos ||
+          close < open)
+        continue;
       std::string label = l.substr(open + 2, close - open - 2);
       uint64_t address = std::stoull(l.substr(0, open), nullptr, 16);
-      bool entry = label.ends_with("@plt") && label.find("*ABS*") == std::string::npos;
+      bool entry = label.ends_with("@plt") && label.find("*ABS*") == std::string::npos && !thread_locals.count(label);
       // The entry's first byte and one inside it.
       for (uint64_t at : {address, address + 6}) {
         addresses.push_back(at);
