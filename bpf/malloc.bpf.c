@@ -77,18 +77,27 @@ static __always_inline __u64 malloc_weight(__u64 size)
 	return weight;
 }
 
+/* Where a uprobe's walk starts: the registers it caught (`entry`: at the
+ * function's entry, whose caller's return address is not in a frame yet). */
+static __always_inline struct stack_start probe_start(struct pt_regs *ctx, bool entry)
+{
+	struct stack_start start = start_at(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), entry);
+
+#if defined(__TARGET_ARCH_arm64)
+	start.link = PT_REGS_RET(ctx); /* x30 */
+#endif
+	return start;
+}
+
 /* The user stack of an allocation, from its call site up: at the
  * allocator's entry (`entry`), the walk starts from the caller (see
  * walk_stacks); on return, the pc is in it. */
 static __always_inline void send_alloc(struct pt_regs *ctx, __u32 pid, __u32 tid, __u64 weight, __u32 id, bool entry)
 {
-	struct stack_start start = start_at(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), entry);
+	struct stack_start start = probe_start(ctx, entry);
 	struct ember_sample *s;
 	__u32 slot = 0;
 
-#if defined(__TARGET_ARCH_arm64)
-	start.link = PT_REGS_RET(ctx); /* x30 */
-#endif
 	s = claim_scratch(&slot);
 	if (!s)
 		return;
@@ -154,11 +163,13 @@ int BPF_KPROBE(ember_realloc, __u64 ptr, __u64 size)
 SEC("uprobe")
 int BPF_KPROBE(ember_mmap, __u64 addr, __u64 length, __u64 prot, __u64 flags)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx), caller = 0, text;
+	__u64 cookie = bpf_get_attach_cookie(ctx), caller, text;
+	struct stack_start start = probe_start(ctx, true);
 
 	if (!prot || (flags & EMBER_MAP_TYPE) != EMBER_MAP_PRIVATE || !(flags & EMBER_MAP_ANONYMOUS))
 		return 0;
-	if (bpf_probe_read_user(&caller, sizeof(caller), (void *)PT_REGS_SP(ctx)))
+	caller = entry_return(&start);
+	if (!caller)
 		return 0;
 	text = PT_REGS_IP(ctx) - (cookie >> 32);
 	if (caller - text < (cookie & 0xffffffff))
