@@ -154,14 +154,6 @@ static __always_inline long read_user(__u64 *to, __u64 address)
 	return bpf_probe_read_user(to, sizeof(*to), (void *)address);
 }
 
-/* A return address read from a frame, as the code jumps to it: on arm64
- * less the pointer authentication code that code built with branch
- * protection signs it with, in the bits above user addresses' 48. */
-static __always_inline __u64 code_address(__u64 ra)
-{
-	return IS_ARM64 ? ra & ((1ull << 48) - 1) : ra;
-}
-
 /* One frame up by the frame-pointer chain: code without CFI. */
 static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 {

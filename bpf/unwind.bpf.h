@@ -113,6 +113,18 @@ struct unwind_walks_map {
 };
 extern struct unwind_walks_map unwind_walks SEC(".maps");
 
+/* A return address read from a frame or a register, as the code jumps to
+ * it: on arm64 less the pointer authentication code that code built with
+ * branch protection signs it with, in the bits above user addresses' 48. */
+static __always_inline __u64 code_address(__u64 ra)
+{
+#if defined(__TARGET_ARCH_arm64)
+	return ra & ((1ull << 48) - 1);
+#else
+	return ra;
+#endif
+}
+
 /* Reads `words` (1 or 2) stack words at `address` through the walk's
  * window, which a miss moves to start there. The window ends at the end of
  * its page: the page above may not be mapped (the stack's top), and a

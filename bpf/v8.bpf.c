@@ -110,12 +110,20 @@ static __always_inline __u64 leaf_bytecode_offset(struct ember_unwind_walk *walk
 }
 
 /* The return address into code [start, start + size) of a leaf builtin
- * without a frame, called by that code: on top of the leaf's stack, or
- * just below what the builtin pushed since; 0 if none there. */
+ * without a frame, called by that code: on arm64 in the link register
+ * (less a pointer authentication code) unless the builtin saved it; on
+ * top of the leaf's stack, or just below what the builtin pushed since;
+ * 0 if none there. */
 static __always_inline __u64 leaf_caller(struct ember_unwind_walk *walk, __u64 start, __u32 size)
 {
 	__u64 *top = walk->state.v8_stack_top;
 
+#if defined(__TARGET_ARCH_arm64)
+	__u64 link = code_address(walk->state.lr);
+
+	if (link > start && link - start <= size)
+		return link;
+#endif
 	if (bpf_probe_read_user(top, sizeof(walk->state.v8_stack_top), (void *)walk->state.v8_leaf_sp))
 		return 0;
 	for (int i = 0; i < 3; i++)
