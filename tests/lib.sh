@@ -35,17 +35,6 @@ need_bpf() {
 	[ -e /sys/kernel/btf/vmlinux ] || skip "kernel has no BTF (/sys/kernel/btf/vmlinux)"
 }
 
-# cfi_refused: where ember cannot unwind by CFI (an architecture whose
-# tables it does not read yet, arm64 for now: user stacks are walked by
-# frame pointers alone there), prints its refusal and succeeds. x86_64 is
-# not asked: asking records a command there, its programs verified, which
-# takes a minute under the kernel matrix's emulator.
-cfi_refused() {
-	[ "$(uname -m)" = x86_64 ] && return 1
-	"$EMBER" record --unwind cfi --no-java -o "$TMP/cfi.folded" -- true >/dev/null 2>"$TMP/cfi.err" && return 1
-	grep -m1 -o "unwinding 'cfi': .*" "$TMP/cfi.err"
-}
-
 # The browser tests drive headless Chromium through playwright-core.
 need_browser() {
 	[ -x /usr/bin/chromium ] || skip "no /usr/bin/chromium (scripts/deps.sh test installs it)"

@@ -3,11 +3,14 @@
 # brought to one form to compare them.
 
 # perf's DWARF unwinder (elfutils or libunwind, not ember's code) is the
-# reference; it samples cpu-clock (no PMU in most VMs).
+# reference; it samples cpu-clock (no PMU in most VMs) with the user
+# registers and stack (perf 6.1 in the arm64 guest cannot: "PMU Hardware
+# doesn't support sampling/overflow-interrupts").
 need_perf() {
+	local probe=(perf record -q -e cpu-clock --call-graph dwarf -o "$TMP/perf-probe.data" -- true)
 	command -v perf >/dev/null || skip "perf is not installed (scripts/deps.sh test installs linux-perf)"
-	perf record -q -e cpu-clock -o "$TMP/perf-probe.data" -- true >/dev/null 2>&1 ||
-		skip "perf cannot record cpu-clock here: $(perf record -q -e cpu-clock -o "$TMP/perf-probe.data" -- true 2>&1 | head -1)"
+	"${probe[@]}" >/dev/null 2>&1 ||
+		skip "perf cannot record cpu-clock with --call-graph dwarf here: $("${probe[@]}" 2>&1 | grep -v '^$' | head -1)"
 }
 
 # EMBER_UNWIND=MODE runs the tests with --unwind MODE (default: ember's default).
@@ -68,9 +71,11 @@ canonical() {
 }
 
 # Outermost frames a complete user stack starts with (canonical names): the
-# thread's entry (clone3, start_thread), the program's (_start,
+# thread's entry (THREAD_ROOT: clone3, or on arm64 the label of clone3's
+# child, thread_start; then start_thread), the program's (_start,
 # __libc_start_main), or the dynamic loader's before it (_dl_start_user).
-ROOTS='^(clone3?|start_thread|start|libc_start_main[a-z_]*|dl_start_user|dl_start)(;| )'
+THREAD_ROOT='(clone3|thread_start);start_thread'
+ROOTS='^(clone3?|thread_start|start_thread|start|libc_start_main[a-z_]*|dl_start_user|dl_start)(;| )'
 
 # root_reach CANONICAL: "REACHED TOTAL" samples.
 root_reach() {

@@ -5,19 +5,22 @@
 # frames are named, each interpreted frame by its method, and Java stacks
 # reach the thread's entry. The kernel matrix runs it on every kernel, so
 # it counts and names, and leaves shares and timings to java_unwind.sh.
-# Where ember walks user stacks by frame pointers alone (cfi_refused: arm64
-# for now), code without them (compiled code under default flags, the
-# interpreter) cannot be walked through: there the attach and the names of
-# compiled methods are checked, and the rest is skipped, saying so.
+# Where ember walks HotSpot's code by frame pointers alone (its unwinder
+# describes HotSpot's frames as x86_64's JVM builds them only: arm64 for
+# now), compiled code under default flags and the interpreter cannot be
+# walked through: there the attach, the names of compiled methods and
+# ember's word on the missing frame pointers are checked, and the rest is
+# skipped, saying so.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-refusal=$(cfi_refused) || refusal=""
+by_fp=""
+[ "$(uname -m)" = x86_64 ] || by_fp="ember walks HotSpot's code by frame pointers on $(uname -m)"
 java_classes "$TMP/classes"
 java -XX:CompileThresholdScaling=0.1 -XX:+PrintCompilation -cp "$TMP/classes" Workload 900 >"$TMP/jit.log" &
 jit=$!
 BACKGROUND+=($jit)
 pids=$jit
-if [ -z "$refusal" ]; then
+if [ -z "$by_fp" ]; then
 	java -Xint -cp "$TMP/classes" Workload 900 >/dev/null &
 	xint=$!
 	BACKGROUND+=($xint)
@@ -32,7 +35,7 @@ grep -E "^  (java|stacks)|^    java|ember: JVM" "$TMP/err"
 grep -q "frames-unavailable" "$TMP/err" && skip "this JDK's VMStructs lack what the agent needs: $(grep frames-unavailable "$TMP/err")"
 # By frame pointers alone, ember says what the JVM lacks (its diagnosis).
 pfp="ember: JVM $jit runs without -XX:+PreserveFramePointer"
-if [ -n "$refusal" ]; then
+if [ -n "$by_fp" ]; then
 	grep -qF "$pfp" "$TMP/err" || fail "no diagnosis of the JVM's missing frame pointers: $(cat "$TMP/err")"
 	grep -vF "$pfp" "$TMP/err" | grep -q "ember: JVM" && fail "an attach failed: $(grep 'ember: JVM' "$TMP/err")"
 else
@@ -42,10 +45,10 @@ grep -E "^java \($jit\);" "$TMP/out.folded" >"$TMP/jit.folded"
 
 # heaviest FILE REGEX: the three commonest stacks that match, for a failure.
 heaviest() { grep -E -- "$2" "$1" | awk '{ print $NF, $0 }' | sort -nr | head -3 | cut -d' ' -f2- | cut -c1-600; }
-if [ -n "$refusal" ]; then
+if [ -n "$by_fp" ]; then
 	assert_contains "$TMP/jit.folded" 'Workload\.(main|hotA|hotB)_\[j\]' \
 		"no compiled Workload method: $(heaviest "$TMP/jit.folded" 'Workload\.')"
-	skip "attached, compiled methods named, the missing frame pointers diagnosed; whole Java stacks of a JVM with default flags and -Xint not checked: ember walks user stacks by frame pointers alone on $(uname -m): $refusal"
+	skip "attached, compiled methods named, the missing frame pointers diagnosed; whole Java stacks of a JVM with default flags and -Xint not checked: $by_fp"
 fi
 grep -E "^java \($xint\);" "$TMP/out.folded" >"$TMP/xint.folded"
 

@@ -11,7 +11,6 @@
 . "$(dirname "$0")/../lib.sh"
 . "$ROOT/tests/unwind_lib.sh"
 need_bpf
-refusal=$(cfi_refused) && skip "the workload and libc keep no frame pointers, and ember walks user stacks by them alone on $(uname -m): $refusal"
 [ -x "$WORKLOADS/offcpu_libc" ] || fail "no $WORKLOADS/offcpu_libc: make build/workloads/offcpu_libc"
 # 600 waits of 1-3 ms on the pipe, about 1.2 s; the sleeper then tops up to
 # 3.6 s in ~900 blocks of 2-6 ms: many blocks, none long enough to matter.
@@ -29,10 +28,10 @@ echo "off CPU: blocked_in_nanosleep $(ms "$a") ms, blocked_in_read $(ms "$b") ms
 (( a > 0 && b > 0 )) || fail "a function that blocks in libc is missing from the stacks: blocked_in_nanosleep $(ms "$a") ms, blocked_in_read $(ms "$b") ms. Heaviest stacks (canonical):
 $(stacks)"
 # Each under its thread's entry, through libc, into the kernel's wait.
-under_root() { weight "$TMP/canon" "^clone3;start_thread;$1;$2;"; }
+under_root() { weight "$TMP/canon" "^$THREAD_ROOT;$1;$2;"; }
 ra=$(under_root sleeper_thread blocked_in_nanosleep) rb=$(under_root reader_thread blocked_in_read)
-(( ra * 100 >= a * 98 )) || fail "only $(ms "$ra") of $(ms "$a") ms in blocked_in_nanosleep is under clone3;start_thread;sleeper_thread: $(stacks)"
-(( rb * 100 >= b * 98 )) || fail "only $(ms "$rb") of $(ms "$b") ms in blocked_in_read is under clone3;start_thread;reader_thread: $(stacks)"
+(( ra * 100 >= a * 98 )) || fail "only $(ms "$ra") of $(ms "$a") ms in blocked_in_nanosleep is under $THREAD_ROOT;sleeper_thread: $(stacks)"
+(( rb * 100 >= b * 98 )) || fail "only $(ms "$rb") of $(ms "$b") ms in blocked_in_read is under $THREAD_ROOT;reader_thread: $(stacks)"
 assert_contains "$TMP/canon" ';blocked_in_nanosleep;[^;]*nanosleep[^;]*(;| )' "no libc nanosleep frame above blocked_in_nanosleep: $(stacks)"
 assert_contains "$TMP/canon" ';blocked_in_read;[^;]*read[^;]*(;| )' "no libc read frame above blocked_in_read: $(stacks)"
 # The truth is 3:1 within a block's overshoot (the sleeper's last nanosleep);

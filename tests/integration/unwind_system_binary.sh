@@ -10,7 +10,6 @@
 . "$(dirname "$0")/../lib.sh"
 . "$ROOT/tests/unwind_lib.sh"
 need_bpf
-refusal=$(cfi_refused) && skip "Debian's sqlite3 keeps no frame pointers, and ember walks user stacks by them alone on $(uname -m): $refusal"
 need_perf
 command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (scripts/deps.sh test installs it)"
 

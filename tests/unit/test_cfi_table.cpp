@@ -160,6 +160,24 @@ std::string system_library(const char* name) {
   return {};
 }
 
+// Where section `name` of `path` lies, as readelf says: its address, file
+// offset and size (0: no such section).
+struct Section {
+  uint64_t address = 0, offset = 0, size = 0;
+};
+Section section_of(const std::string& path, const std::string& name) {
+  std::istringstream sections(run("readelf -SW '" + path + "'"));
+  Section s;
+  for (std::string l; std::getline(sections, l);)
+    if (size_t at = l.find(" " + name + " "); at != std::string::npos) {
+      std::istringstream w(l.substr(at + name.size() + 2));
+      std::string type, address, offset, size;
+      w >> type >> address >> offset >> size;
+      s = {std::stoull(address, nullptr, 16), std::stoull(offset, nullptr, 16), std::stoull(size, nullptr, 16)};
+    }
+  return s;
+}
+
 // Debian 12's arm64 libraries, from the sysroot `make test` unpacks for
 // the arm64 build (scripts/sysroot.sh).
 std::string arm64_library(const char* name) {
@@ -290,16 +308,7 @@ TEST_CASE("cfi table: corrupt or truncated CFI never crashes and never reads out
   std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   REQUIRE(image.size() > 100000);
   // Where .eh_frame lies: flip bytes there (and in .eh_frame_hdr just before it).
-  std::istringstream sections(run("readelf -SW '" + system_library("libc.so.6") + "'"));
-  uint64_t offset = 0, size = 0;
-  for (std::string l; std::getline(sections, l);)
-    if (l.find(" .eh_frame ") != std::string::npos) {
-      std::istringstream w(l.substr(l.find(".eh_frame ") + 10));
-      std::string type, addr, off, sz;
-      w >> type >> addr >> off >> sz;
-      offset = std::stoull(off, nullptr, 16);
-      size = std::stoull(sz, nullptr, 16);
-    }
+  auto [address, offset, size] = section_of(system_library("libc.so.6"), ".eh_frame");
   REQUIRE(size > 0);
   std::mt19937 random(42);
   for (int round = 0; round < 40; ++round) {
@@ -442,16 +451,7 @@ TEST_CASE("cfi table: rows agree with elfutils' evaluation on large binaries", "
 // add_plt), its entries and the lazy binder's header with its push.
 TEST_CASE("cfi table: arm64's PLT, as aarch64-linux-gnu-objdump shows it", "[unwind]") {
   const std::string path = arm64_library("libstdc++.so.6");
-  std::istringstream sections(run("readelf -SW '" + path + "'"));
-  uint64_t plt = 0, size = 0;
-  for (std::string l; std::getline(sections, l);)
-    if (l.find(" .plt ") != std::string::npos) {
-      std::istringstream w(l.substr(l.find(".plt ") + 5));
-      std::string type, addr, off, sz;
-      w >> type >> addr >> off >> sz;
-      plt = std::stoull(addr, nullptr, 16);
-      size = std::stoull(sz, nullptr, 16);
-    }
+  auto [plt, offset, size] = section_of(path, ".plt");
   REQUIRE(size > 64);
   // The header's first instruction pushes x16 and x30, as objdump says.
   std::string first = run("aarch64-linux-gnu-objdump -d -j .plt --start-address=" + std::to_string(plt) +

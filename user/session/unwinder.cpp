@@ -14,15 +14,6 @@
 namespace ember {
 namespace {
 
-// Whether jit_rows describes HotSpot's frames as this architecture's JVM
-// builds them: x86_64's so far. Elsewhere its code is walked by frame
-// pointers (-XX:+PreserveFramePointer).
-#if defined(__x86_64__)
-constexpr bool kHotSpotRows = true;
-#else
-constexpr bool kHotSpotRows = false;
-#endif
-
 std::string hex(const void* bytes, size_t n) {
   static const char digits[] = "0123456789abcdef";
   std::string out;
@@ -406,7 +397,7 @@ std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::Jit
 }
 
 void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> code) {
-  if (!kHotSpotRows) return;
+  if (!kStepsThroughJit) return;
   std::erase_if(code, [](const auto& c) { return c.size == 0; });
   if (code.empty()) return;
   std::sort(code.begin(), code.end(), [](const auto& a, const auto& b) { return a.start < b.start; });

@@ -73,6 +73,15 @@ struct UnwinderStats {
 
 class Unwinder {
  public:
+  // Whether the tables describe HotSpot's JIT frames as this architecture's
+  // JVM builds them (jit_rows): x86_64's so far. Elsewhere its code is
+  // walked by frame pointers (-XX:+PreserveFramePointer).
+#if defined(__x86_64__)
+  static constexpr bool kStepsThroughJit = true;
+#else
+  static constexpr bool kStepsThroughJit = false;
+#endif
+
   // `mode`: EMBER_UNWIND_CFI or EMBER_UNWIND_AUTO, as the kernel's.
   static std::expected<std::unique_ptr<Unwinder>, std::string> open(UnwindMaps maps, uint32_t mode);
   ~Unwinder();
