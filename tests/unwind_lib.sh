@@ -4,8 +4,9 @@
 
 # perf's DWARF unwinder (elfutils or libunwind, not ember's code) is the
 # reference; it samples cpu-clock (no PMU in most VMs) with the user
-# registers and stack (perf 6.1 in the arm64 guest cannot: "PMU Hardware
-# doesn't support sampling/overflow-interrupts").
+# registers and stack (perf 6.1 cannot on an arm64 CPU with SVE: "PMU
+# Hardware doesn't support sampling/overflow-interrupts"; the kernel
+# matrix's arm64 guest has none).
 need_perf() {
 	local probe=(perf record -q -e cpu-clock --call-graph dwarf -o "$TMP/perf-probe.data" -- true)
 	command -v perf >/dev/null || skip "perf is not installed (scripts/deps.sh test installs linux-perf)"
