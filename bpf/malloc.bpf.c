@@ -84,7 +84,7 @@ static __always_inline struct stack_start probe_start(struct pt_regs *ctx, bool 
 	struct stack_start start = start_at(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), entry);
 
 #if defined(__TARGET_ARCH_arm64)
-	start.link = PT_REGS_RET(ctx); /* x30 */
+	start.regs.lr = PT_REGS_RET(ctx); /* x30 */
 #endif
 	return start;
 }

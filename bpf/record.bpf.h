@@ -143,10 +143,9 @@ static __always_inline long frames(long bytes)
  * else those the task entered the kernel with. At an allocator's entry
  * (`at_entry`) the walk starts from its caller, whose return address is
  * not yet in a frame: on top of the stack (x86), in the link register x30
- * (arm64: `link`). */
+ * (arm64: regs.lr). */
 struct stack_start {
 	struct ember_user_regs regs;
-	__u64 link;
 	bool given;
 	bool at_entry;
 };
@@ -155,7 +154,7 @@ struct stack_start {
 static __always_inline __u64 entry_return(const struct stack_start *start)
 {
 #if defined(__TARGET_ARCH_arm64)
-	return start->link;
+	return start->regs.lr;
 #else
 	__u64 ra;
 
