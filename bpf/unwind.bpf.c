@@ -398,7 +398,7 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 	 * for both where they lie side by side, a frame record (pushed by a
 	 * frame-pointer prologue, or arm64's stp x29, x30). */
 	slot = (row->ra == EMBER_RA_RECORD_LOW ? cfa - row->cfa : cfa) + (__s64)row->fp * 8;
-	if (row->ra == EMBER_RA_RECORD || row->ra == EMBER_RA_RECORD_LOW || (row->ra == EMBER_RA_CFA && row->fp == -2)) {
+	if (row->ra == EMBER_RA_RECORD || row->ra == EMBER_RA_RECORD_LOW) {
 		__u64 pair[2];
 
 		if (read_stack(w, slot, pair, 2)) {

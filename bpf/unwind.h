@@ -26,10 +26,10 @@
 
 /* Where a row's return address is: x86_64's always at CFA - 8, arm64's
  * where its function keeps x30. */
-#define EMBER_RA_CFA 0    /* at CFA - 8 */
+#define EMBER_RA_CFA 0    /* at CFA - 8, apart from the fp (if saved) */
 #define EMBER_RA_LINK 1   /* in the link register: a leaf, or code before its prologue saved it */
 #define EMBER_RA_RECORD 2 /* in the frame record at CFA + 8 * fp: the caller's fp, then the return
-                             address (stp x29, x30) */
+                             address (x86_64's push rbp, at CFA - 16; arm64's stp x29, x30) */
 #define EMBER_RA_SAVED 3  /* at CFA + 8 * fp, the fp unchanged (code without frame pointers) */
 #define EMBER_RA_RECORD_LOW 4 /* in the frame record at R + 8 * fp, R the CFA's register: a frame of
                                  over 1 KiB, its record at its bottom */

@@ -273,13 +273,13 @@ ember_unwind_row row_of(const Rules& rules, bool signal) {
   const int64_t fp_at = rules.fp.offset;
   std::optional<int8_t> slot = fp_saved ? slot_of(fp_at) : 0;
   uint8_t ra;
-  if (rules.ra.kind == Rule::AtCfa && rules.ra.offset == -8) {
-    ra = EMBER_RA_CFA;
-  } else if (rules.ra.kind == Rule::AtCfa && fp_saved && rules.ra.offset == fp_at + 8) {
+  if (rules.ra.kind == Rule::AtCfa && fp_saved && rules.ra.offset == fp_at + 8) {
     ra = EMBER_RA_RECORD;
     // A frame of over 1 KiB: its record at its bottom, where the CFA's
     // register points.
     if (!slot && (slot = words_of(fp_at + static_cast<int64_t>(cfa)))) ra = EMBER_RA_RECORD_LOW;
+  } else if (rules.ra.kind == Rule::AtCfa && rules.ra.offset == -8) {
+    ra = EMBER_RA_CFA;
   } else if (rules.ra.kind == Rule::AtCfa && !fp_saved) {
     ra = EMBER_RA_SAVED;
     slot = slot_of(rules.ra.offset);

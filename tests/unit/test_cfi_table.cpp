@@ -108,11 +108,11 @@ std::optional<std::pair<uint8_t, int64_t>> expected_ra(uint64_t cfa_offset, std:
   std::pair<uint8_t, int64_t> out{EMBER_RA_CFA, fp_at.value_or(0) / 8};
   if (!ra_at) {
     out.first = EMBER_RA_LINK;
-  } else if (*ra_at == -8) {
-    out.first = EMBER_RA_CFA;
   } else if (fp_at && *ra_at == *fp_at + 8) {
     out.first = EMBER_RA_RECORD;
     if (!fits(out.second)) out = {EMBER_RA_RECORD_LOW, (*fp_at + int64_t(cfa_offset)) / 8};
+  } else if (*ra_at == -8) {
+    out.first = EMBER_RA_CFA;
   } else if (!fp_at) {
     out = {EMBER_RA_SAVED, *ra_at / 8};
   } else {

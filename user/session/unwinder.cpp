@@ -360,9 +360,13 @@ void Unwinder::publish(uint32_t pid, Process& p) {
 std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::JitMap::Code> code, uint64_t base) {
   using Kind = symbolizer::JitMap::Code::Kind;
   std::vector<ember_unwind_row> rows;
-  // HotSpot's frames on x86_64: the return address at CFA - 8.
+  // HotSpot's frames on x86_64: the return address at CFA - 8, right above
+  // rbp where that is saved at CFA - 16 (a frame record). An interpreter
+  // row's fp is its Method*'s slot.
   auto add = [&](uint64_t at, uint8_t type, uint16_t cfa, int8_t fp) {
-    ember_unwind_row row{.pc = static_cast<uint32_t>(at - base), .cfa = cfa, .type = type, .ra = EMBER_RA_CFA, .fp = fp};
+    bool record = fp == -2 && type != EMBER_ROW_INTERPRETER;
+    ember_unwind_row row{.pc = static_cast<uint32_t>(at - base), .cfa = cfa, .type = type,
+                         .ra = static_cast<uint8_t>(record ? EMBER_RA_RECORD : EMBER_RA_CFA), .fp = fp};
     if (!rows.empty() && rows.back().pc == row.pc) rows.pop_back();
     if (!rows.empty() && rows.back().type == type && rows.back().cfa == cfa && rows.back().fp == fp) return;
     rows.push_back(row);
@@ -567,7 +571,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
     }
     uint64_t ra;
     const uint64_t slot = (row->ra == EMBER_RA_RECORD_LOW ? cfa - row->cfa : cfa) + int64_t(row->fp) * 8;
-    if (row->ra == EMBER_RA_RECORD || row->ra == EMBER_RA_RECORD_LOW || (row->ra == EMBER_RA_CFA && row->fp == -2)) {
+    if (row->ra == EMBER_RA_RECORD || row->ra == EMBER_RA_RECORD_LOW) {
       if (!read(slot, bp) || !read(slot + 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
     } else if (row->ra == EMBER_RA_SAVED) {
       if (!read(slot, ra)) return {n, EMBER_STOP_NOT_LOADED};
