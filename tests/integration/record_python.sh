@@ -29,9 +29,12 @@ loop_chain="$(py_frame main_task);(.*;)?$(py_frame step);(.*;)?$(py_frame leaf_s
 # which takes its interrupts at the ends of translated blocks, calls and
 # returns among them. Samples caught as a Python call or return is under
 # way, it seems; not pinned down yet.
-share=99
+# An emulated guest takes a tenth of the host's timer interrupts when the
+# host is busy (151 samples in 3 s, both threads, in one CI run): it
+# records longer for the same count.
+share=99 seconds=3
 if [[ ${EMBER_EMULATED:-} ]]; then
-	share=90
+	share=90 seconds=8
 	pythons=(/usr/bin/python3)
 else
 	mapfile -t pythons < <(cpythons)
@@ -43,7 +46,7 @@ for py in "${pythons[@]}"; do
 	start_ready "$TMP/out" "$py" "$WORKLOAD" 600 || fail "CPython $version: the workload did not start"
 	pid=$ready_pid
 	out=$TMP/$version.folded
-	"$EMBER" record -F 499 -d 3 -p $pid --threads --lines -o "$out" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+	"$EMBER" record -F 499 -d $seconds -p $pid --threads --lines -o "$out" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 	kill $pid
 
 	main=$(weight "$out" "^python[^;]*;\\[[^]]* tid=$pid\\];")
@@ -57,7 +60,7 @@ for py in "${pythons[@]}"; do
 	loop_whole=$(weight "$out" "tid=$loop_tid\\];(.*;)?$(py_frame '(Handle\.)?_run' 'events\.py');(.*;)?$loop_chain(;| [0-9]+$)")
 	grep -E '^  python ' "$TMP/err"
 	echo "CPython $version ($py): main thread $whole/$main samples whole ($above with a C function above inner), coroutine thread $loop_whole/$loop, $eval_frames eval-loop frames left"
-	(( main >= 100 )) || fail "CPython $version: only $main samples of the main thread in 3 s"
+	(( main >= 100 )) || fail "CPython $version: only $main samples of the main thread in $seconds s"
 	(( whole * 100 >= main * share )) ||
 		fail "CPython $version: $whole of $main main-thread samples carry the chain: $(grep "tid=$pid\\]" "$out" | grep -vE "$main_chain" | head -3 | cut -c1-900)"
 	(( above * 100 >= main )) || fail "CPython $version: no C function above inner in $main samples"
