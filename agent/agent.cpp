@@ -561,6 +561,10 @@ void publish_compiled_frame(uintptr_t start, uint64_t size) {
     ++g_frames_unmatched;
     return;
   }
+  if (f.frame_words == 0) {  // frameless (method-handle intrinsics): nothing to complete
+    g_writer.frame(start, 0, 0);
+    return;
+  }
   int32_t complete = complete_from(start, f);
   uintptr_t entry = g_code_heap.verified_entry(f);
   if (complete > 0 && entry >= start && entry < start + static_cast<uint32_t>(complete)) {

@@ -205,7 +205,7 @@ void JitMapWriter::inline_frames(uint64_t pc_offset, const uint32_t* methods, in
 
 void JitMapWriter::frame(uint64_t start, int32_t frame_words, int32_t complete, const FrameStep* steps, int count) {
   appendf("%c %llx %d %d", protocol::kFrame, (unsigned long long)start, frame_words, complete);
-  for (int i = 0; i < count; ++i) appendf(" %u:%d:%d", steps[i].offset, steps[i].cfa_words, steps[i].rbp_slot);
+  for (int i = 0; i < count; ++i) appendf(" %u:%d:%d", steps[i].offset, steps[i].cfa_words, steps[i].fp_slot);
   append("\n", 1);
 }
 

@@ -27,10 +27,20 @@ bool MethodPointers::discover(const VmStructs& vm, char* missing, size_t size) {
   // frame_x86.hpp lays the interpreter's slots below rbp as a chain: sender
   // sp, last sp, then the Method*. HotSpot exports the first two only; the
   // Method* is the next one down (so async-profiler and the OpenTelemetry
-  // profiler read it, at rbp - 3 words, on every JDK since 9).
+  // profiler read it, at rbp - 3 words, on every JDK since 9). On aarch64
+  // it exports neither, and frame_aarch64.hpp has kept the same chain below
+  // x29 since the port (JDK 8 to 25).
   int64_t last_sp = 0;
-  if (!vm.int_constant("frame::interpreter_frame_last_sp_offset", &last_sp) || last_sp >= 0 || last_sp < -64) {
+  if (!vm.int_constant("frame::interpreter_frame_last_sp_offset", &last_sp)) {
+#if defined(__aarch64__)
+    last_sp = -2;
+#else
     std::snprintf(missing, size, "frame::interpreter_frame_last_sp_offset");
+    return false;
+#endif
+  }
+  if (last_sp >= 0 || last_sp < -64) {
+    std::snprintf(missing, size, "frame::interpreter_frame_last_sp_offset (%lld)", static_cast<long long>(last_sp));
     return false;
   }
   if (!need(vm, "Method", "_constMethod", FieldKind::Pointer, &const_method_, missing, size) ||

@@ -29,13 +29,13 @@ size_t nop_length(const uint8_t* p, size_t left) {
 
 // What one prologue instruction does to the frame.
 struct Effect {
-  size_t length = 0;       // 0: not a prologue instruction
-  int32_t grows = 0;       // bytes rsp goes down by
-  bool saves_rbp = false;  // rbp stored at rsp + rbp_at, after the instruction
-  int32_t rbp_at = 0;
+  size_t length = 0;      // 0: not a prologue instruction
+  int32_t grows = 0;      // bytes sp goes down by
+  bool saves_fp = false;  // the fp stored at sp + fp_at, after the instruction
+  int32_t fp_at = 0;
 };
 
-Effect effect_of(const uint8_t* p, size_t left) {
+Effect x86_64_effect(const uint8_t* p, size_t left) {
   static constexpr uint8_t kStackBang[3] = {0x89, 0x84, 0x24};     // mov [rsp+disp32], eax
   static constexpr uint8_t kSubRsp8[3] = {0x48, 0x83, 0xec};       // sub rsp, imm8
   static constexpr uint8_t kSubRsp32[3] = {0x48, 0x81, 0xec};      // sub rsp, imm32
@@ -57,31 +57,78 @@ Effect effect_of(const uint8_t* p, size_t left) {
   return {nop_length(p, left)};
 }
 
-}  // namespace
+// aarch64's instructions, each a 32-bit word. x8 (rscratch1) is followed
+// for frames whose size needs a register.
+class Aarch64Effect {
+ public:
+  Effect operator()(const uint8_t* p, size_t left) {
+    if (left < 4) return {};
+    uint32_t w;
+    std::memcpy(&w, p, sizeof w);
+    const int32_t imm12 = static_cast<int32_t>((w >> 10) & 0xfff) << ((w >> 22 & 1) ? 12 : 0);
+    // stp's signed 7-bit offset, in words.
+    const int32_t imm7 = static_cast<int32_t>(((w >> 15) & 0x7f) ^ 0x40) - 0x40;
+    const uint32_t imm16 = (w >> 5) & 0xffff, shift = 16 * ((w >> 21) & 3);
+    if ((w & 0xfffff01f) == 0xd503201f) return {4};  // a hint: nop, bti, paciasp
+    // The stack bang: sub x9, sp, N (lsl 12); [sub x9, x9, M;] str xzr, [x9].
+    if ((w & 0xff8003ff) == 0xd10003e9 || (w & 0xff8003ff) == 0xd1000129 || w == 0xf900013f) return {4};
+    if ((w & 0xff80001f) == 0xd2800008) {  // movz x8, imm16, lsl shift
+      x8_ = uint64_t{imm16} << shift;
+      return {4};
+    }
+    if ((w & 0xff80001f) == 0xf2800008) {  // movk x8, imm16, lsl shift
+      x8_ = (x8_ & ~(uint64_t{0xffff} << shift)) | uint64_t{imm16} << shift;
+      return {4};
+    }
+    if ((w & 0xff8003ff) == 0xd10003ff) return {4, imm12};  // sub sp, sp, imm
+    if (w == 0xcb2863ff && x8_ <= (1 << 20)) return {4, static_cast<int32_t>(x8_)};  // sub sp, sp, x8
+    if ((w & 0xffc07fff) == 0xa9007bfd) return {4, 0, true, imm7 * 8};  // stp x29, x30, [sp, imm]
+    if ((w & 0xffc07fff) == 0xa9807bfd) return {4, -imm7 * 8, true, 0};  // stp x29, x30, [sp, imm]!
+    if ((w & 0xff8003ff) == 0xd10003fd || (w & 0xff8003ff) == 0x910003fd) return {4};  // x29 = sp -/+ imm
+    return {};
+  }
 
-Prologue decode_prologue(const uint8_t* code, size_t size, uint32_t entry, int32_t frame_words) {
+ private:
+  uint64_t x8_ = 0;
+};
+
+// Follows the prologue from `cfa`, the bytes from sp to the caller's sp at
+// the verified entry, to the whole frame.
+template <typename EffectOf>
+Prologue follow(const uint8_t* code, size_t size, uint32_t entry, int32_t frame_words, int32_t cfa,
+                EffectOf effect_of) {
   Prologue p;
-  int32_t cfa = 8, rbp_slot = 0;  // bytes from rsp to the caller's rsp; where its rbp is, in words from there
+  int32_t fp_slot = 0;  // where the caller's fp is, in words from its sp
   for (size_t at = 0; at < size;) {
     Effect e = effect_of(code + at, size - at);
     if (e.length == 0 || e.grows < 0 || e.grows > (1 << 20) || e.grows % 8 != 0) break;
     at += e.length;
-    if (e.grows == 0 && !e.saves_rbp) continue;
+    if (e.grows == 0 && !e.saves_fp) continue;
     cfa += e.grows;
-    if (e.saves_rbp) {
-      int32_t from_cfa = e.rbp_at - cfa;
+    if (e.saves_fp) {
+      int32_t from_cfa = e.fp_at - cfa;
       if (from_cfa % 8 != 0 || from_cfa >= 0) break;
-      rbp_slot = from_cfa / 8;
+      fp_slot = from_cfa / 8;
     }
     uint32_t offset = entry + static_cast<uint32_t>(at);
-    if (cfa == frame_words * 8 && rbp_slot == -2) {
+    if (cfa == frame_words * 8 && fp_slot == -2) {
       p.built = static_cast<int32_t>(offset);
       return p;
     }
     if (p.count == Prologue::kMaxSteps) break;
-    p.steps[p.count++] = {offset, cfa / 8, rbp_slot};
+    p.steps[p.count++] = {offset, cfa / 8, fp_slot};
   }
   return {};
+}
+
+}  // namespace
+
+Prologue decode_x86_64_prologue(const uint8_t* code, size_t size, uint32_t entry, int32_t frame_words) {
+  return follow(code, size, entry, frame_words, 8, x86_64_effect);  // the return address on top
+}
+
+Prologue decode_aarch64_prologue(const uint8_t* code, size_t size, uint32_t entry, int32_t frame_words) {
+  return follow(code, size, entry, frame_words, 0, Aarch64Effect{});  // the return address in x30
 }
 
 }  // namespace ember::agent

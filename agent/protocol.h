@@ -55,16 +55,17 @@
 //                                  <pointer> (hex) run method <id>; a later P
 //                                  line for the same pointer replaces it (its
 //                                  class was unloaded, the memory reused)
-//   G <start> <words> <complete> [<offset>:<cfa>:<rbp> ...]
+//   G <start> <words> <complete> [<offset>:<cfa>:<fp> ...]
 //                                  right after the L or S line of the code at
 //                                  start: its frame. <words> (decimal): the
 //                                  frame's size in 8-byte words, return address
-//                                  and saved rbp included (HotSpot's
-//                                  CodeBlob::_frame_size: the caller's rsp is
-//                                  rsp + 8 * words once the frame is complete,
-//                                  its rbp saved right below the return
+//                                  and saved fp (rbp, x29) included (HotSpot's
+//                                  CodeBlob::_frame_size: the caller's sp is
+//                                  sp + 8 * words once the frame is complete,
+//                                  its fp saved right below the return
 //                                  address; 0: the code builds no frame, the
-//                                  return address stays at rsp: the
+//                                  return address stays where the call left
+//                                  it (at rsp; in x30 on aarch64): the
 //                                  method-handle intrinsics, which jump on to
 //                                  their target, and the vtable and itable
 //                                  stubs, which jump to theirs).
@@ -78,17 +79,23 @@
 //                                  frame's construction: the nmethod entry
 //                                  barrier on JDK 25); -1 when HotSpot says it
 //                                  never is (or it lies before start). Before
-//                                  it the return address is at rsp, except
-//                                  where a step says otherwise: from <offset>
-//                                  (decimal, bytes from start, increasing, each
-//                                  below <complete>) on, the caller's rsp is
-//                                  rsp + 8 * <cfa> and its rbp is saved at
-//                                  that rsp + 8 * <rbp> (negative; 0: still in
-//                                  rbp): a prologue's frame half built (after
-//                                  push rbp, or after sub rsp before rbp is
-//                                  stored), at most 4 steps. The epilogues
-//                                  that tear the frame down are not marked:
-//                                  ember's unwinder reads them (bpf/unwind.bpf.c).
+//                                  it the return address is where the call
+//                                  left it, except where a step says
+//                                  otherwise: from <offset> (decimal, bytes
+//                                  from start, increasing, each below
+//                                  <complete>) on, the caller's sp is sp + 8 *
+//                                  <cfa> and its fp is saved at that sp + 8 *
+//                                  <fp> (negative; 0: still in its register):
+//                                  a prologue's frame half built (after push
+//                                  rbp, or after sub rsp before rbp is stored;
+//                                  on aarch64 after sub sp before stp x29,
+//                                  x30), at most 4 steps. The return address
+//                                  is at the caller's sp - 8 on x86_64; on
+//                                  aarch64 in x30 while <fp> is 0, else right
+//                                  above the saved fp (a frame record). The
+//                                  epilogues that tear the frame down are not
+//                                  marked: ember's unwinder reads them
+//                                  (bpf/unwind.bpf.c).
 //                                  Every compiled method gets a G line unless
 //                                  the agent could not match its code to the
 //                                  code cache (counted: D frames-unmatched);

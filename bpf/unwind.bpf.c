@@ -154,8 +154,10 @@ static __always_inline long read_user(__u64 *to, __u64 address)
 	return bpf_probe_read_user(to, sizeof(*to), (void *)address);
 }
 
-/* One frame up by the frame-pointer chain: code without CFI. */
-static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
+/* One frame up by the frame-pointer chain: code without CFI. `record_at_top`:
+ * the frame's record lies at its top (EMBER_MAPPING_JIT), the caller's sp
+ * right above it. */
+static __always_inline long frame_pointer_step(struct ember_unwind_state *w, bool record_at_top)
 {
 	__u64 frame[2]; /* at rbp: the caller's rbp, the return address */
 
@@ -180,14 +182,15 @@ static __always_inline long frame_pointer_step(struct ember_unwind_state *w)
 	w->ip = code_address(frame[1]);
 	w->exact = false;
 	w->guessed = true;
-	w->sp_unknown = IS_ARM64;
+	w->sp_unknown = IS_ARM64 && !record_at_top;
 	return 0;
 }
 
 /* Code the tables do not cover: frame pointers (auto), or the end (cfi).
  * `in_file`: the code lies in a file whose other code has a table (V8's
- * builtins in node), not in a mapping without one (JIT code). */
-static __always_inline long without_table(struct ember_unwind_state *w, __u32 stop, bool in_file)
+ * builtins in node), not in a mapping without one (JIT code). `flags`: its
+ * mapping's EMBER_MAPPING_*. */
+static __always_inline long without_table(struct ember_unwind_state *w, __u32 stop, bool in_file, __u32 flags)
 {
 	if (unwind_mode == EMBER_UNWIND_AUTO) {
 		if (w->v8) {
@@ -199,7 +202,7 @@ static __always_inline long without_table(struct ember_unwind_state *w, __u32 st
 				w->v8_leaf_sp = w->sp;
 			}
 		}
-		return frame_pointer_step(w);
+		return frame_pointer_step(w, flags & EMBER_MAPPING_JIT);
 	}
 	w->stop = stop;
 	return 1;
@@ -232,6 +235,51 @@ static __always_inline long signal_step(struct ember_unwind_state *w, struct emb
 	return 0;
 }
 
+#if defined(__TARGET_ARCH_arm64)
+/* Whether instruction `at` of `c` begins the end of a HotSpot epilogue:
+ * [ldr x8, [x28, #poll]; cmp sp, x8; b.hi <poll stub>;] ret (the return
+ * poll, JDK 17 on). `at` is a constant on each path the verifier follows. */
+static __always_inline bool returns(const __u32 *c, __u32 at)
+{
+	if ((c[at] & 0xffc003ff) == 0xf9400388)
+		at++;
+	if (c[at] == 0xeb2863ff)
+		at++;
+	if ((c[at] & 0xff00001f) == 0x54000008)
+		at++;
+	return c[at] == 0xd65f03c0;
+}
+
+/* A compiled method caught tearing its frame down (C2's MachEpilogNode,
+ * C1's return_op: ldp x29, x30, [sp, #F-16]; add sp, sp, #F; [return
+ * poll]; ret; frames over 512 bytes: add sp, sp, #F-16; ldp x29, x30,
+ * [sp], #16; ...). Until sp passes the frame record its memory still holds
+ * the caller's fp and return address, and the row holds; at the ldp of a
+ * large frame the record is at sp; after it the return address is in x30
+ * and sp is the caller's. Told by decoding forward from pc. 0: not in an
+ * epilogue's tail. */
+static __always_inline long compiled_epilogue(struct ember_unwind_state *w)
+{
+	__u32 code[EMBER_EPILOGUE_BYTES / 4];
+	__u64 pair[2]; /* at sp: the caller's fp and return address */
+
+	if (bpf_probe_read_user(code, sizeof(code), (void *)w->ip))
+		return 0;
+	if (code[0] == 0xa8c17bfd) { /* ldp x29, x30, [sp], #16 */
+		if (!returns(code, 1) || bpf_probe_read_user(pair, sizeof(pair), (void *)w->sp) || !pair[1])
+			return 0;
+		w->bp = pair[0];
+		w->ip = code_address(pair[1]);
+		w->sp += 16;
+	} else {
+		if (!returns(code, 0) || !w->lr)
+			return 0;
+		w->ip = code_address(w->lr);
+	}
+	w->exact = false;
+	return 1;
+}
+#else
 /* Whether `c` begins the end of a HotSpot epilogue: [cmp rsp, [r15+poll];
  * ja <poll stub>;] ret (the return poll, JDK 17 on: its displacement 8 or
  * 32 bits; the jump rel32, to a stub placed after the method's code). `at`
@@ -277,6 +325,7 @@ static __always_inline long compiled_epilogue(struct ember_unwind_state *w)
 	w->exact = false;
 	return 1;
 }
+#endif
 
 /* The caller of an interpreted Java frame (see EMBER_ROW_INTERPRETER);
  * the frame itself is recorded as its method where the row says where
@@ -299,8 +348,9 @@ static __always_inline long interpreter_step(struct ember_unwind_state *w, __s8 
 		return 1;
 	}
 	w->sp = frame[0];
+	w->sp_unknown = false;
 	w->bp = frame[1];
-	w->ip = frame[2];
+	w->ip = code_address(frame[2]);
 	w->exact = false;
 	return 0;
 }
@@ -353,19 +403,20 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 			return 1;
 		}
 		if (found < 0)
-			return without_table(w, EMBER_STOP_UNMAPPED, false);
+			return without_table(w, EMBER_STOP_UNMAPPED, false, 0);
 		w->mapping = found;
 	}
 	m = &p->mappings[found & (EMBER_UNWIND_MAPPINGS - 1)];
 	if (!m->rows)
-		return without_table(w, EMBER_STOP_NO_TABLE, false);
+		return without_table(w, EMBER_STOP_NO_TABLE, false, m->flags);
 	row = cached_row(out, m, pc);
 	if (!row)
-		return without_table(w, EMBER_STOP_NO_TABLE, true);
+		return without_table(w, EMBER_STOP_NO_TABLE, true, m->flags);
 	/* After a frame-pointer step on arm64 only the rules that do not
 	 * start from sp hold. */
-	if (w->sp_unknown && row->type != EMBER_ROW_CFA_FP && row->type != EMBER_ROW_ROOT)
-		return without_table(w, EMBER_STOP_NO_TABLE, true);
+	if (w->sp_unknown && row->type != EMBER_ROW_CFA_FP && row->type != EMBER_ROW_ROOT &&
+	    row->type != EMBER_ROW_INTERPRETER)
+		return without_table(w, EMBER_STOP_NO_TABLE, true, m->flags);
 	switch (row->type) {
 	case EMBER_ROW_CFA_SP:
 		cfa = w->sp + row->cfa;
@@ -389,10 +440,10 @@ static __always_inline int step(struct ember_unwind_state *w, struct ember_unwin
 		w->stop = EMBER_STOP_ROOT;
 		return 1;
 	case EMBER_ROW_NONE:
-		return without_table(w, EMBER_STOP_NO_TABLE, true);
+		return without_table(w, EMBER_STOP_NO_TABLE, true, m->flags);
 	default:
 		__sync_fetch_and_add(&unwind_unsupported, 1);
-		return without_table(w, EMBER_STOP_UNSUPPORTED, true);
+		return without_table(w, EMBER_STOP_UNSUPPORTED, true, m->flags);
 	}
 	/* The return address and the caller's fp, as the row says; one read
 	 * for both where they lie side by side, a frame record (pushed by a

@@ -17,12 +17,13 @@
 #define EMBER_ROW_ROOT 4        /* outermost frame (return address undefined): the stack ends here */
 #define EMBER_ROW_NONE 5        /* no CFI covers this code */
 #define EMBER_ROW_UNSUPPORTED 6 /* CFI the table cannot express (a DWARF expression, another register) */
-#define EMBER_ROW_INTERPRETER 7 /* HotSpot's interpreter: a frame at rbp (return address at rbp + 8, the
-                                   caller's rbp at rbp), the caller's sp saved at rbp - 8 (its
+#define EMBER_ROW_INTERPRETER 7 /* HotSpot's interpreter: a frame at fp (return address at fp + 8, the
+                                   caller's fp at fp), the caller's sp saved at fp - 8 (its
                                    frame may have been extended for the callee's locals); the
-                                   method's Method* at rbp + 8 * fp (0: not known) */
-#define EMBER_ROW_COMPILED 8    /* a JIT-compiled method's body: CFA = rsp + cfa, rbp saved at CFA - 16;
-                                   as the leaf, checked against its epilogue (see unwind.bpf.c) */
+                                   method's Method* at fp + 8 * the row's fp (0: not known) */
+#define EMBER_ROW_COMPILED 8    /* a JIT-compiled method's body: CFA = sp + cfa, its frame record
+                                   (fp, return address) at CFA - 16; as the leaf, checked against
+                                   its epilogue (see unwind.bpf.c) */
 
 /* Where a row's return address is: x86_64's always at CFA - 8, arm64's
  * where its function keeps x30. */
@@ -34,9 +35,14 @@
 #define EMBER_RA_RECORD_LOW 4 /* in the frame record at R + 8 * fp, R the CFA's register: a frame of
                                  over 1 KiB, its record at its bottom */
 
-/* The bytes of code read at a compiled leaf to tell its epilogue: pop rbp,
- * cmp rsp, [r15+disp32], ja rel32, ret. */
+/* The bytes of code read at a compiled leaf to tell its epilogue: x86_64's
+ * pop rbp, cmp rsp, [r15+disp32], ja rel32, ret; aarch64's ldp x29, x30,
+ * [sp], #16, ldr, cmp, b.hi, ret. */
+#if defined(__TARGET_ARCH_arm64) || defined(__aarch64__)
+#define EMBER_EPILOGUE_BYTES 20
+#else
 #define EMBER_EPILOGUE_BYTES 16
+#endif
 
 /* One row: 8 bytes, sorted by pc within a binary's table. */
 struct ember_unwind_row {
@@ -69,8 +75,14 @@ struct ember_unwind_mapping {
 	                      its table did not fit): frame pointers there */
 	__u32 table;       /* the table's rows as written, never reused for
 	                      others (the row cache's key); 0: none */
-	__u32 pad;
+	__u32 flags;       /* EMBER_MAPPING_* */
 };
+
+/* A JVM's code cache: HotSpot keeps each frame's record (the caller's fp,
+ * the return address) at the frame's top, so a frame-pointer step through
+ * its code finds the caller's sp exactly, fp + 16 (on arm64, where other
+ * code's record lies at its frame's bottom, not a guess). */
+#define EMBER_MAPPING_JIT 1
 
 struct ember_unwind_process {
 	__u32 count;       /* mappings used */

@@ -5,13 +5,25 @@
 # perf, sqlite3, ember's libraries), and the kernel linux-image-arm64
 # points at, extracted beside it (DIR/boot/vmlinuz-VERSION and its modules
 # in DIR/usr/lib/modules, never installed: its hooks would make an
-# initramfs under emulation). Made once: DIR/.ember-guest is written last.
+# initramfs under emulation). Made once: DIR/.ember-guest, written last,
+# lists its packages; with another list (this script changed) it is made
+# again, else the script returns at once.
 # Needs root: mmdebstrap runs the packages' scripts in a chroot, through
 # qemu-user-static registered with binfmt_misc (registered here if not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# = 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 dir=$1
+# What the structural tests call inside (tests/integration/*.sh, lib.sh,
+# guest.sh), ember's libraries, and busybox-static, the initramfs's shell.
+# As on the hosts the tests run on: mawk as awk (with gawk, awk is gawk,
+# which reads the tests' regular expressions otherwise), and libc6-dbg,
+# whose symbols name libc's static functions (__libc_start_call_main).
+# mount: Priority required but not Essential, so not in --variant=apt.
+packages=(bash mount util-linux procps kmod iproute2 mawk curl jq openssl strace busybox-static
+	python3 openjdk-17-jdk-headless nodejs linux-perf sqlite3 bpftool libc6-dbg
+	libbpf1 libdw1 libelf1 libdebuginfod1 libcpp-httplib0.11 libssl3 liblzma5 zlib1g libstdc++6 binutils)
+[ "$(cat "$dir/.ember-guest" 2>/dev/null)" = "${packages[*]}" ] && exit 0
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (mmdebstrap runs the arm64 packages' scripts in a chroot)" >&2; exit 1; }
 for tool in mmdebstrap arch-test qemu-aarch64-static update-binfmts dpkg-deb depmod; do
 	command -v "$tool" >/dev/null || { echo "$0: no $tool (scripts/deps.sh test installs it)" >&2; exit 1; }
@@ -22,15 +34,6 @@ if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
 	[ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
 	update-binfmts --enable qemu-aarch64
 fi
-# What the structural tests call inside (tests/integration/*.sh, lib.sh,
-# guest.sh), ember's libraries, and busybox-static, the initramfs's shell.
-# As on the hosts the tests run on: mawk as awk (with gawk, awk is gawk,
-# which reads the tests' regular expressions otherwise), and libc6-dbg,
-# whose symbols name libc's static functions (__libc_start_call_main).
-# mount: Priority required but not Essential, so not in --variant=apt.
-packages=(bash mount util-linux procps kmod iproute2 mawk curl jq openssl strace busybox-static
-	python3 openjdk-17-jdk-headless nodejs linux-perf sqlite3 bpftool libc6-dbg
-	libbpf1 libdw1 libelf1 libdebuginfod1 libcpp-httplib0.11 libssl3 liblzma5 zlib1g libstdc++6)
 rm -rf "$dir.tmp" "$dir.debs"
 mkdir -p "$dir.debs"
 # The kernel's package, fetched by the chroot's apt (the host may have no
@@ -60,4 +63,4 @@ mv "$dir.debs/root/lib/modules/$version" "$dir.tmp/usr/lib/modules/$version"
 depmod -b "$dir.tmp" "$version"
 rm -rf "$dir.debs" "$dir"
 mv "$dir.tmp" "$dir"
-touch "$dir/.ember-guest"
+echo "${packages[*]}" >"$dir/.ember-guest"

@@ -165,14 +165,14 @@ bool JitMap::frame_steps(std::string_view s, int32_t words, int32_t complete, st
       s.remove_prefix(p - s.data() + (after ? 1 : 0));
       return true;
     };
-    if (!field(step.offset, ':') || !field(step.cfa_words, ':') || !field(step.rbp_slot, 0)) return false;
-    // Inside the frame being built, in order, before it is complete; rbp
-    // below the return address.
+    if (!field(step.offset, ':') || !field(step.cfa_words, ':') || !field(step.fp_slot, 0)) return false;
+    // Inside the frame being built, in order, before it is complete; the
+    // fp saved inside it.
     bool placed = step.offset < static_cast<uint32_t>(std::max(complete, 0)) &&
                   (out.empty() || step.offset > out.back().offset);
     bool sized = step.cfa_words >= 1 && step.cfa_words <= words;
-    bool rbp = step.rbp_slot == 0 || (step.rbp_slot <= -2 && step.rbp_slot >= -step.cfa_words);
-    if (!placed || !sized || !rbp || out.size() == protocol::kMaxFrameSteps) return false;
+    bool fp = step.fp_slot == 0 || (step.fp_slot <= -2 && step.fp_slot >= -step.cfa_words);
+    if (!placed || !sized || !fp || out.size() == protocol::kMaxFrameSteps) return false;
     out.push_back(step);
   }
   return true;

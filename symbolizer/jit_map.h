@@ -41,11 +41,12 @@ class JitMap {
   // Forgets freed code older than `time_ns` (no pending sample is older).
   void forget_before(uint64_t time_ns);
 
-  // From `offset` (bytes from the code's start) on, the caller's rsp is
-  // rsp + 8 * cfa_words, its rbp saved at that rsp + 8 * rbp_slot (0: in rbp).
+  // From `offset` (bytes from the code's start) on, the caller's sp is sp +
+  // 8 * cfa_words, its fp saved at that sp + 8 * fp_slot (0: in its
+  // register; see agent/protocol.h's G lines for the return address).
   struct FrameStep {
     uint32_t offset = 0;
-    int32_t cfa_words = 1, rbp_slot = 0;
+    int32_t cfa_words = 1, fp_slot = 0;
     bool operator==(const FrameStep&) const = default;
   };
 

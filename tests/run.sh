@@ -9,7 +9,7 @@
 #   matrix:      the integration scripts of kind structural again, inside
 #                each kernel of tests/kernels/matrix.sh (qemu), booted
 #                beside the tiers above; a line each
-# Usage: tests/run.sh [--repeat N] [--kind KIND] [--verbose] [NAME_FILTER]
+# Usage: tests/run.sh [--repeat N] [--kind KIND | --integration] [--verbose] [NAME_FILTER]
 #   NAME_FILTER   run only the integration scripts whose file name contains
 #                 it (record_offcpu: two scripts; record_offcpu.sh: one), or
 #                 one of its comma-separated words (record_lock,record_malloc)
@@ -18,6 +18,7 @@
 #                 change, so it runs in the kernel matrix's emulated guests;
 #                 timing: measures rates or durations); no unit tests, no
 #                 sanitized runs, no matrix
+#   --integration the integration scripts of every kind, and nothing else
 #   --verbose     say when each script starts, and print every script's
 #                 output, not only a failure's
 #   --repeat N    run each matching integration script N times in a row and
@@ -27,12 +28,13 @@
 #                 Example: tests/run.sh --repeat 20 record_inlines
 set -u
 cd "$(dirname "$0")/.."
-usage() { echo "usage: tests/run.sh [--repeat N] [--kind KIND] [--verbose] [NAME_FILTER]" >&2; exit 2; }
-repeat=0 kind="" verbose=""
+usage() { echo "usage: tests/run.sh [--repeat N] [--kind KIND | --integration] [--verbose] [NAME_FILTER]" >&2; exit 2; }
+repeat=0 kind="" integration="" verbose=""
 while [[ ${1:-} == --* ]]; do
 	case $1 in
 	--repeat) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; repeat=$2; shift 2 ;;
-	--kind) [[ ${2:-} =~ ^[a-z]+$ ]] || usage; kind=$2; shift 2 ;;
+	--kind) [[ ${2:-} =~ ^[a-z]+$ ]] || usage; kind=$2 integration=1; shift 2 ;;
+	--integration) integration=1; shift ;;
 	--verbose) verbose=1; shift ;;
 	*) usage ;;
 	esac
@@ -143,7 +145,7 @@ run_each() {
 # In a session of its own, so that a run stopped early (Ctrl-C) stops its
 # emulators too: a background job ignores the terminal's SIGINT.
 matrix_log=""
-if [[ -z $kind && -z $filter ]] && (( ! repeat )); then
+if [[ -z $integration && -z $filter ]] && (( ! repeat )); then
 	matrix_log=$(mktemp /tmp/ember-matrix.XXXXXX)
 	setsid nice -n 10 tests/kernels/matrix.sh >"$matrix_log" 2>&1 &
 	matrix_pid=$!
@@ -151,7 +153,7 @@ if [[ -z $kind && -z $filter ]] && (( ! repeat )); then
 	trap 'exit 130' INT TERM
 fi
 
-(( repeat )) || [[ $kind ]] || run_unit_tests
+(( repeat )) || [[ $integration ]] || run_unit_tests
 
 echo "== integration tests${kind:+ of kind $kind}"
 for t in tests/integration/*.sh; do
@@ -161,7 +163,7 @@ for t in tests/integration/*.sh; do
 	run_each "$t" "$name"
 done
 
-if [[ -z $kind ]]; then
+if [[ -z $integration ]]; then
 	echo "== integration tests with build/san/ember (ASan + UBSan)"
 	for name in "${SANITIZED[@]}"; do
 		wanted "$name.sh" || continue

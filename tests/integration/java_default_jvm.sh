@@ -5,53 +5,29 @@
 # frames are named, each interpreted frame by its method, and Java stacks
 # reach the thread's entry. The kernel matrix runs it on every kernel, so
 # it counts and names, and leaves shares and timings to java_unwind.sh.
-# Where ember walks HotSpot's code by frame pointers alone (its unwinder
-# describes HotSpot's frames as x86_64's JVM builds them only: arm64 for
-# now), compiled code under default flags and the interpreter cannot be
-# walked through: there the attach, the names of compiled methods and
-# ember's word on the missing frame pointers are checked, and the rest is
-# skipped, saying so.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-by_fp=""
-[ "$(uname -m)" = x86_64 ] || by_fp="ember walks HotSpot's code by frame pointers on $(uname -m)"
 java_classes "$TMP/classes"
 java -XX:CompileThresholdScaling=0.1 -XX:+PrintCompilation -cp "$TMP/classes" Workload 900 >"$TMP/jit.log" &
 jit=$!
 BACKGROUND+=($jit)
-pids=$jit
-if [ -z "$by_fp" ]; then
-	java -Xint -cp "$TMP/classes" Workload 900 >/dev/null &
-	xint=$!
-	BACKGROUND+=($xint)
-	pids+=,$xint
-fi
+java -Xint -cp "$TMP/classes" Workload 900 >/dev/null &
+xint=$!
+BACKGROUND+=($xint)
 wait_compiled "$TMP/jit.log" Workload::hotA Workload::hotB Workload::main@
 # An emulated kernel (the matrix) runs the JVM's attach listener and the
 # agent's start-up tens of times slower than a real CPU: 15 to 30 s. 8 s
 # of samples: in CI, beside two emulated guests, the -Xint JVM got 75
 # samples in 4 s (19 a second of 199).
-"$EMBER" record -p "$pids" --pid-frames --attach-timeout 120 -F 199 -d 8 -o "$TMP/out.folded" 2>"$TMP/err" ||
+"$EMBER" record -p "$jit,$xint" --pid-frames --attach-timeout 120 -F 199 -d 8 -o "$TMP/out.folded" 2>"$TMP/err" ||
 	fail "ember exited $?: $(cat "$TMP/err")"
 grep -E "^  (java|stacks)|^    java|ember: JVM" "$TMP/err"
 grep -q "frames-unavailable" "$TMP/err" && skip "this JDK's VMStructs lack what the agent needs: $(grep frames-unavailable "$TMP/err")"
-# By frame pointers alone, ember says what the JVM lacks (its diagnosis).
-pfp="ember: JVM $jit runs without -XX:+PreserveFramePointer"
-if [ -n "$by_fp" ]; then
-	grep -qF "$pfp" "$TMP/err" || fail "no diagnosis of the JVM's missing frame pointers: $(cat "$TMP/err")"
-	grep -vF "$pfp" "$TMP/err" | grep -q "ember: JVM" && fail "an attach failed: $(grep 'ember: JVM' "$TMP/err")"
-else
-	grep -q "ember: JVM" "$TMP/err" && fail "an attach failed: $(grep 'ember: JVM' "$TMP/err")"
-fi
+grep -q "ember: JVM" "$TMP/err" && fail "an attach failed: $(grep 'ember: JVM' "$TMP/err")"
 grep -E "^java \($jit\);" "$TMP/out.folded" >"$TMP/jit.folded"
 
 # heaviest FILE REGEX: the three commonest stacks that match, for a failure.
 heaviest() { grep -E -- "$2" "$1" | awk '{ print $NF, $0 }' | sort -nr | head -3 | cut -d' ' -f2- | cut -c1-600; }
-if [ -n "$by_fp" ]; then
-	assert_contains "$TMP/jit.folded" 'Workload\.(main|hotA|hotB)_\[j\]' \
-		"no compiled Workload method: $(heaviest "$TMP/jit.folded" 'Workload\.')"
-	skip "attached, compiled methods named, the missing frame pointers diagnosed; whole Java stacks of a JVM with default flags and -Xint not checked: $by_fp"
-fi
 grep -E "^java \($xint\);" "$TMP/out.folded" >"$TMP/xint.folded"
 
 # whole FILE LABEL FRAME_REGEX: of the samples with such a frame, those

@@ -9,8 +9,10 @@
 #   agent tells their blob by its kind, not by their name);
 # - checked against the code itself: the prologue of each method still
 #   entrant, read from the JVM's memory and disassembled with objdump,
-#   builds the frame the G line says (push %rbp; sub $N,%rsp: N/8 + 2
-#   words; or sub $N,%rsp alone: N/8 + 1), before its frame-complete offset;
+#   builds the frame the G line says, before its frame-complete offset
+#   (x86_64: push %rbp; sub $N,%rsp: N/8 + 2 words; or sub $N,%rsp alone:
+#   N/8 + 1; aarch64: sub sp, sp, #N: N/8; stp x29, x30, [sp, #-16]!
+#   first: N/8 + 2);
 # - on JDK 17 and, if installed, on the Temurin JDK 25 (other offsets,
 #   other field types); the agent loaded at start-up (before the code cache
 #   exists) too.
@@ -69,7 +71,7 @@ check_stream() {
 check_prologues() {
 	perl -e '
 		use strict; use warnings; no warnings "portable";
-		my ($pid, $tmp, $label) = @ARGV;
+		my ($pid, $tmp, $label, $arch) = @ARGV;
 		my (@methods, %name, %unloaded, $last);
 		while (<STDIN>) {
 			if (/^M (\d+) (.*)$/) { $name{$1} = $2; next }
@@ -86,19 +88,32 @@ check_prologues() {
 			my $code;
 			sysseek($mem, hex $start, 0) && sysread($mem, $code, $complete) == $complete or die "cannot read $start: $!\n";
 			open(my $f, ">", "$tmp/prologue.bin") or die; print $f $code; close $f;
-			my ($push, $sub, $jump) = (0, 0, 0);
-			for (`objdump -D -b binary -m i386:x86-64 --no-show-raw-insn $tmp/prologue.bin`) {
-				$push = 1 if /^\s+[0-9a-f]+:\s+push\s+%rbp$/;
-				$sub = hex $1 if /^\s+[0-9a-f]+:\s+sub\s+\$0x([0-9a-f]+),%rsp$/;
-				$jump = 1 if /^\s+[0-9a-f]+:\s+jmp\s/;
-			}
+			my ($push, $sub, $jump, $last) = (0, 0, 0, "");
 			# A jump before the frame is complete: an entry patched when
 			# the code was made not entrant (HotSpot writes a jump over
-			# it), or code that jumps on.
+			# it), or code that jumps on; on aarch64 not the jump of the
+			# inline-cache check to its miss stub, after its b.eq.
+			if ($arch eq "aarch64") {
+				for (`objdump -D -b binary -m aarch64 --no-show-raw-insn $tmp/prologue.bin`) {
+					next unless /^\s+[0-9a-f]+:\s+(.*?)\s*$/;
+					my $insn = $1;
+					$push = 1 if $insn =~ /^stp\s+x29, x30, \[sp, #-16\]!$/;
+					$sub = hex $1 if $insn =~ /^sub\s+sp, sp, #0x([0-9a-f]+)$/;
+					$jump = 1 if $insn =~ /^b\s/ && $last !~ /^b\.eq\s/;
+					$last = $insn;
+				}
+			} else {
+				for (`objdump -D -b binary -m i386:x86-64 --no-show-raw-insn $tmp/prologue.bin`) {
+					$push = 1 if /^\s+[0-9a-f]+:\s+push\s+%rbp$/;
+					$sub = hex $1 if /^\s+[0-9a-f]+:\s+sub\s+\$0x([0-9a-f]+),%rsp$/;
+					$jump = 1 if /^\s+[0-9a-f]+:\s+jmp\s/;
+				}
+			}
 			if ($jump) { $skipped++; next }
-			my $built = $sub / 8 + 1 + $push;
+			# On x86_64 the return address on the stack counts too.
+			my $built = $arch eq "aarch64" ? $sub / 8 + 2 * $push : $sub / 8 + 1 + $push;
 			if ($built == $words) { $match++; $seen{$name{$id}} = 1 }
-			else { push @bad, "$name{$id} at $start: G says $words words, its prologue builds $built (push %rbp: $push, sub \$$sub)" }
+			else { push @bad, "$name{$id} at $start: G says $words words, its prologue builds $built (fp pushed: $push, sub $sub)" }
 		}
 		$match //= 0; $skipped //= 0;
 		print "$label: $match prologues build the frame their G line says, ", scalar(@bad), " do not, $skipped skipped (a jump in the prologue)\n";
@@ -106,7 +121,7 @@ check_prologues() {
 		exit 1 if @bad;
 		if ($match < 10) { print "only $match prologues checked\n"; exit 1 }
 		for (qw(Workload.hotA Workload.hotB)) { if (!$seen{$_}) { print "the prologue of $_ was not checked\n"; exit 1 } }
-	' "$2" "$TMP" "$3" <"$1"
+	' "$2" "$TMP" "$3" "$(uname -m)" <"$1"
 }
 
 # attached JAVA_HOME LABEL: ember attached to a running JVM, its stream read

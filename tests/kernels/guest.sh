@@ -3,11 +3,13 @@
 # system the tests can run in (the kernel's file systems, writable /tmp,
 # /var, /root and checkout, the kernel's own modules, loopback), runs the
 # integration tests of kind structural (tests/run.sh --kind structural),
-# writes their output to the results share, and powers off.
+# or those its filter names, writes their output to the results share, and
+# powers off.
 # The kernel command line says where and what: embersrc=CHECKOUT
 # embermods=DIR (the extracted package's lib/modules/VERSION, or none),
-# emberlimit=SECONDS (then it dumps its tasks), emberfilter=WORD,... (only the
-# scripts whose name holds one of the words; empty: all), emberbuild=DIR
+# emberlimit=SECONDS (then it dumps its tasks), emberfilter=WORD,... (the
+# scripts whose name holds one of the words, of any kind; empty: all
+# structural ones), emberbuild=DIR
 # (the checkout's DIR seen as its build/: build/arm64 in the arm64 guest,
 # whose root is a system of its own, see initramfs_init).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb
@@ -86,5 +88,10 @@ echo "kernel $version"
 cd "$src" || exit 1
 # Scripts whose fixed work takes minutes under emulation do less of it.
 export EMBER_EMULATED=1
-tests/run.sh --kind structural --verbose $(arg emberfilter)
+# A lane's list (emberfilter) names its tests, whatever their kind.
+if [[ $(arg emberfilter) ]]; then
+	tests/run.sh --integration --verbose "$(arg emberfilter)"
+else
+	tests/run.sh --kind structural --verbose
+fi
 echo "exit $?"

@@ -44,7 +44,7 @@ RT_TESTS=bpf_programs,record_lock,record_malloc,record_offcpu_waker,record_windo
 # Python's frames are found by, a JVM's and node's code and the registers
 # V8's frames are read from (--lines), the agent. Not what is the same code
 # over the same kernel interfaces as on 6.1 (--cgroup, --window).
-ARM64_TESTS=bpf_programs,unwind_system_binary,unwind_offcpu_libc,record_malloc,record_offcpu_waker,record_lock,java_default_jvm,record_python,record_node.sh,record_node_lines,agent_push
+ARM64_TESTS=bpf_programs,unwind_system_binary,unwind_offcpu_libc,record_malloc,record_offcpu_waker,record_lock,java_default_jvm,java_jit_windows,java_frame_geometry,record_python,record_node.sh,record_node_lines,agent_push
 # The arm64 guest's root file system (scripts/arm64_guest.sh), outside the
 # checkout as the cross build's sysroot is.
 ARM64_ROOT=${EMBER_ARM64_GUEST:-/var/cache/ember/arm64-guest}
@@ -89,16 +89,15 @@ image() {
 }
 
 # arm64_image: image's part for the arm64 guest: its root file system,
-# made here the first time (a few minutes, beside the host's tests), the
+# made here the first time and when scripts/arm64_guest.sh lists other
+# packages (a few minutes, beside the host's tests), the
 # kernel and modules in it, and ember's arm64 build.
 arm64_image() {
 	local log=$WORK/arm64-guest.log
 	[ -x "$ROOT/build/arm64/ember" ] || { why="no build/arm64/ember (make ARCH=arm64 guest-build)"; return 1; }
-	if [ ! -e "$ARM64_ROOT/.ember-guest" ]; then
-		if ! "$ROOT/scripts/arm64_guest.sh" "$ARM64_ROOT" >"$log" 2>&1; then
-			why="cannot make its root file system: $(tail -n 1 "$log") (all of it in $log)"
-			return 1
-		fi
+	if ! "$ROOT/scripts/arm64_guest.sh" "$ARM64_ROOT" >"$log" 2>&1; then
+		why="cannot make its root file system: $(tail -n 1 "$log") (all of it in $log)"
+		return 1
 	fi
 	kernel=$(ls "$ARM64_ROOT"/boot/vmlinuz-* 2>/dev/null | head -1)
 	mods=$(ls -d "$ARM64_ROOT"/usr/lib/modules/* 2>/dev/null | head -1)

@@ -4,7 +4,8 @@
 
 #include "agent/prologue.h"
 
-using ember::agent::decode_prologue;
+using ember::agent::decode_aarch64_prologue;
+using ember::agent::decode_x86_64_prologue;
 using ember::agent::FrameStep;
 using ember::agent::Prologue;
 
@@ -12,7 +13,15 @@ namespace {
 
 // The code of a compiled method from its start, its verified entry at `entry`.
 Prologue decode(const std::vector<uint8_t>& code, uint32_t entry, int32_t words) {
-  return decode_prologue(code.data() + entry, code.size() - entry, entry, words);
+  return decode_x86_64_prologue(code.data() + entry, code.size() - entry, entry, words);
+}
+
+// The same for aarch64's code, given as its instruction words.
+Prologue decode_aarch64(const std::vector<uint32_t>& code, uint32_t entry, int32_t words) {
+  std::vector<uint8_t> bytes;
+  for (uint32_t w : code)
+    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<uint8_t>(w >> (8 * i)));
+  return decode_aarch64_prologue(bytes.data() + entry, bytes.size() - entry, entry, words);
 }
 
 std::vector<FrameStep> steps(const Prologue& p) { return {p.steps, p.steps + p.count}; }
@@ -72,4 +81,51 @@ TEST_CASE("prologue: nops HotSpot aligns with are stepped over; what it cannot r
   CHECK(decode({0x89, 0x84, 0x24, 0x00, 0xc0, 0xfe, 0xff, 0x55}, 0, 4).built == -1);
   // rbp stored inside the caller's frame: not a prologue.
   CHECK(decode({0x48, 0x81, 0xec, 0x18, 0, 0, 0, 0x48, 0x89, 0x6c, 0x24, 0x20}, 0, 4).built == -1);
+}
+
+// aarch64's, read from Debian 12's OpenJDK 17 in the arm64 guest
+// (tests/kernels/matrix.sh) and disassembled with aarch64-linux-gnu-objdump.
+TEST_CASE("prologue, aarch64: sub sp, then stp x29, x30 at the frame's top; x30 holds the return address until then") {
+  // Prologues.leaf (C2), 4 words: nop; sub sp, sp, #0x20; stp x29, x30,
+  // [sp, #16]; sxtw x10, w1 (complete: 12).
+  Prologue leaf = decode_aarch64({0xd503201f, 0xd10083ff, 0xa9017bfd, 0x93407c2a}, 0, 4);
+  CHECK(leaf.built == 12);
+  CHECK(steps(leaf) == std::vector<FrameStep>{{8, 4, 0}});
+  // Prologues.middle (C2), 6 words, with a stack bang: nop; sub x9, sp,
+  // #0x14, lsl #12; str xzr, [x9]; sub sp, sp, #0x30; stp x29, x30, [sp, #32].
+  Prologue middle =
+      decode_aarch64({0xd503201f, 0xd14053e9, 0xf900013f, 0xd100c3ff, 0xa9027bfd, 0x93407c3d}, 0, 6);
+  CHECK(middle.built == 20);
+  CHECK(steps(middle) == std::vector<FrameStep>{{16, 6, 0}});
+}
+
+TEST_CASE("prologue, aarch64: a frame record pushed first, then the frame (a native method's wrapper, large frames)") {
+  // System.arraycopy's native wrapper, 12 words: the inline-cache check
+  // (ldr; cmp; b.eq; b), then at 0x10 nop; the bang; stp x29, x30, [sp,
+  // #-16]!; mov x29, sp; sub sp, sp, #0x50 (complete: 0x28).
+  std::vector<uint32_t> wrapper{0xb9400828, 0x6b08013f, 0x54000040, 0x17eac68d, 0xd503201f, 0xd14053e9,
+                                0xf900013f, 0xa9bf7bfd, 0x910003fd, 0xd10143ff, 0x93407ca6};
+  Prologue p = decode_aarch64(wrapper, 0x10, 12);
+  CHECK(p.built == 0x28);
+  CHECK(steps(p) == std::vector<FrameStep>{{0x20, 2, -2}});
+  // Over 4 KiB (assembled): stp x29, x30, [sp, #-16]!; mov x29, sp; mov
+  // x8, #0x1010; sub sp, sp, x8; paciasp and bti c (hints) before.
+  Prologue large =
+      decode_aarch64({0xd503233f, 0xd503245f, 0xa9bf7bfd, 0x910003fd, 0xd2820208, 0xcb2863ff}, 0, (0x1010 + 16) / 8);
+  CHECK(large.built == 24);
+  CHECK(steps(large) == std::vector<FrameStep>{{12, 2, -2}});
+}
+
+TEST_CASE("prologue, aarch64: what it cannot read gives no answer") {
+  // Prologues.middle made not entrant (C1, 10 words): b patched over the nop.
+  CHECK(decode_aarch64({0x15d4c790, 0xd14053e9, 0xf900013f, 0xd10143ff, 0xa9047bfd}, 0, 10).built == -1);
+  // A frame other than HotSpot's size.
+  CHECK(decode_aarch64({0xd503201f, 0xd10083ff, 0xa9017bfd}, 0, 6).built == -1);
+  // The record stored elsewhere than the frame's top.
+  CHECK(decode_aarch64({0xd503201f, 0xd10083ff, 0xa9007bfd}, 0, 4).built == -1);
+  // Registers pushed after the record (a runtime stub's save_live_registers):
+  // stp x0, x1, [sp, #-240]! is no prologue instruction.
+  CHECK(decode_aarch64({0xa9bf7bfd, 0x910003fd, 0xa9b107e0}, 0, 64).built == -1);
+  // Bytes ending mid-instruction.
+  CHECK(decode_aarch64({0xd503201f, 0xd10083ff}, 0, 4).built == -1);
 }

@@ -105,7 +105,7 @@ Session::Session(SessionConfig config, events::Plan plan, HostFacts host, std::o
   if (!config_.java) return;
   std::string agent = default_agent_path();
   if (access(agent.c_str(), R_OK) == 0)
-    java_.emplace(agent, plan_.agent_options, config_.unwind != "fp" && Unwinder::kStepsThroughJit,
+    java_.emplace(agent, plan_.agent_options, config_.unwind != "fp",
                   static_cast<int>(config_.java_attach_timeout_s * 1000),
                   config_.spelling == events::Spelling::Option ? "--attach-timeout" : "java.attach_timeout");
   else
@@ -124,7 +124,7 @@ Session::~Session() {
 std::expected<std::optional<std::string>, std::string> Session::java_tool_options(const std::string& existing,
                                                                                   bool add_frame_pointers) {
   if (!java_) return std::nullopt;
-  return java_->tool_options(existing, add_frame_pointers || config_.unwind == "fp" || !Unwinder::kStepsThroughJit);
+  return java_->tool_options(existing, add_frame_pointers || config_.unwind == "fp");
 }
 
 std::expected<void, std::string> Session::start(std::optional<pid_t> command, const std::function<bool()>& stopping) {

@@ -14,6 +14,13 @@
 namespace ember {
 namespace {
 
+// aarch64's calls leave the return address in x30 (the link register).
+#if defined(__aarch64__)
+constexpr bool kReturnAddressInLink = true;
+#else
+constexpr bool kReturnAddressInLink = false;
+#endif
+
 std::string hex(const void* bytes, size_t n) {
   static const char digits[] = "0123456789abcdef";
   std::string out;
@@ -25,6 +32,29 @@ std::string hex(const void* bytes, size_t n) {
   return out;
 }
 
+// Where a compiled leaf caught in its epilogue's tail has its return
+// address, as bpf/unwind.bpf.c's compiled_epilogue() tells from the code at
+// its pc: in a frame record at sp (the caller's fp, then the return
+// address), alone at sp, or in the link register.
+enum class Epilogue { kNone, kRecordAtSp, kAtSp, kInLink };
+
+#if defined(__aarch64__)
+// bpf/unwind.bpf.c's returns(): [ldr x8, [x28, #poll]; cmp sp, x8; b.hi <stub>;] ret at instruction `at`.
+bool returns(const uint32_t* c, uint32_t at) {
+  if ((c[at] & 0xffc003ff) == 0xf9400388) ++at;
+  if (c[at] == 0xeb2863ff) ++at;
+  if ((c[at] & 0xff00001f) == 0x54000008) ++at;
+  return c[at] == 0xd65f03c0;
+}
+
+Epilogue epilogue_at(const uint8_t (&bytes)[EMBER_EPILOGUE_BYTES]) {
+  uint32_t code[EMBER_EPILOGUE_BYTES / 4];
+  std::memcpy(code, bytes, sizeof code);
+  bool popping = code[0] == 0xa8c17bfd;  // ldp x29, x30, [sp], #16
+  if (!returns(code, popping ? 1 : 0)) return Epilogue::kNone;
+  return popping ? Epilogue::kRecordAtSp : Epilogue::kInLink;
+}
+#else
 // bpf/unwind.bpf.c's returns(): [cmp rsp, [r15+poll]; ja <stub>;] ret at c + at.
 bool returns(const uint8_t* c, uint32_t at) {
   if (c[at] == 0x49 && c[at + 1] == 0x3b && c[at + 2] == 0x67)
@@ -35,14 +65,12 @@ bool returns(const uint8_t* c, uint32_t at) {
   return c[at] == 0xc3;
 }
 
-// As bpf/unwind.bpf.c's compiled_epilogue() tells a compiled leaf's
-// epilogue from the code at its pc: the return address's word above rsp
-// (1: at pop rbp, the caller's rbp at rsp), or -1: not in an epilogue.
-int epilogue_return_word(const uint8_t (&code)[EMBER_EPILOGUE_BYTES]) {
-  bool popping = code[0] == 0x5d;
-  if (!returns(code, popping ? 1 : 0)) return -1;
-  return popping ? 1 : 0;
+Epilogue epilogue_at(const uint8_t (&code)[EMBER_EPILOGUE_BYTES]) {
+  bool popping = code[0] == 0x5d;  // pop rbp
+  if (!returns(code, popping ? 1 : 0)) return Epilogue::kNone;
+  return popping ? Epilogue::kRecordAtSp : Epilogue::kAtSp;
 }
+#endif
 
 // The code at `address` in process `pid`, as the kernel reads it.
 bool read_code(uint32_t pid, uint64_t address, uint8_t (&code)[EMBER_EPILOGUE_BYTES]) {
@@ -329,6 +357,7 @@ void Unwinder::publish(uint32_t pid, Process& p) {
       e.first = jit.first;
       e.rows = jit.rows;
       e.table = jit.table;
+      e.flags = EMBER_MAPPING_JIT;
       continue;
     }
     const Table* t = known_table(m);
@@ -360,48 +389,61 @@ void Unwinder::publish(uint32_t pid, Process& p) {
 std::vector<ember_unwind_row> Unwinder::jit_rows(std::span<const symbolizer::JitMap::Code> code, uint64_t base) {
   using Kind = symbolizer::JitMap::Code::Kind;
   std::vector<ember_unwind_row> rows;
-  // HotSpot's frames on x86_64: the return address at CFA - 8, right above
-  // rbp where that is saved at CFA - 16 (a frame record). An interpreter
-  // row's fp is its Method*'s slot.
-  auto add = [&](uint64_t at, uint8_t type, uint16_t cfa, int8_t fp) {
-    bool record = fp == -2 && type != EMBER_ROW_INTERPRETER;
-    ember_unwind_row row{.pc = static_cast<uint32_t>(at - base), .cfa = cfa, .type = type,
-                         .ra = static_cast<uint8_t>(record ? EMBER_RA_RECORD : EMBER_RA_CFA), .fp = fp};
+  auto add = [&](uint64_t at, uint8_t type, uint16_t cfa, uint8_t ra, int8_t fp) {
+    ember_unwind_row row{.pc = static_cast<uint32_t>(at - base), .cfa = cfa, .type = type, .ra = ra, .fp = fp};
     if (!rows.empty() && rows.back().pc == row.pc) rows.pop_back();
-    if (!rows.empty() && rows.back().type == type && rows.back().cfa == cfa && rows.back().fp == fp) return;
+    if (!rows.empty() && rows.back().type == type && rows.back().cfa == cfa && rows.back().ra == ra &&
+        rows.back().fp == fp)
+      return;
     rows.push_back(row);
+  };
+  // Where a call leaves the return address: on top of the stack (x86_64),
+  // or in the link register (aarch64) until a prologue saves it with the
+  // caller's fp, a frame record.
+  auto called = [&](uint64_t at) {
+    if (kReturnAddressInLink)
+      add(at, EMBER_ROW_CFA_SP, 0, EMBER_RA_LINK, 0);
+    else
+      add(at, EMBER_ROW_CFA_SP, 8, EMBER_RA_CFA, 0);
+  };
+  auto half_built = [&](uint64_t at, const symbolizer::JitMap::FrameStep& step) {
+    auto cfa = static_cast<uint16_t>(step.cfa_words * 8);
+    auto fp = static_cast<int8_t>(step.fp_slot);
+    uint8_t ra = EMBER_RA_CFA;
+    if (fp == -2 || (fp && kReturnAddressInLink))
+      ra = EMBER_RA_RECORD;  // the return address above the saved fp
+    else if (kReturnAddressInLink)
+      ra = EMBER_RA_LINK;  // the record not stored yet
+    add(at, EMBER_ROW_CFA_SP, cfa, ra, fp);
   };
   uint64_t covered = base;
   for (const auto& c : code) {
     if (c.start < covered || c.start + c.size - base > UINT32_MAX) continue;  // overlapping or out of reach
-    if (c.start > covered) add(covered, EMBER_ROW_NONE, 0, 0);
+    if (c.start > covered) add(covered, EMBER_ROW_NONE, 0, EMBER_RA_CFA, 0);
     if (c.kind == Kind::Interpreter) {
-      add(c.start, EMBER_ROW_INTERPRETER, 0, static_cast<int8_t>(c.method_slot));
+      add(c.start, EMBER_ROW_INTERPRETER, 0, EMBER_RA_CFA, static_cast<int8_t>(c.method_slot));
     } else if (c.kind == Kind::CallStub) {
-      // A frame built with push rbp; mov rsp, rbp (HotSpot's enter()).
-      add(c.start, EMBER_ROW_CFA_FP, 16, -2);
+      // A frame record at fp (HotSpot's enter()).
+      add(c.start, EMBER_ROW_CFA_FP, 16, EMBER_RA_RECORD, -2);
     } else if (c.frame_words == 0) {
-      add(c.start, EMBER_ROW_CFA_SP, 8, 0);  // frameless: method-handle intrinsics, dispatch stubs
+      called(c.start);  // frameless: method-handle intrinsics, dispatch stubs
     } else if (c.frame_words >= 2 && c.complete >= 0 && c.frame_words * 8 <= UINT16_MAX) {
-      // Until its prologue starts, the caller's return address is on top;
-      // then the frame grows step by step (push rbp, sub rsp) to
-      // frame_words words, rbp saved below that address.
-      if (c.complete > 0) add(c.start, EMBER_ROW_CFA_SP, 8, 0);
-      for (const auto& step : c.steps)
-        add(c.start + step.offset, EMBER_ROW_CFA_SP, static_cast<uint16_t>(step.cfa_words * 8),
-            static_cast<int8_t>(step.rbp_slot));
-      add(c.start + c.complete, EMBER_ROW_COMPILED, static_cast<uint16_t>(c.frame_words * 8), -2);
+      // Until its prologue starts, the return address is where the call
+      // left it; then the frame grows step by step to frame_words words,
+      // its frame record at its top.
+      if (c.complete > 0) called(c.start);
+      for (const auto& step : c.steps) half_built(c.start + step.offset, step);
+      add(c.start + c.complete, EMBER_ROW_COMPILED, static_cast<uint16_t>(c.frame_words * 8), EMBER_RA_RECORD, -2);
     } else {
-      add(c.start, EMBER_ROW_NONE, 0, 0);  // frame pointers, if any
+      add(c.start, EMBER_ROW_NONE, 0, EMBER_RA_CFA, 0);  // frame pointers, if any
     }
     covered = c.start + c.size;
   }
-  add(covered, EMBER_ROW_NONE, 0, 0);
+  add(covered, EMBER_ROW_NONE, 0, EMBER_RA_CFA, 0);
   return rows;
 }
 
 void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> code) {
-  if (!kStepsThroughJit) return;
   std::erase_if(code, [](const auto& c) { return c.size == 0; });
   if (code.empty()) return;
   std::sort(code.begin(), code.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
@@ -496,12 +538,15 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
     auto m = std::upper_bound(begin, end, pc, [](uint64_t pc, const ember_unwind_mapping& m) { return pc < m.start; });
     std::optional<ember_unwind_row> row;
     uint8_t missing = EMBER_STOP_UNMAPPED;
-    if (m != begin && pc < (--m)->end) {
+    const bool inside = m != begin && pc < (--m)->end;
+    if (inside) {
       missing = EMBER_STOP_NO_TABLE;
       if (m->rows && pc >= m->base && pc - m->base <= UINT32_MAX) row = find_row(m->first, m->rows, pc - m->base);
     }
     if (row && row->type == EMBER_ROW_NONE) row.reset();
-    if (row && sp_unknown && row->type != EMBER_ROW_CFA_FP && row->type != EMBER_ROW_ROOT) row.reset();
+    if (row && sp_unknown && row->type != EMBER_ROW_CFA_FP && row->type != EMBER_ROW_ROOT &&
+        row->type != EMBER_ROW_INTERPRETER)
+      row.reset();
     if (row && row->type == EMBER_ROW_UNSUPPORTED) {
       row.reset();
       missing = EMBER_STOP_UNSUPPORTED;
@@ -520,7 +565,7 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
       ip = code_address(ra);
       exact = false;
       guessed = true;
-      sp_unknown = kFrameRecordAtBottom;
+      sp_unknown = kFrameRecordAtBottom && !(inside && (m->flags & EMBER_MAPPING_JIT));
       continue;
     }
     uint64_t cfa;
@@ -530,12 +575,18 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
         // A leaf in its epilogue: its code is read from the process (the
         // copy holds only its stack), as the kernel reads it.
         uint8_t code[EMBER_EPILOGUE_BYTES];
-        int word = exact && read_code(pid, ip, code) ? epilogue_return_word(code) : -1;
-        uint64_t ra, caller_bp = bp;
-        if (word >= 0 && read(sp + 8 * word, ra) && ra && (word == 0 || read(sp, caller_bp))) {
-          sp += 8 * (word + 1);
+        Epilogue e = exact && read_code(pid, ip, code) ? epilogue_at(code) : Epilogue::kNone;
+        uint64_t ra = 0, caller_bp = bp, caller_sp = sp;
+        if (e == Epilogue::kRecordAtSp && read(sp, caller_bp) && read(sp + 8, ra))
+          caller_sp = sp + 16;
+        else if (e == Epilogue::kAtSp && read(sp, ra))
+          caller_sp = sp + 8;
+        else if (e == Epilogue::kInLink)
+          ra = lr;
+        if (ra) {
+          sp = caller_sp;
           bp = caller_bp;
-          ip = ra;
+          ip = code_address(ra);
           exact = false;
           continue;
         }
@@ -561,8 +612,9 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
         if (!read(bp - 8, caller_sp) || !read(bp, caller_bp) || !read(bp + 8, ra)) return {n, EMBER_STOP_NOT_LOADED};
         if (!ra || caller_sp <= sp) return {n, EMBER_STOP_BAD_FRAME};
         sp = caller_sp;
+        sp_unknown = false;
         bp = caller_bp;
-        ip = ra;
+        ip = code_address(ra);
         exact = false;
         continue;
       }

@@ -73,15 +73,6 @@ struct UnwinderStats {
 
 class Unwinder {
  public:
-  // Whether the tables describe HotSpot's JIT frames as this architecture's
-  // JVM builds them (jit_rows): x86_64's so far. Elsewhere its code is
-  // walked by frame pointers (-XX:+PreserveFramePointer).
-#if defined(__x86_64__)
-  static constexpr bool kStepsThroughJit = true;
-#else
-  static constexpr bool kStepsThroughJit = false;
-#endif
-
   // `mode`: EMBER_UNWIND_CFI or EMBER_UNWIND_AUTO, as the kernel's.
   static std::expected<std::unique_ptr<Unwinder>, std::string> open(UnwindMaps maps, uint32_t mode);
   ~Unwinder();
@@ -97,7 +88,7 @@ class Unwinder {
   void remove_process(uint32_t pid);
   // A JVM's live code (from its agent), as rows for its code cache: compiled
   // frames by the frame size the agent published, the interpreter's and
-  // call_stub's by rbp, other code by frame pointers. Called as it changes.
+  // call_stub's by fp, other code by frame pointers. Called as it changes.
   void set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> code);
   // Unwinds a user stack the kernel copied for lack of tables (a process's
   // first moments; bpf/unwind.h's EMBER_COPY_*), with the tables since
