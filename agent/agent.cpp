@@ -583,14 +583,28 @@ void publish_compiled_frame(uintptr_t start, uint64_t size) {
 // a blob of its own with a frame (RuntimeStub, SafepointBlob, ...), and a
 // frameless one (0 words) for each vtable and itable stub. Other stubs
 // inside one BufferBlob (StubRoutines, the interpreter) have no frame size:
-// they get none.
+// they get none. Of a blob HotSpot calls never complete, the frame its
+// prologue builds, when that is all it does to sp and fp: C2's runtime
+// stubs (_new_instance_Java, ...) through which allocations and monitors
+// call into the JVM, which save rbp (x29) without pointing it at their
+// frame; those that do (enter()) are walked by it.
 void publish_stub_frame(uintptr_t start, uint64_t size) {
   BlobFrame f;
   if (!g_code_heap.ready() || !g_code_heap.blob_at(start, &f) || !f.covers(start, size)) return;
-  if (f.code_begin == start && f.frame_words > 0)
-    g_writer.frame(start, f.frame_words, complete_from(start, f));
-  else if (g_code_heap.is_vtable_blob(f))
+  if (f.code_begin == start && f.frame_words > 0) {
+    int32_t complete = complete_from(start, f);
+    if (complete < 0) {
+      Prologue p = decode_prologue(reinterpret_cast<const uint8_t*>(start),
+                                   std::min<uint64_t>(size, kMaxPrologueBytes), 0, f.frame_words);
+      if (p.built >= 0 && !p.sets_fp) {
+        g_writer.frame(start, f.frame_words, p.built, p.steps, p.count);
+        return;
+      }
+    }
+    g_writer.frame(start, f.frame_words, complete);
+  } else if (g_code_heap.is_vtable_blob(f)) {
     g_writer.frame(start, 0, 0);
+  }
 }
 
 bool same_frames(const PCStackInfo& a, const PCStackInfo& b) {

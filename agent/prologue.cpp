@@ -33,12 +33,14 @@ struct Effect {
   int32_t grows = 0;      // bytes sp goes down by
   bool saves_fp = false;  // the fp stored at sp + fp_at, after the instruction
   int32_t fp_at = 0;
+  bool sets_fp = false;  // fp = sp + a constant: a frame pointer
 };
 
 Effect x86_64_effect(const uint8_t* p, size_t left) {
   static constexpr uint8_t kStackBang[3] = {0x89, 0x84, 0x24};     // mov [rsp+disp32], eax
   static constexpr uint8_t kSubRsp8[3] = {0x48, 0x83, 0xec};       // sub rsp, imm8
   static constexpr uint8_t kSubRsp32[3] = {0x48, 0x81, 0xec};      // sub rsp, imm32
+  static constexpr uint8_t kSaveRbp[3] = {0x48, 0x89, 0x2c};       // mov [rsp], rbp (SIB 24)
   static constexpr uint8_t kSaveRbp8[3] = {0x48, 0x89, 0x6c};      // mov [rsp+disp8], rbp (SIB 24)
   static constexpr uint8_t kSaveRbp32[3] = {0x48, 0x89, 0xac};     // mov [rsp+disp32], rbp (SIB 24)
   static constexpr uint8_t kMovRbpRsp[3] = {0x48, 0x89, 0xe5};     // mov rbp, rsp (-XX:+PreserveFramePointer)
@@ -49,11 +51,12 @@ Effect x86_64_effect(const uint8_t* p, size_t left) {
   if (starts(p, left, 7, kStackBang)) return {7};
   if (starts(p, left, 4, kSubRsp8)) return {4, static_cast<int8_t>(p[3])};
   if (starts(p, left, 7, kSubRsp32)) return {7, imm32(p + 3)};
+  if (starts(p, left, 4, kSaveRbp) && p[3] == 0x24) return {4, 0, true, 0};
   if (starts(p, left, 5, kSaveRbp8) && p[3] == 0x24) return {5, 0, true, static_cast<int8_t>(p[4])};
   if (starts(p, left, 8, kSaveRbp32) && p[3] == 0x24) return {8, 0, true, imm32(p + 4)};
-  if (starts(p, left, 3, kMovRbpRsp) || starts(p, left, 3, kMovRbpRspAlt)) return {3};
-  if (starts(p, left, 4, kAddRbp8)) return {4};
-  if (starts(p, left, 7, kAddRbp32)) return {7};
+  if (starts(p, left, 3, kMovRbpRsp) || starts(p, left, 3, kMovRbpRspAlt)) return {.length = 3, .sets_fp = true};
+  if (starts(p, left, 4, kAddRbp8)) return {.length = 4, .sets_fp = true};
+  if (starts(p, left, 7, kAddRbp32)) return {.length = 7, .sets_fp = true};
   return {nop_length(p, left)};
 }
 
@@ -84,7 +87,8 @@ class Aarch64Effect {
     if (w == 0xcb2863ff && x8_ <= (1 << 20)) return {4, static_cast<int32_t>(x8_)};  // sub sp, sp, x8
     if ((w & 0xffc07fff) == 0xa9007bfd) return {4, 0, true, imm7 * 8};  // stp x29, x30, [sp, imm]
     if ((w & 0xffc07fff) == 0xa9807bfd) return {4, -imm7 * 8, true, 0};  // stp x29, x30, [sp, imm]!
-    if ((w & 0xff8003ff) == 0xd10003fd || (w & 0xff8003ff) == 0x910003fd) return {4};  // x29 = sp -/+ imm
+    if ((w & 0xff8003ff) == 0xd10003fd || (w & 0xff8003ff) == 0x910003fd)  // x29 = sp -/+ imm
+      return {.length = 4, .sets_fp = true};
     return {};
   }
 
@@ -103,6 +107,7 @@ Prologue follow(const uint8_t* code, size_t size, uint32_t entry, int32_t frame_
     Effect e = effect_of(code + at, size - at);
     if (e.length == 0 || e.grows < 0 || e.grows > (1 << 20) || e.grows % 8 != 0) break;
     at += e.length;
+    p.sets_fp |= e.sets_fp;
     if (e.grows == 0 && !e.saves_fp) continue;
     cfa += e.grows;
     if (e.saves_fp) {
@@ -113,6 +118,8 @@ Prologue follow(const uint8_t* code, size_t size, uint32_t entry, int32_t frame_
     uint32_t offset = entry + static_cast<uint32_t>(at);
     if (cfa == frame_words * 8 && fp_slot == -2) {
       p.built = static_cast<int32_t>(offset);
+      // enter() (push rbp; mov rbp, rsp) builds a frame of 2 words first.
+      p.sets_fp |= effect_of(code + at, size - at).sets_fp;
       return p;
     }
     if (p.count == Prologue::kMaxSteps) break;

@@ -45,6 +45,7 @@ struct Prologue {
   int32_t built = -1;
   FrameStep steps[kMaxSteps];  // before `built`, in order
   int count = 0;
+  bool sets_fp = false;  // the prologue points fp at the frame (-XX:+PreserveFramePointer, enter())
 };
 
 // Decodes `code` (the bytes from the verified entry, which lies `entry`

@@ -6,7 +6,8 @@
 # push rbp and sub rsp move the return address), the unwinder reads an
 # epilogue forward from the pc (pop rbp, the return poll, ret): stacks
 # reach the thread's entry. Without either, 9% of these stacks stop on
-# JDK 17 and 26% on JDK 25 (its entry barrier lies in the prologue).
+# JDK 17 and 26% on JDK 25 (its entry barrier lies in the prologue). And
+# stacks through C2's runtime stubs (LargeArrays.java), all cut before.
 # On JDK 17 and, if installed, the Temurin JDK 25; on arm64 (the kernel
 # matrix's guest) the same windows of its own instructions (stp x29, x30;
 # ldp, the return poll, ret), where the return address is in x30.
@@ -38,10 +39,34 @@ windows() {
 	wait "$jvm" 2>/dev/null || true
 }
 
-windows "$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")" jdk17
+# stubs JAVA_HOME LABEL: compiled code calling into the JVM through C2's
+# runtime stub for arrays, which saves rbp (x29) without pointing it at its
+# frame (HotSpot calls its frame never complete): the agent decodes its
+# prologue as a compiled method's.
+stubs() {
+	local java=$1/bin/java label=$2 jvm whole all stub='(_new_array_Java|C2 Runtime new_array);'
+	"$java" -XX:+PrintCompilation -cp "$TMP/classes" LargeArrays 60 >"$TMP/$label.stub.jit" 2>&1 &
+	jvm=$!
+	BACKGROUND+=($jvm)
+	wait_compiled "$TMP/$label.stub.jit" LargeArrays::allocate
+	"$EMBER" record -p "$jvm" -F 999 -d $((seconds / 2)) -o "$TMP/$label.stub.folded" 2>"$TMP/$label.stub.err" ||
+		fail "$label: ember exited $?: $(cat "$TMP/$label.stub.err")"
+	all=$(weight "$TMP/$label.stub.folded" "$stub")
+	whole=$(weight "$TMP/$label.stub.folded" "JavaMain.*LargeArrays\.allocate_\[j\];$stub")
+	echo "$label: $whole of $all stacks through C2's runtime stub for arrays reach the thread's entry"
+	(( all >= least / 2 )) || fail "$label: only $all samples through the stub: $(sort -t' ' -k2 -nr "$TMP/$label.stub.folded" | head -3 | cut -c1-400)"
+	(( 1000 * whole >= 995 * all )) || fail "$label: $whole of $all stacks whole, not >= 99.5%: $(grep -E "$stub" "$TMP/$label.stub.folded" | grep -v JavaMain | sort -t' ' -k2 -nr | head -3 | cut -c1-400)"
+	kill "$jvm"
+	wait "$jvm" 2>/dev/null || true
+}
+
+jdk17="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"
+windows "$jdk17" jdk17
+stubs "$jdk17" jdk17
 jdk25=$(ls -d /usr/lib/jvm/temurin-25* 2>/dev/null | head -1)
 if [ -n "$jdk25" ]; then
 	windows "$jdk25" jdk25
+	stubs "$jdk25" jdk25
 else
 	echo "no /usr/lib/jvm/temurin-25*: JDK 25 not checked"
 fi

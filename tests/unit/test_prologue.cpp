@@ -129,3 +129,28 @@ TEST_CASE("prologue, aarch64: what it cannot read gives no answer") {
   // Bytes ending mid-instruction.
   CHECK(decode_aarch64({0xd503201f, 0xd10083ff}, 0, 4).built == -1);
 }
+
+// C2's runtime stubs (HotSpot: never complete), whose frame the agent
+// publishes only where the prologue leaves fp alone: one that points fp at
+// its frame (enter()) is walked by it.
+TEST_CASE("prologue: a stub's frame, and whether its prologue points fp at it") {
+  // _new_array_Java (JDK 17, x86_64), 2 words: sub $0x8,%rsp; mov %rbp,(%rsp); mov %rsp,0x290(%r15).
+  Prologue stub = decode({0x48, 0x81, 0xec, 0x08, 0, 0, 0, 0x48, 0x89, 0x2c, 0x24, 0x49, 0x89, 0xa7, 0x90, 0x02, 0, 0},
+                         0, 2);
+  CHECK(stub.built == 11);
+  CHECK(steps(stub) == std::vector<FrameStep>{{7, 2, 0}});
+  CHECK_FALSE(stub.sets_fp);
+  // enter(): push %rbp; mov %rsp,%rbp, a frame of 2 words built at 1.
+  Prologue enter = decode({0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10}, 0, 2);
+  CHECK(enter.built == 1);
+  CHECK(enter.sets_fp);
+  // _new_instance_Java (JDK 17, aarch64), 2 words: nop; sub sp, sp, #0x10; stp x29, x30, [sp]; mov x9, sp.
+  Prologue arm = decode_aarch64({0xd503201f, 0xd10043ff, 0xa9007bfd, 0x910003e9}, 0, 2);
+  CHECK(arm.built == 12);
+  CHECK(steps(arm) == std::vector<FrameStep>{{8, 2, 0}});
+  CHECK_FALSE(arm.sets_fp);
+  // enter() on aarch64: stp x29, x30, [sp, #-16]!; mov x29, sp.
+  Prologue arm_enter = decode_aarch64({0xa9bf7bfd, 0x910003fd, 0xd10003bf}, 0, 2);
+  CHECK(arm_enter.built == 4);
+  CHECK(arm_enter.sets_fp);
+}
