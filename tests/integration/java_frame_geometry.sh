@@ -128,7 +128,7 @@ check_prologues() {
 # while it records (ember removes it at the end: kept open on fd 3).
 attached() {
 	local java=$1/bin/java label=$2 jvm ember stream=""
-	"$java" -XX:CompileThresholdScaling=0.1 -XX:+PrintCompilation -cp "$TMP/classes" Workload 120 >"$TMP/$label.jit" 2>"$TMP/$label.jvm.err" &
+	"$java" -XX:CompileThresholdScaling=0.1 -XX:+PrintCompilation -cp "$TMP/classes" Workload 900 >"$TMP/$label.jit" 2>"$TMP/$label.jvm.err" &
 	jvm=$!
 	BACKGROUND+=($jvm)
 	wait_compiled "$TMP/$label.jit" Workload::hotA Workload::hotB Workload::main@

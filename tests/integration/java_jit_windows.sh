@@ -22,7 +22,7 @@ seconds=8 least=1000
 windows() {
 	local java=$1/bin/java label=$2 jvm whole all
 	"$java" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Prologues::* -XX:+PrintCompilation \
-		-cp "$TMP/classes" Prologues 60 >"$TMP/$label.jit" 2>&1 &
+		-cp "$TMP/classes" Prologues 900 >"$TMP/$label.jit" 2>&1 &
 	jvm=$!
 	BACKGROUND+=($jvm)
 	wait_compiled "$TMP/$label.jit" Prologues::leaf Prologues::middle
@@ -45,7 +45,7 @@ windows() {
 # prologue as a compiled method's.
 stubs() {
 	local java=$1/bin/java label=$2 jvm whole all stub='(_new_array_Java|C2 Runtime new_array);'
-	"$java" -XX:+PrintCompilation -cp "$TMP/classes" LargeArrays 60 >"$TMP/$label.stub.jit" 2>&1 &
+	"$java" -XX:+PrintCompilation -cp "$TMP/classes" LargeArrays 900 >"$TMP/$label.stub.jit" 2>&1 &
 	jvm=$!
 	BACKGROUND+=($jvm)
 	wait_compiled "$TMP/$label.stub.jit" LargeArrays::allocate
