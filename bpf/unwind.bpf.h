@@ -34,7 +34,8 @@ struct ember_unwind_state {
 	                signal frame), not a return address */
 	bool guessed; /* a frame-pointer step was taken: ip may be garbage */
 	bool sp_unknown; /* arm64: so was the last step, and sp is a guess (a frame record lies at its
-	                    frame's bottom, not at its top as on x86_64) */
+	                    frame's bottom, not at its top as on x86_64 and in HotSpot's code:
+	                    EMBER_MAPPING_JIT) */
 	__u32 pid;
 	__u32 frames;
 	__u32 stop;
