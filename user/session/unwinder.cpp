@@ -14,12 +14,38 @@
 namespace ember {
 namespace {
 
-// aarch64's calls leave the return address in x30 (the link register).
+// What the walk needs of the architecture (see unwind.bpf.c): where the
+// kernel's signal frame keeps the interrupted registers, from the sp its
+// return trampoline runs with (x86_64: the ucontext less the popped return
+// address; arm64: the siginfo's 128 bytes, then the ucontext, its
+// sigcontext at 176: fault_address, x0-x30, sp, pc); whether a frame
+// record lies at its frame's bottom (arm64), which leaves sp unknown after
+// a frame-pointer step; whether a call leaves the return address in the
+// link register (arm64's x30) rather than on the stack.
+struct SignalFrame {
+  uint64_t pc, sp, fp, lr;  // lr 0: none
+};
 #if defined(__aarch64__)
+constexpr uint64_t kSigcontext = 128 + 176;
+constexpr SignalFrame kSignalFrame{kSigcontext + 8 + 32 * 8, kSigcontext + 8 + 31 * 8, kSigcontext + 8 + 29 * 8,
+                                   kSigcontext + 8 + 30 * 8};
+constexpr bool kFrameRecordAtBottom = true;
 constexpr bool kReturnAddressInLink = true;
 #else
+constexpr uint64_t kMcontext = 40;
+constexpr SignalFrame kSignalFrame{kMcontext + 16 * 8, kMcontext + 15 * 8, kMcontext + 10 * 8, 0};
+constexpr bool kFrameRecordAtBottom = false;
 constexpr bool kReturnAddressInLink = false;
 #endif
+
+// A return address as the code jumps to it: see unwind.bpf.c's.
+uint64_t code_address(uint64_t ra) {
+#if defined(__aarch64__)
+  return ra & ((uint64_t{1} << 48) - 1);
+#else
+  return ra;
+#endif
+}
 
 std::string hex(const void* bytes, size_t n) {
   static const char digits[] = "0123456789abcdef";
@@ -478,39 +504,6 @@ void Unwinder::set_jit_code(uint32_t pid, std::vector<symbolizer::JitMap::Code> 
   space_.release(old.first, old.rows);
 }
 
-namespace {
-
-// What the walk needs of the architecture (see unwind.bpf.c): where the
-// kernel's signal frame keeps the interrupted registers, from the sp its
-// return trampoline runs with (x86_64: the ucontext less the popped return
-// address; arm64: the siginfo's 128 bytes, then the ucontext, its
-// sigcontext at 176: fault_address, x0-x30, sp, pc); whether a frame
-// record lies at its frame's bottom (arm64), which leaves sp unknown after
-// a frame-pointer step.
-struct SignalFrame {
-  uint64_t pc, sp, fp, lr;  // lr 0: none
-};
-#if defined(__aarch64__)
-constexpr uint64_t kSigcontext = 128 + 176;
-constexpr SignalFrame kSignalFrame{kSigcontext + 8 + 32 * 8, kSigcontext + 8 + 31 * 8, kSigcontext + 8 + 29 * 8,
-                                   kSigcontext + 8 + 30 * 8};
-constexpr bool kFrameRecordAtBottom = true;
-#else
-constexpr uint64_t kMcontext = 40;
-constexpr SignalFrame kSignalFrame{kMcontext + 16 * 8, kMcontext + 15 * 8, kMcontext + 10 * 8, 0};
-constexpr bool kFrameRecordAtBottom = false;
-#endif
-
-// A return address as the code jumps to it: see unwind.bpf.c's.
-uint64_t code_address(uint64_t ra) {
-#if defined(__aarch64__)
-  return ra & ((uint64_t{1} << 48) - 1);
-#else
-  return ra;
-#endif
-}
-
-}  // namespace
 
 // The kernel's walk (bpf/unwind.bpf.c's step), over a copy of the
 // stack: keep the two in step.
