@@ -40,7 +40,7 @@ bool MethodPointers::discover(const VmStructs& vm, char* missing, size_t size) {
 #endif
   }
   if (last_sp >= 0 || last_sp < -64) {
-    std::snprintf(missing, size, "frame::interpreter_frame_last_sp_offset (%lld)", static_cast<long long>(last_sp));
+    std::snprintf(missing, size, "frame::interpreter_frame_last_sp_offset");
     return false;
   }
   if (!need(vm, "Method", "_constMethod", FieldKind::Pointer, &const_method_, missing, size) ||
