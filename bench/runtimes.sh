@@ -18,14 +18,19 @@
 #      the ratio per run, then the median of REPS runs [min-max]. A native
 #      workload's row gives what the runtimes' walkers add to the unwinder.
 #
+#      Each CPython and node the tests run (tests/runtimes.sh: Debian's
+#      python3 and pyenv's 3.8+ builds, the node in PATH and Debian 12's
+#      nodejs 18).
+#
 # Environment: BENCH_SECONDS (10) per run, REPS (3), PYTHON (a CPython
 # 3.13+ for -X perf_jit; default: pyenv's newest, else python3 if it is),
-# NODE (default: node; build/debian-nodejs/node is Debian 12's nodejs 18
-# where tests/integration/record_node.sh fetched it).
+# NODE (the node of the agreement; default: node).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
 . bench/lib.sh
+ROOT=$PWD
+. tests/runtimes.sh
 EMBER=build/ember
 REFERENCE='profile:hz:999 { @[kstack, ustack] = count(); }'
 CPUS=$(nproc)
@@ -111,10 +116,9 @@ agree() {
 		"$(awk -v a="$eg" -v b="$pg" 'BEGIN { printf "%+.1f", a - b }')"
 }
 
-# per_sample RUNTIME CMD...: "ember_ns bpftrace_ns" over SECS s, CPUS copies of CMD running.
+# per_sample CMD...: "ember_ns bpftrace_ns" over SECS s, CPUS copies of CMD running.
 per_sample() {
-	local runtime=$1 i e b ens0 ecnt0 bns0 bcnt0 ens ecnt bns bcnt
-	shift
+	local i e b ens0 ecnt0 bns0 bcnt0 ens ecnt bns bcnt
 	for ((i = 0; i < CPUS; i++)); do "$@" $((SECS + 30)) >/dev/null & done
 	sleep 2
 	"$EMBER" record -a --no-java -F 999 -o "$T/all.folded" 2>"$T/all.err" &
@@ -153,16 +157,23 @@ agree "node $("$NODE" --version) --perf-basic-prof" fp \
 echo
 echo "BPF time per sample, system-wide at 999 Hz, one workload per CPU, ember and bpftrace attached together:"
 printf '  %-28s %22s %22s %24s\n' workload "ember, ns" "bpftrace, ns" "ratio to bpftrace"
-for w in native python node; do
-	case $w in
-	native) cmd=(build/workloads/throughput) name="native (throughput, C)" ;;
-	python) cmd=(python3 tests/workloads/py_split.py) name="python3 ($(python3 -c 'import platform; print(platform.python_version())'))" ;;
-	node) cmd=("$NODE" tests/workloads/js_split.js) name="node ($("$NODE" --version))" ;;
-	esac
-	for ((r = 0; r < REPS; r++)); do per_sample "$w" "${cmd[@]}"; done >"$T/cost.$w"
-	read -r em elo ehi < <(awk '{ print $1 }' "$T/cost.$w" | spread)
-	read -r bm blo bhi < <(awk '{ print $2 }' "$T/cost.$w" | spread)
-	read -r rm rlo rhi < <(awk '{ print $1 / $2 }' "$T/cost.$w" | spread)
+# cost NAME CMD...: one row, REPS runs of per_sample.
+cost() {
+	local name=$1 r em elo ehi bm blo bhi rm rlo rhi
+	shift
+	for ((r = 0; r < REPS; r++)); do per_sample "$@"; done >"$T/cost"
+	read -r em elo ehi < <(awk '{ print $1 }' "$T/cost" | spread)
+	read -r bm blo bhi < <(awk '{ print $2 }' "$T/cost" | spread)
+	read -r rm rlo rhi < <(awk '{ print $1 / $2 }' "$T/cost" | spread)
 	printf '  %-28s %22s %22s %24s\n' "$name" "$em [$elo-$ehi]" "$bm [$blo-$bhi]" \
 		"$(printf '%.2f [%.2f-%.2f]' "$rm" "$rlo" "$rhi")"
-done
+}
+cost "native (throughput, C)" build/workloads/throughput
+while read -r py; do
+	v=$("$py" -c 'import platform, sys; print(platform.python_version() if sys.version_info >= (3, 8) else "")')
+	[ -n "$v" ] || continue  # ember names 3.8 and later
+	cost "python $v ($([ "$py" = /usr/bin/python3 ] && echo Debian || echo pyenv))" "$py" tests/workloads/py_split.py
+done < <(cpythons)
+while read -r node; do
+	cost "node $("$node" --version)$([[ $node == */debian-nodejs/* ]] && echo " (Debian)")" "$node" tests/workloads/js_split.js
+done < <(nodes)
