@@ -218,13 +218,30 @@ __noinline int ember_python_read_call(__u32 slot)
 	return 0;
 }
 
+/* Whether walk `slot` is of a CPython process, and its layout (copied:
+ * the frames' reads use it without a lookup each). */
+__noinline int ember_python_lookup(__u32 slot)
+{
+	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
+	struct ember_python_process *p;
+
+	if (!walk)
+		return 0;
+	p = bpf_map_lookup_elem(&python_processes, &walk->state.pid);
+	walk->state.python = p != 0;
+	walk->state.py_tid = 0;
+	if (p)
+		walk->state.py = *p;
+	return 0;
+}
+
 __noinline int ember_python_begin(__u32 slot)
 {
 	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
 	struct ember_python_process *p;
-	struct python_thread *known, found;
+	struct python_thread *known = 0, found;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 self, tstate = 0, newest;
+	__u64 self, tstate, newest;
 	struct task_struct *task;
 
 	if (!walk)
@@ -232,11 +249,8 @@ __noinline int ember_python_begin(__u32 slot)
 	walk->state.py_count = 0;
 	walk->state.py_frame = 0;
 	walk->state.py_window_bytes = 0;
-	p = bpf_map_lookup_elem(&python_processes, &walk->state.pid);
-	if (!p)
+	if (!walk->state.python)
 		return 0;
-	/* Copied: the frames' reads use it without a lookup each. */
-	walk->state.py = *p;
 	p = &walk->state.py;
 	if (task_by_reads) {
 		task = (struct task_struct *)bpf_get_current_task();
@@ -245,10 +259,20 @@ __noinline int ember_python_begin(__u32 slot)
 		self = bpf_get_current_task_btf()->THREAD_POINTER;
 	}
 	self -= p->thread_pointer_offset;
-	known = bpf_map_lookup_elem(&python_threads, &tid);
-	if (known && known->tstate && read_u64(known->tstate + p->layout.tstate_thread_id) == self)
+	/* The thread's state: the last walk's on this CPU (mostly the same
+	 * thread's), else the one found for it before, if still its. */
+	if (walk->state.py_tid == tid)
+		tstate = walk->state.py_tstate;
+	else if ((known = bpf_map_lookup_elem(&python_threads, &tid)))
 		tstate = known->tstate;
+	else
+		tstate = 0;
+	if (tstate && read_u64(tstate + p->layout.tstate_thread_id) != self)
+		tstate = 0;
+	walk->state.py_tid = 0;
 	if (!tstate) {
+		if (!known)
+			known = bpf_map_lookup_elem(&python_threads, &tid);
 		found.found_ns = bpf_ktime_get_ns();
 		if (known && !known->tstate && found.found_ns - known->found_ns < PY_RECHECK_NS)
 			return 0;
@@ -258,6 +282,8 @@ __noinline int ember_python_begin(__u32 slot)
 		if (!tstate)
 			return 0;
 	}
+	walk->state.py_tid = tid;
+	walk->state.py_tstate = tstate;
 	/* The newest frame: 3.11 and 3.12 reach it through the _PyCFrame of
 	 * the newest eval-loop call, 3.11's marker of that call. */
 	newest = read_u64(tstate + p->layout.tstate_frame);

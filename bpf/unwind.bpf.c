@@ -27,6 +27,8 @@
 
 /* Set by the collector before load: EMBER_UNWIND_*. */
 const volatile __u32 unwind_mode = EMBER_UNWIND_FP;
+/* Bumped by the collector (see unwind.bpf.h). */
+__u32 runtimes_generation = 0;
 
 /* Frames whose CFI the tables cannot express, walked by frame pointers
  * (auto) or ended at (cfi). */

@@ -37,7 +37,7 @@ static __always_inline __u64 read_u64(__u64 address)
 }
 
 /* Whether walk `slot` is of a V8 process, and its layout. */
-__noinline int ember_v8_begin(__u32 slot)
+__noinline int ember_v8_lookup(__u32 slot)
 {
 	struct ember_unwind_walk *walk = bpf_map_lookup_elem(&unwind_walks, &slot);
 	struct ember_v8_process *p;

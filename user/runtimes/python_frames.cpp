@@ -201,7 +201,7 @@ void PythonFrames::add_process(uint32_t pid) {
   entry.eval_start = (*found)->eval_start;
   entry.eval_end = (*found)->eval_end;
   entry.thread_pointer_offset = (*found)->thread_pointer_offset;
-  if (entry.frame_bytes > 128 || bpf_map_update_elem(processes_fd_, &pid, &entry, BPF_ANY) != 0) {
+  if (entry.frame_bytes > 128 || !processes_table_.put(pid, &entry)) {
     stats_.refused[pid] = entry.frame_bytes > 128 ? "a frame layout past 128 bytes" : "the walker's table of processes is full";
     return;
   }
@@ -210,7 +210,7 @@ void PythonFrames::add_process(uint32_t pid) {
 }
 
 void PythonFrames::remove_process(uint32_t pid) {
-  if (processes_.erase(pid)) bpf_map_delete_elem(processes_fd_, &pid);
+  if (processes_.erase(pid)) processes_table_.erase(pid);
   stats_.refused.erase(pid);
 }
 

@@ -16,6 +16,7 @@
 
 #include "flamegraph/profile.h"
 #include "user/runtimes/process_memory.h"
+#include "user/runtimes/process_table.h"
 #include "user/runtimes/python.h"
 
 namespace ember::runtimes {
@@ -42,9 +43,9 @@ int python_line(uint16_t version, std::string_view table, int first_line, int64_
 
 class PythonFrames {
  public:
-  // `processes_fd`: the walker's python_processes map. `lines`: frames
-  // name the line running (--lines).
-  PythonFrames(int processes_fd, bool lines) : processes_fd_(processes_fd), lines_(lines) {}
+  // `processes`: the walker's python_processes. `lines`: frames name the
+  // line running (--lines).
+  PythonFrames(ProcessTable processes, bool lines) : processes_table_(processes), lines_(lines) {}
 
   // Looks for CPython in process `pid`, whose mappings were just read (its
   // first sample, or an exec): the kernel walks its Python frames from now.
@@ -75,7 +76,7 @@ class PythonFrames {
     PythonProcess python;
     std::unordered_map<uint64_t, std::optional<PythonCode>> code;  // by address; none: unreadable
   };
-  int processes_fd_;
+  ProcessTable processes_table_;
   bool lines_;
   std::unordered_map<uint32_t, Process> processes_;
   Stats stats_;

@@ -452,7 +452,7 @@ void V8Frames::add_process(uint32_t pid) {
   v8.frames.lines = lines_ && v8.layout.positions;
   if (lines_ && !v8.layout.positions) stats_.unpositioned[pid] = v8.no_positions;
   bool known = processes_.contains(pid);
-  if (bpf_map_update_elem(processes_fd_, &pid, &v8.frames, BPF_ANY) != 0) {
+  if (!processes_table_.put(pid, &v8.frames)) {
     stats_.refused[pid] = "the walker's table of processes is full";
     return;
   }
@@ -461,7 +461,7 @@ void V8Frames::add_process(uint32_t pid) {
 }
 
 void V8Frames::remove_process(uint32_t pid) {
-  if (processes_.erase(pid)) bpf_map_delete_elem(processes_fd_, &pid);
+  if (processes_.erase(pid)) processes_table_.erase(pid);
   stats_.refused.erase(pid);
   stats_.unpositioned.erase(pid);
 }

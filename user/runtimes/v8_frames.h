@@ -14,6 +14,7 @@
 
 #include "flamegraph/profile.h"
 #include "user/runtimes/process_memory.h"
+#include "user/runtimes/process_table.h"
 #include "user/runtimes/v8.h"
 
 namespace ember::runtimes {
@@ -52,9 +53,9 @@ int v8_line(const std::vector<uint32_t>& line_ends, int64_t script_offset);
 
 class V8Frames {
  public:
-  // `processes_fd`: the walker's v8_processes map. `lines`: frames name
-  // the line running (--lines).
-  V8Frames(int processes_fd, bool lines) : processes_fd_(processes_fd), lines_(lines) {}
+  // `processes`: the walker's v8_processes. `lines`: frames name the line
+  // running (--lines).
+  V8Frames(ProcessTable processes, bool lines) : processes_table_(processes), lines_(lines) {}
 
   // Looks for V8 in process `pid`, whose mappings were just read (its
   // first sample, or an exec): the kernel names its JavaScript frames from now.
@@ -97,7 +98,7 @@ class V8Frames {
   // The frame of a function at `script_offset`; none if unreadable.
   std::optional<flamegraph::Frame> function_frame(uint32_t pid, Process& p, uint64_t shared, int64_t script_offset,
                                                   bool positioned);
-  int processes_fd_;
+  ProcessTable processes_table_;
   bool lines_;
   std::unordered_map<uint32_t, Process> processes_;
   Stats stats_;

@@ -342,7 +342,7 @@ UnwindMaps Sampler::unwind_maps() const {
   profile_bpf* skel = state_->skel.get();
   return {bpf_map__fd(skel->maps.unwind_rows), bpf_map__max_entries(skel->maps.unwind_rows),
           bpf_map__fd(skel->maps.unwind_processes), bpf_map__fd(skel->maps.python_processes),
-          bpf_map__fd(skel->maps.v8_processes)};
+          bpf_map__fd(skel->maps.v8_processes), &skel->bss->runtimes_generation};
 }
 
 std::vector<uint32_t> Sampler::live_allocations() const {

@@ -157,8 +157,8 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
     collector_.on_jit_code([this](uint32_t pid, const std::vector<symbolizer::JitMap::Code>& code) {
       unwinder_->set_jit_code(pid, code);
     });
-    python_.emplace(maps.python_processes_fd, config_.lines);
-    v8_.emplace(maps.v8_processes_fd, config_.lines);
+    python_.emplace(runtimes::ProcessTable(maps.python_processes_fd, maps.runtimes_generation), config_.lines);
+    v8_.emplace(runtimes::ProcessTable(maps.v8_processes_fd, maps.runtimes_generation), config_.lines);
     // A process whose mappings were just read: its tables, its runtimes.
     auto take_process = [this](uint32_t pid) {
       if (unwinder_) unwinder_->add_process(pid, symbolizer_.mapped_files(pid));
