@@ -12,7 +12,7 @@ classes=$(mktemp -d /var/tmp/ember-ct.XXXXXX)
 at_exit 'pkill -f "$classes" 2>/dev/null; rm -rf "$classes"'
 java_classes "$classes"
 unshare --pid --mount --fork --mount-proc sh -c \
-	"mount -t tmpfs tmpfs /tmp && exec java -XX:+PreserveFramePointer -XX:+PrintCompilation -XX:CompileThresholdScaling=0.1 -cp $classes Workload 30" \
+	"mount -t tmpfs tmpfs /tmp && exec java -XX:+PreserveFramePointer -XX:+PrintCompilation -XX:CompileThresholdScaling=0.1 -cp $classes Workload 900" \
 	>"$TMP/jit.log" 2>&1 &
 for _ in $(seq 100); do
 	jvm=$(pgrep -f "$classes Workload" | tail -1) # unshare's, then the JVM's

@@ -12,8 +12,10 @@
 need_bpf
 # A malloc sample for every call (--alloc-interval 1): ~600k records in 3 s
 # beside ~12k CPU samples; the old shared buffer mixed 2-5 stacks per run.
+# 60,000 requests at least (240,000 allocations, ~140 MiB), however
+# starved the workload (a busy CI host's did 28,000 in 3 s).
 "$EMBER" record -e cpu-clock,malloc -F 1999 --alloc-interval 1 --no-java -o "$TMP/both.pb.gz" \
-	-- "$WORKLOADS/alloc_service" 3 >/dev/null 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+	-- "$WORKLOADS/alloc_service" 3 20000 0 60000 >/dev/null 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 "$EMBER" convert -e malloc "$TMP/both.pb.gz" -o "$TMP/malloc.folded" 2>/dev/null || fail "cannot read the malloc profile"
 "$EMBER" convert -e cpu-clock "$TMP/both.pb.gz" -o "$TMP/cpu.folded" 2>/dev/null || fail "cannot read the CPU profile"
 

@@ -1,9 +1,11 @@
 /* An allocating service stand-in for malloc-profiling overhead: one thread
  * per CPU runs requests of integer work (ROUNDS) that each allocate and
- * free four buffers of 64 B to 4 KiB, for S seconds, then prints
+ * free four buffers of 64 B to 4 KiB, for S seconds and until LEAST
+ * requests are done (a test's count, however starved the run), then prints
  * "requests N". With SHIFT, buffers are 2^SHIFT times larger, and those of
  * 128 KiB and more are mapped and unmapped by malloc (mmap) each time.
- * Usage: alloc_service [seconds] [rounds] [shift] (default 10, 20000, 0). */
+ * Usage: alloc_service [seconds] [rounds] [shift] [least] (default 10,
+ * 20000, 0, 0). */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,7 +17,7 @@
 static volatile int stop;
 static long rounds = 20000;
 static unsigned shift;
-static unsigned long completed[256];
+static volatile unsigned long completed[256];
 static void *volatile escape;
 
 __attribute__((noinline)) static unsigned long handle_request(unsigned long x)
@@ -38,9 +40,8 @@ static void *worker(void *arg)
 	unsigned long id = (unsigned long)arg, x = id + 1, n = 0;
 	while (!stop) {
 		x = handle_request(x);
-		n++;
+		completed[id] = ++n;
 	}
-	completed[id] = n;
 	return NULL;
 }
 
@@ -54,16 +55,26 @@ int main(int argc, char **argv)
 		/* Fixed: glibc would raise it as mapped blocks are freed. */
 		mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	}
+	unsigned long least = argc > 4 ? strtoul(argv[4], NULL, 10) : 0;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	pthread_t threads[256];
-	unsigned long total = 0;
+	unsigned long total;
 	if (n > 256)
 		n = 256;
 	for (long i = 0; i < n; i++)
 		pthread_create(&threads[i], NULL, worker, (void *)i);
 	struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
 	nanosleep(&ts, NULL);
+	for (;;) {
+		total = 0;
+		for (long i = 0; i < n; i++)
+			total += completed[i];
+		if (total >= least)
+			break;
+		usleep(10000);
+	}
 	stop = 1;
+	total = 0;
 	for (long i = 0; i < n; i++) {
 		pthread_join(threads[i], NULL);
 		total += completed[i];
