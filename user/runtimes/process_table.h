@@ -5,31 +5,36 @@
 #include <bpf/bpf.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace ember::runtimes {
 
 // The walkers keep each CPU's last lookup until the generation counter
 // (the BPF global runtimes_generation) moves: every change bumps it, after
-// the change, so that a lookup made since sees it.
+// the change, so that a lookup made since sees it. Both go with the
+// sampler (a session's last window is cut after it): then nothing is
+// written.
 class ProcessTable {
  public:
-  ProcessTable(int fd, uint32_t* generation) : fd_(fd), generation_(generation) {}
+  ProcessTable(int fd, std::weak_ptr<uint32_t> generation) : fd_(fd), generation_(std::move(generation)) {}
 
   bool put(uint32_t pid, const void* entry) {
+    std::shared_ptr<uint32_t> generation = generation_.lock();
+    if (!generation) return false;
     bool put = bpf_map_update_elem(fd_, &pid, entry, BPF_ANY) == 0;
-    bump();
+    __atomic_add_fetch(generation.get(), 1, __ATOMIC_RELEASE);
     return put;
   }
   void erase(uint32_t pid) {
+    std::shared_ptr<uint32_t> generation = generation_.lock();
+    if (!generation) return;
     bpf_map_delete_elem(fd_, &pid);
-    bump();
+    __atomic_add_fetch(generation.get(), 1, __ATOMIC_RELEASE);
   }
 
  private:
-  void bump() { __atomic_add_fetch(generation_, 1, __ATOMIC_RELEASE); }
-
   int fd_;
-  uint32_t* generation_;
+  std::weak_ptr<uint32_t> generation_;
 };
 
 }  // namespace ember::runtimes

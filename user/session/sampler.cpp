@@ -114,6 +114,9 @@ struct Sampler::State {
   SampleHandler handler;
   ExitHandler on_exit;
   size_t batch = 0;  // samples delivered by the current poll()
+  // Owned by the sampler alone: what it hands out (the runtimes' generation
+  // counter, in skel's memory) expires with it.
+  std::shared_ptr<char> alive = std::make_shared<char>();
 
   ~State() {
     if (ring) ring_buffer__free(ring);
@@ -342,7 +345,7 @@ UnwindMaps Sampler::unwind_maps() const {
   profile_bpf* skel = state_->skel.get();
   return {bpf_map__fd(skel->maps.unwind_rows), bpf_map__max_entries(skel->maps.unwind_rows),
           bpf_map__fd(skel->maps.unwind_processes), bpf_map__fd(skel->maps.python_processes),
-          bpf_map__fd(skel->maps.v8_processes), &skel->bss->runtimes_generation};
+          bpf_map__fd(skel->maps.v8_processes), std::shared_ptr<uint32_t>(state_->alive, &skel->bss->runtimes_generation)};
 }
 
 std::vector<uint32_t> Sampler::live_allocations() const {
