@@ -35,6 +35,14 @@ __attribute__((noinline)) static unsigned long handle_request(unsigned long x)
 	return x;
 }
 
+static unsigned long requests(long threads)
+{
+	unsigned long total = 0;
+	for (long i = 0; i < threads; i++)
+		total += completed[i];
+	return total;
+}
+
 static void *worker(void *arg)
 {
 	unsigned long id = (unsigned long)arg, x = id + 1, n = 0;
@@ -58,27 +66,17 @@ int main(int argc, char **argv)
 	unsigned long least = argc > 4 ? strtoul(argv[4], NULL, 10) : 0;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	pthread_t threads[256];
-	unsigned long total;
 	if (n > 256)
 		n = 256;
 	for (long i = 0; i < n; i++)
 		pthread_create(&threads[i], NULL, worker, (void *)i);
 	struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
 	nanosleep(&ts, NULL);
-	for (;;) {
-		total = 0;
-		for (long i = 0; i < n; i++)
-			total += completed[i];
-		if (total >= least)
-			break;
+	while (requests(n) < least)
 		usleep(10000);
-	}
 	stop = 1;
-	total = 0;
-	for (long i = 0; i < n; i++) {
+	for (long i = 0; i < n; i++)
 		pthread_join(threads[i], NULL);
-		total += completed[i];
-	}
-	printf("requests %lu\n", total);
+	printf("requests %lu\n", requests(n));
 	return 0;
 }

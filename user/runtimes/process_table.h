@@ -18,6 +18,9 @@ class ProcessTable {
  public:
   ProcessTable(int fd, std::weak_ptr<uint32_t> generation) : fd_(fd), generation_(std::move(generation)) {}
 
+  // The sampler is gone: a process found now would never be walked.
+  bool closed() const { return generation_.expired(); }
+
   bool put(uint32_t pid, const void* entry) {
     std::shared_ptr<uint32_t> generation = generation_.lock();
     if (!generation) return false;

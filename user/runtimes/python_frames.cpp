@@ -183,6 +183,7 @@ int python_line(uint16_t version, std::string_view table, int first_line, int64_
 }
 
 void PythonFrames::add_process(uint32_t pid) {
+  if (processes_table_.closed()) return;
   bool known = processes_.contains(pid);
   remove_process(pid);  // an exec: another image, maybe another interpreter
   auto found = find_python(static_cast<pid_t>(pid));

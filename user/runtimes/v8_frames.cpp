@@ -442,6 +442,7 @@ int v8_line(const std::vector<uint32_t>& line_ends, int64_t script_offset) {
 }
 
 void V8Frames::add_process(uint32_t pid) {
+  if (processes_table_.closed()) return;
   auto found = find_v8(static_cast<pid_t>(pid));
   if (!found) {
     stats_.refused[pid] = found.error();
