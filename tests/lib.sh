@@ -50,6 +50,15 @@ java_classes() {
 	mkdir -p "$1" && cp -r "$ROOT/build/java/classes/." "$1"
 }
 
+# The tests' reader of OpenTelemetry profiles (tests/tools/otlp_read.py):
+# Debian's python3 with python3-protobuf, and the classes make test-build
+# generates from tests/otlp's proto files.
+OTLP_READ=(/usr/bin/python3 "$ROOT/tests/tools/otlp_read.py")
+need_otlp_reader() {
+	/usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || fail "no python3-protobuf: scripts/deps.sh test installs it"
+	[ -e "$ROOT/build/otlp_py/.done" ] || fail "no build/otlp_py: make test-build generates it from tests/otlp"
+}
+
 # A TCP port of 127.0.0.1 free now.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -90,6 +99,44 @@ wait_sampling() {
 		sleep 0.1
 	done
 	fail "ember ($pid) not sampling after 30 s"
+}
+
+# cpu_ticks PID: the CPU time process PID used so far, in clock ticks (its
+# utime and stime; 0 once it is gone). Its name, which may hold spaces and
+# parentheses, ends at the last ") ".
+cpu_ticks() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+	stat=${stat##*) }
+	awk '{ print $12 + $13 }' <<<"$stat"
+}
+
+# record_for_cpu SECONDS PIDS ARGS...: `ember record -p PIDS ARGS` (PIDS
+# comma-separated), stopped by SIGINT once each process has used SECONDS
+# of CPU time since ember began to sample (after any JVM's attach), or
+# after 30 times as long. A fixed -d gave a workload starved by a busy host
+# (the kernel matrix's emulators, an emulated guest's host) a tenth of the
+# samples, and sample counts' checks failed by chance.
+record_for_cpu() {
+	local seconds=$1 pids=$2 hz rec p i enough start=()
+	shift 2
+	hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+	"$EMBER" record -p "$pids" --progress-fd 3 "$@" 3>"$TMP/record_for_cpu.progress" &
+	rec=$!
+	wait_sampling "$rec" "$TMP/record_for_cpu.progress"
+	for p in ${pids//,/ }; do start+=("$(cpu_ticks "$p")"); done
+	for _ in $(seq $((seconds * 300))); do  # tenths of a second
+		enough=1 i=0
+		for p in ${pids//,/ }; do
+			(($(cpu_ticks "$p") - start[i] >= seconds * hz)) || enough=0
+			i=$((i + 1))
+		done
+		((enough)) && break
+		kill -0 "$rec" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -INT "$rec" 2>/dev/null
+	wait "$rec"
 }
 
 # Waits until a JVM started with -XX:+PrintCompilation, its standard output

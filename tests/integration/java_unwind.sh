@@ -22,8 +22,9 @@ xint=$!
 BACKGROUND+=($xint)
 wait_compiled "$TMP/default.jit" Workload::hotA Workload::hotB Workload::main@
 wait_compiled "$TMP/fp.jit" Workload::hotA Workload::hotB Workload::main@
-# 10 s: beside the kernel matrix's emulators the -Xint JVM got 201 samples in 5 s.
-"$EMBER" record -p $default,$fp,$xint --pid-frames -F 499 -d 10 -o "$TMP/out.folded" 2>"$TMP/err" ||
+# 3 s of each JVM's CPU time (beside the kernel matrix's emulators the
+# -Xint JVM got 201 samples in 5 s of wall time).
+record_for_cpu 3 "$default,$fp,$xint" --pid-frames -F 499 -o "$TMP/out.folded" 2>"$TMP/err" ||
 	fail "ember exited $?: $(cat "$TMP/err")"
 grep -E "^  (java|stacks)|^    java|PreserveFramePointer" "$TMP/err"
 grep -q "frames-unavailable" "$TMP/err" && skip "this JDK's VMStructs lack what the agent needs: $(grep frames-unavailable "$TMP/err")"

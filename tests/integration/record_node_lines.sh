@@ -46,7 +46,7 @@ check() {
 	shift 3
 	start_ready "$TMP/out" "$node" "$@" "$WORKLOAD" 600 || fail "$label: the workload did not start: $(cat "$TMP/out")"
 	pid=$ready_pid
-	"$EMBER" record -F 499 -d 3 -p $pid --threads --lines -o "$TMP/out.folded" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+	record_for_cpu 3 $pid -F 499 --threads --lines -o "$TMP/out.folded" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 	grep -E '^  js ' "$TMP/err"
 	handle=$(weight "$TMP/out.folded" "tid=$pid\\];(.*;)?handle \\(js_lines\\.js")
 	whole=$(weight "$TMP/out.folded" "tid=$pid\\];(.*;)?$handle_chain(;mix \\(js_lines\\.js[:)]| [0-9]+$|;work \\(js_lines\\.js[:)])")
@@ -56,7 +56,7 @@ check() {
 	in_work=$(weight "$TMP/out.folded" "$(js work "$work")")
 	bad=$(($(wrong tick "$tick_body") + $(wrong handle "$handle_body") + $(wrong mix "$mix") + $(wrong work "$work")))
 	echo "$label: $whole of $handle samples in handle with tick's and handle's lines right; mix $in_mix of $mixed with its line, work $in_work of $worked; $bad wrong lines"
-	((handle >= least)) || fail "$label: only $handle samples in handle in 3 s"
+	((handle >= least)) || fail "$label: only $handle samples in handle in 3 s of its CPU time"
 	((whole * 100 >= handle * share)) ||
 		fail "$label: $whole of $handle samples in handle have tick's and handle's lines right: $(grep "handle (js_lines" "$TMP/out.folded" | grep -vE "$handle_chain" | head -3 | sed 's/.*processImmediate/... processImmediate/' | cut -c1-600)"
 	((mixed * 50 >= handle && worked * 50 >= handle)) ||
@@ -81,7 +81,7 @@ osr() {
 	start_ready "$TMP/out" "$node" "$chains" 600 || fail "js_chains.js did not start: $(cat "$TMP/out")"
 	pid=$ready_pid
 	sleep 2 # long enough to be optimized on stack replacement
-	"$EMBER" record -F 499 -d 3 -p $pid --lines -o "$TMP/out.folded" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
+	record_for_cpu 3 $pid -F 499 --lines -o "$TMP/out.folded" 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 	outer=$(weight "$TMP/out.folded" "outer \\(js_chains\\.js")
 	lined=$(weight "$TMP/out.folded" "outer \\(js_chains\\.js:$call\\);((Shapes\\.)?middle \\(js_chains\\.js:[0-9]+\\);)?inner \\(js_chains\\.js:[0-9]+\\)")
 	echo "node $("$node" --version), optimized on stack replacement: $lined of $outer samples in outer at line $call, inner below"
