@@ -10,7 +10,9 @@
 #include <string_view>
 
 #include "flamegraph/folded.h"
+#include "flamegraph/gzip.h"
 #include "flamegraph/html.h"
+#include "flamegraph/otlp.h"
 #include "flamegraph/pprof.h"
 
 namespace ember::flamegraph {
@@ -27,14 +29,15 @@ bool starts_with_nocase(std::string_view s, std::string_view prefix) {
 
 // What the bytes are. Folded stacks are text: a NUL byte means binary
 // data (an image, an archive, random bytes) that must not be read as
-// lines. Uncompressed pprof starts with field 1 (sample_type,
-// length-delimited: 0x0a), which is also a newline: so it is pprof if the
-// name says so or if NUL bytes follow.
+// lines. Uncompressed pprof and OTLP start with field 1 (pprof's
+// sample_type, OTLP's resource_profiles; length-delimited: 0x0a), which is
+// also a newline: so it is protobuf if the name says so or if NUL bytes
+// follow.
 Content content_of(std::string_view bytes, const std::string& path) {
   if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b)
     return Content::Gzip;
   bool binary = bytes.substr(0, 64 << 10).find('\0') != std::string_view::npos;
-  if (!bytes.empty() && bytes[0] == 0x0a && (binary || path.ends_with(".pb") || path.ends_with(".pprof")))
+  if (!bytes.empty() && bytes[0] == 0x0a && (binary || path.ends_with(".pb") || path.ends_with(".pprof") || path.ends_with(".otlp")))
     return Content::Protobuf;
   if (binary) return Content::Binary;
   std::string_view start = bytes.substr(0, 1024);
@@ -46,7 +49,8 @@ Content content_of(std::string_view bytes, const std::string& path) {
   return Content::Text;
 }
 
-constexpr const char* kWhatWeRead = "ember reads folded stacks, pprof (.pb.gz) and its own HTML flamegraphs";
+constexpr const char* kWhatWeRead =
+    "ember reads folded stacks, pprof (.pb.gz), OpenTelemetry profiles (.otlp) and its own HTML flamegraphs";
 
 }  // namespace
 
@@ -84,8 +88,22 @@ std::expected<ReadResult, std::string> read_profile(const std::string& path, con
   switch (content) {
     case Content::Gzip:
     case Content::Protobuf: {
+      if (content == Content::Gzip) {
+        auto raw = gunzip(bytes);
+        if (!raw) return std::unexpected(path + ": " + raw.error());
+        bytes = std::move(*raw);
+      }
       ReadResult r;
-      auto profile = decode_pprof(bytes, options.event, &r.sample_types);
+      std::expected<Profile, std::string> profile;
+      if (is_otlp(bytes)) {
+        profile = decode_otlp(bytes, options.event, &r.sample_types.names);
+        if (profile)
+          r.sample_types.read = static_cast<size_t>(
+              std::find(r.sample_types.names.begin(), r.sample_types.names.end(), profile->event) -
+              r.sample_types.names.begin());
+      } else {
+        profile = decode_pprof(bytes, options.event, &r.sample_types);
+      }
       if (!profile) return std::unexpected(path + ": " + profile.error());
       r.profile = std::move(*profile);
       return r;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "flamegraph/folded.h"
+#include "flamegraph/otlp.h"
 #include "flamegraph/pprof.h"
 
 namespace ember::flamegraph {
@@ -163,22 +164,29 @@ std::expected<void, std::string> write_profile(const Profile& profile, const std
                                                const HtmlOptions& html) {
   auto format = format_for_path(path);
   if (!format) return std::unexpected(format.error());
-  std::string data;
-  if (*format == Format::Pprof) {
-    data = encode_pprof(profile);
-  } else {
-    std::ostringstream body;
-    if (*format == Format::Html)
-      write_html(profile, html, body);
-    else
-      write_folded(profile, body);
-    data = std::move(body).str();
+  if (holds_every_event(*format)) {
+    const Profile* one[] = {&profile};
+    return write_profiles(one, path);
   }
-  return write_atomically(path, data);
+  std::ostringstream body;
+  if (*format == Format::Html)
+    write_html(profile, html, body);
+  else
+    write_folded(profile, body);
+  return write_atomically(path, std::move(body).str());
 }
 
-std::expected<void, std::string> write_pprof(std::span<const Profile* const> profiles, const std::string& path) {
-  return write_atomically(path, encode_pprof(profiles));
+std::expected<void, std::string> write_profiles(std::span<const Profile* const> profiles, const std::string& path) {
+  auto format = format_for_path(path);
+  if (!format) return std::unexpected(format.error());
+  if (*format == Format::Pprof) return write_atomically(path, encode_pprof(profiles));
+  if (*format != Format::Otlp) return std::unexpected("cannot write several profiles to one file of '" + path + "'");
+  // A recording's resource: the host its facts name.
+  OtlpResource recording;
+  for (const auto& [key, value] : profiles.front()->info)
+    if (key == "host") recording.attributes.push_back({"host.name", value});
+  recording.profiles.assign(profiles.begin(), profiles.end());
+  return write_atomically(path, encode_otlp(std::span(&recording, 1)));
 }
 
 }  // namespace ember::flamegraph

@@ -16,7 +16,11 @@
 
 namespace ember::flamegraph {
 
-enum class Format { Html, Folded, Pprof };
+enum class Format { Html, Folded, Pprof, Otlp };
+
+// Whether a file of the format holds every event of a recording (a profile
+// each), not one.
+inline bool holds_every_event(Format f) { return f == Format::Pprof || f == Format::Otlp; }
 
 // The extensions ember writes, in the order help texts list them: the one
 // list that format_for_path accepts and that --help prints.
@@ -29,6 +33,7 @@ inline constexpr OutputExtension kOutputExtensions[] = {
     {".html", Format::Html, "flamegraph"},       {".folded", Format::Folded, "folded stacks"},
     {".txt", Format::Folded, "folded stacks"},   {".collapsed", Format::Folded, "folded stacks"},
     {".pb.gz", Format::Pprof, "pprof"},          {".pprof", Format::Pprof, "pprof"},
+    {".otlp", Format::Otlp, "OpenTelemetry profiles"},
 };
 
 // ".html (flamegraph), .folded, .txt or .collapsed (folded stacks), ...":
@@ -69,8 +74,9 @@ std::expected<void, std::string> check_writable(const std::string& path);
 
 std::expected<void, std::string> write_profile(const Profile& profile, const std::string& path,
                                                const HtmlOptions& html = {});
-// Several profiles of one recording in one pprof file, each with its own
-// sample types (see encode_pprof).
-std::expected<void, std::string> write_pprof(std::span<const Profile* const> profiles, const std::string& path);
+// Several profiles of one recording in one file of a format that holds
+// them all (holds_every_event): pprof, each with its own sample types (see
+// encode_pprof); OTLP, a profile each.
+std::expected<void, std::string> write_profiles(std::span<const Profile* const> profiles, const std::string& path);
 
 }  // namespace ember::flamegraph

@@ -123,4 +123,11 @@ Profile cut_stacks(const Profile& profile, size_t max_stacks) {
   return out;
 }
 
+std::string series_name(const std::string& event) {
+  if (event == "cpu-clock" || event == "cycles") return "process_cpu";
+  if (event == "offcpu") return "off_cpu";
+  if (event == "malloc" || event == "alloc") return "memory";
+  return event;  // wall, lock
+}
+
 }  // namespace ember::flamegraph

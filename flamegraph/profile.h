@@ -157,4 +157,9 @@ class Profile {
 // by a frame "[lighter stacks cut]".
 Profile cut_stacks(const Profile& profile, size_t max_stacks);
 
+// The name Pyroscope gives an event's profiles (a series' __name__):
+// process_cpu, off_cpu, memory (malloc, Java alloc), else the event's own
+// (wall, lock).
+std::string series_name(const std::string& event);
+
 }  // namespace ember::flamegraph

@@ -1,7 +1,8 @@
 // The protobuf wire format, just what ember writes and reads by hand:
-// profile.proto (flamegraph/pprof.cpp) and Pyroscope's push request
-// (user/fleet/pyroscope.cpp). Varints and length-delimited fields only, as
-// those messages use; fixed-width fields are skipped when read.
+// profile.proto (flamegraph/pprof.cpp), OTLP's profiles (flamegraph/otlp.cpp)
+// and Pyroscope's push request (user/fleet/pyroscope.cpp). Varints,
+// length-delimited fields and 64-bit fixed-width ones (OTLP's times); 32-bit
+// fixed-width fields are skipped when read.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 namespace ember::protobuf {
 
-enum Wire { kVarint = 0, kLen = 2 };
+enum Wire { kVarint = 0, kFixed64 = 1, kLen = 2 };
 
 class Writer {
  public:
@@ -33,6 +34,11 @@ class Writer {
     varint(s.size());
     out_ += s;
   }
+  void fixed64(int field, uint64_t v) {
+    if (v == 0) return;  // proto3 default
+    tag(field, kFixed64);
+    little_endian(v);
+  }
   void message(int field, const Writer& m) { bytes(field, m.out_); }
   void raw(std::string_view s) { out_ += s; }
   void packed(int field, const std::vector<uint64_t>& values) {
@@ -41,9 +47,19 @@ class Writer {
     for (uint64_t v : values) w.varint(v);
     bytes(field, w.out_);
   }
+  void packed_fixed64(int field, const std::vector<uint64_t>& values) {
+    if (values.empty()) return;
+    tag(field, kLen);
+    varint(values.size() * 8);
+    for (uint64_t v : values) little_endian(v);
+  }
   const std::string& str() const { return out_; }
+  bool empty() const { return out_.empty(); }
 
  private:
+  void little_endian(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_ += static_cast<char>(v >> (8 * i));
+  }
   std::string out_;
 };
 
@@ -70,6 +86,13 @@ class Reader {
     wire = static_cast<int>(key & 7);
     return ok_ && field > 0;
   }
+  uint64_t fixed64() {
+    if (data_.size() - pos_ < 8) return fail();
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(data_[pos_ + i])} << (8 * i);
+    pos_ += 8;
+    return v;
+  }
   std::string_view bytes() {
     uint64_t n = varint();
     if (!ok_ || n > data_.size() - pos_) {
@@ -84,7 +107,7 @@ class Reader {
     switch (wire) {
       case kVarint: varint(); break;
       case kLen: bytes(); break;
-      case 1: advance(8); break;
+      case kFixed64: advance(8); break;
       case 5: advance(4); break;
       default: fail();
     }
@@ -96,6 +119,18 @@ class Reader {
     } else if (wire == kLen) {
       Reader r(bytes());
       while (ok_ && !r.done() && r.ok()) out.push_back(r.varint());
+      ok_ = ok_ && r.ok();
+    } else {
+      fail();
+    }
+  }
+  // Repeated fixed64: packed or one value.
+  void repeated_fixed64(int wire, std::vector<uint64_t>& out) {
+    if (wire == kFixed64) {
+      out.push_back(fixed64());
+    } else if (wire == kLen) {
+      Reader r(bytes());
+      while (ok_ && !r.done() && r.ok()) out.push_back(r.fixed64());
       ok_ = ok_ && r.ok();
     } else {
       fail();

@@ -19,7 +19,7 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 # frames ember reads. qemu-system-arm and the cross list: the matrix's arm64 guest, ember built
 # for it (make ARCH=arm64); qemu-user-static, binfmt-support: its root file system's package
 # scripts run by mmdebstrap (scripts/arm64_guest.sh).
-test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod
+test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev protobuf-compiler python3-protobuf elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod
 	qemu-system-arm qemu-user-static binfmt-support)
 bench=(bpftrace time)
 fuzz=(afl++)

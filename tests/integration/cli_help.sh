@@ -20,7 +20,7 @@ echo "in --help: $(echo $help_events)"
 # each one named there writes its format.
 printf 'main;work 3\nmain;idle 1\n' >"$TMP/in.folded"
 "$EMBER" convert --help >"$TMP/convert.help" 2>&1 || fail "convert --help: exit $?"
-for ext in .html .folded .txt .collapsed .pb.gz .pprof; do
+for ext in .html .folded .txt .collapsed .pb.gz .pprof .otlp; do
 	for h in help convert.help; do
 		grep -A1 -E '^ *-o,--output' "$TMP/$h" | grep -qE -- "\\$ext( |,|\\)|$)" || fail "$h: -o does not name $ext"
 	done
@@ -32,6 +32,8 @@ while read -r ext; do
 	case $ext in
 	.html) assert_contains "$out" '<html' "$ext is not HTML" ;;
 	.pb.gz | .pprof) [ "$(head -c 2 "$out" | od -An -tx1 | tr -d ' ')" = 1f8b ] || fail "$ext is not gzipped pprof" ;;
+	.otlp) "$EMBER" convert "$out" -o "$TMP/back.folded" 2>/dev/null && diff -q "$TMP/in.folded" <(sort -r "$TMP/back.folded") >/dev/null ||
+		fail "$ext does not read back as the folded stacks it was made of" ;;
 	*) diff -q "$TMP/in.folded" <(sort -r "$out") >/dev/null || fail "$ext is not folded: $(cat "$out")" ;;
 	esac
 	echo "-o x$ext: written"

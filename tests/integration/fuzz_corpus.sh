@@ -2,7 +2,7 @@
 # The fuzz corpus (tests/fuzz/corpus/TARGET, grown by `make fuzz` with
 # AFL++) as a regression test: every input through its harness under
 # AddressSanitizer and UBSan, without a crash. The targets are every reader
-# of outside data: profiles (folded, pprof), binaries (elf), maps and perf
+# of outside data: profiles (folded, pprof, otlp), binaries (elf), maps and perf
 # maps (perfmap), JVM agents' streams (jitmap), a JVM's attach replies and
 # hsperfdata (attach, hsperf), the agent's configuration and its backend's
 # answers (agent_config, backend), what clients send ember serve (serve),

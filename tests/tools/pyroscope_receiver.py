@@ -10,12 +10,25 @@ server's documented contracts, not from ember's code:
         RawSample        { bytes raw_profile = 1; string ID = 2; }
   POST /ingest?name=APP.TYPE{k=v,...}&from=S&until=S   multipart/form-data
       with a `profile` (pprof) and an optional `sample_type_config` (JSON).
+  POST /v1development/profiles   OTLP/HTTP (opentelemetry-proto v1.10.0),
+      Content-Type application/x-protobuf, gzipped or not, an
+      ExportProfilesServiceRequest; answered with an empty
+      ExportProfilesServiceResponse. Read by the classes protoc generates
+      from opentelemetry-proto's files (otlp_read.py: Debian's
+      python3-protobuf, so run this receiver with /usr/bin/python3), each
+      profile turned into a pprof and labelled as Pyroscope's receiver
+      does (v1.20 on): the resource's attributes, service_name from
+      service.name, __name__ process_cpu for samples/count every
+      cpu/nanoseconds, off_cpu for off_cpu/nanoseconds, else the period
+      type's; a period with a sample of several values is refused, as
+      there.
 
 Every profile it takes is written, gunzipped if it was gzipped, to
 OUT/NNNNNN.pprof, and described by one JSON line in OUT/log.jsonl:
 {"api", "labels", "id", "file", "bytes", "received", "time_ns",
 "duration_ns"} (the last two the profile's own) (+ "name", "from",
-"until", "sample_type_config" for /ingest). Anything malformed is answered
+"until", "sample_type_config" for /ingest; "total", the samples' summed
+values, for OTLP). Anything malformed is answered
 400 and logged with "error", and so is a profile over Pyroscope's limits
 (max_profile_stacktrace_samples, max_profile_size_bytes: 16,000 samples
 and 4 MiB before gzip unless told otherwise); a request is taken whole or
@@ -148,7 +161,13 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def answer(self, status, message=""):
+    def answer(self, status, message="", otlp=False):
+        if otlp and status == 200:  # an empty ExportProfilesServiceResponse
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         body = json.dumps({"code": status, "message": message}).encode() if status >= 300 else b"{}"
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -179,12 +198,16 @@ class Handler(BaseHTTPRequestHandler):
                 self.push(body)
             elif url.path == "/ingest":
                 self.ingest(url, body)
+            elif url.path == "/v1development/profiles":
+                if self.headers.get("Content-Type") not in ("application/x-protobuf", "application/protobuf"):
+                    return self.answer(415, "Content-Type is not application/x-protobuf")
+                self.otlp(body)
             else:
                 return self.answer(404, "no such endpoint: " + url.path)
         except ValueError as e:
             self.server.store.error(self.path, str(e))
             return self.answer(400, str(e))
-        self.answer(200)
+        self.answer(200, otlp=url.path == "/v1development/profiles")
 
     def fail_series(self):
         url = urllib.parse.urlsplit(self.path)
@@ -211,6 +234,44 @@ class Handler(BaseHTTPRequestHandler):
         for labels, samples in series:
             for profile, sample_id in samples:
                 self.server.store.keep({"api": "push", "labels": labels, "id": sample_id}, profile)
+
+    def otlp(self, body):
+        import otlp_read  # protoc's classes: only this endpoint needs them
+        if self.headers.get("Content-Encoding", "").lower() == "gzip":
+            body = gzip.decompress(body)
+        try:
+            msg = otlp_read.parse(body)
+            kept = []
+            for resource, profile, summary in otlp_read.profiles(msg):
+                labels = {k: str(v) for k, v in resource.items() if isinstance(v, (str, int))}
+                labels["service_name"] = labels.get("service.name") or "unknown_service:" + labels.get(
+                    "process.executable.name", "")
+                stype, ptype = tuple(summary["sample_type"]), tuple(summary["period_type"])
+                if profile.period:
+                    for sample in profile.samples:
+                        if len(sample.values) > 1:
+                            raise ValueError("sample values length mismatch: a period and %d values" % len(sample.values))
+                if stype + ptype == ("samples", "count", "cpu", "nanoseconds") and profile.period:
+                    labels["__name__"] = "process_cpu"
+                elif stype == ("off_cpu", "nanoseconds") and not profile.period:
+                    labels["__name__"] = "off_cpu"
+                else:
+                    labels["__name__"] = ptype[0] if profile.period else ""
+                if not labels["__name__"]:
+                    raise ValueError("a profile Pyroscope cannot name: sample type %s, no period" % (stype,))
+                pprof = otlp_read.to_pprof(msg, profile)
+                check_limits(pprof, self.server.opts)
+                kept.append(({"api": "otlp", "labels": labels, "total": summary["total"]}, pprof))
+        except otlp_read.Broken as e:
+            raise ValueError("the request breaks OTLP's rules: %s" % e)
+        except ValueError:
+            raise
+        except Exception as e:  # protobuf's DecodeError and the like
+            raise ValueError("not an ExportProfilesServiceRequest: %s" % e)
+        if not kept:
+            raise ValueError("no profiles")
+        for entry, pprof in kept:
+            self.server.store.keep(entry, pprof)
 
     def ingest(self, url, body):
         query = urllib.parse.parse_qs(url.query)

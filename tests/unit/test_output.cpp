@@ -77,7 +77,9 @@ TEST_CASE("the output extensions help lists are the ones format_for_path accepts
     CHECK(format_for_path("dir/x" + std::string(e.extension)) == e.format);
     CHECK(listed.find(e.extension) != std::string::npos);
   }
-  CHECK(listed == ".html (flamegraph), .folded, .txt or .collapsed (folded stacks), .pb.gz or .pprof (pprof)");
+  CHECK(listed ==
+        ".html (flamegraph), .folded, .txt or .collapsed (folded stacks), .pb.gz or .pprof (pprof), .otlp (OpenTelemetry "
+        "profiles)");
   // Near misses are refused rather than guessed.
   for (const char* other : {"x.htm", "x.gz", "x.pb", "x.svg", "x.json", ".html"}) {
     INFO(other);

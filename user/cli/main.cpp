@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   record->add_option("-o,--output", rec.output,
                      "Output file; the format follows the extension: " + ember::flamegraph::output_extensions_text() +
-                         ". With several events, .html and folded names get one file per event (out.EVENT.html), "
-                         "pprof one file with a sample type per event")
+                         ". With several events, .html and folded names get one file per event (out.EVENT.html); "
+                         "pprof and OTLP hold them all in one file (a sample type, or a profile, per event)")
       ->capture_default_str();
   record->add_flag("--threads", rec.session.thread_frames, "Add a frame per thread under its process");
   record->add_flag("--pid-frames", rec.session.pid_frames, "Root frame per process as 'comm (pid)' instead of 'comm'");

@@ -145,9 +145,10 @@ std::string find_command(const std::string& name) {
 }
 
 // With several events, each graph gets its own file (out.html ->
-// out.offcpu.html), except in pprof, which holds them all in one.
+// out.offcpu.html), except in pprof and OTLP, which hold them all in one.
 std::string output_for(const std::string& output, const std::string& event, size_t events) {
-  if (events == 1 || flamegraph::format_for_path(output) == flamegraph::Format::Pprof) return output;
+  auto format = flamegraph::format_for_path(output);
+  if (events == 1 || (format && flamegraph::holds_every_event(*format))) return output;
   return flamegraph::with_part(output, event);
 }
 
@@ -241,7 +242,7 @@ std::vector<std::string> window_files(const std::vector<std::string>& outputs, u
 }
 
 // Writes a window's graphs to `files` (one per graph), each whole or not
-// at all; in pprof, one file holds them all.
+// at all; in pprof and OTLP, one file holds them all.
 std::vector<std::expected<void, std::string>> write_window(const Window& window, const std::vector<std::string>& files) {
   bool shared = files.size() > 1 && files[1] == files[0];
   std::vector<std::expected<void, std::string>> written;
@@ -256,7 +257,7 @@ std::vector<std::expected<void, std::string>> write_window(const Window& window,
   if (shared) {
     std::vector<const flamegraph::Profile*> all;
     for (const WindowGraph& g : window.graphs) all.push_back(&g.profile);
-    written.front() = flamegraph::write_pprof(all, files[0]);
+    written.front() = flamegraph::write_profiles(all, files[0]);
   }
   return written;
 }

@@ -82,13 +82,45 @@ void say_written(const std::string& out, const flamegraph::Profile& profile) {
   std::fprintf(stderr, "ember: wrote %s (%zu stacks)\n", out.c_str(), profile.stacks().size());
 }
 
+// Every event of `in` into `out`, both formats that hold several (pprof,
+// OTLP). A pprof's "cpu" type after a type of counts is those samples'
+// CPU time, not an event of its own.
+int convert_every_event(const std::string& in, const std::string& out) {
+  auto first = flamegraph::read_profile(in);
+  if (!first) return fail(first.error());
+  std::vector<flamegraph::Profile> profiles;
+  const std::vector<std::string>& names = first->sample_types.names;
+  if (names.empty()) profiles.push_back(std::move(first->profile));  // folded stacks, HTML: one graph
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0 && names[i] == "cpu") continue;
+    if (i == first->sample_types.read) {
+      profiles.push_back(std::move(first->profile));
+      continue;
+    }
+    auto p = read(in, names[i]);
+    if (!p) return fail(p.error());
+    profiles.push_back(std::move(*p));
+  }
+  std::erase_if(profiles, [](const flamegraph::Profile& p) { return p.stacks().empty(); });
+  if (profiles.empty()) return fail(in + " holds no samples");
+  std::vector<const flamegraph::Profile*> all;
+  for (const flamegraph::Profile& p : profiles) all.push_back(&p);
+  if (auto w = flamegraph::write_profiles(all, out); !w) return fail(w.error());
+  size_t stacks = 0;
+  for (const flamegraph::Profile& p : profiles) stacks += p.stacks().size();
+  std::fprintf(stderr, "ember: wrote %s (%zu events, %zu stacks)\n", out.c_str(), profiles.size(), stacks);
+  return 0;
+}
+
 }  // namespace
 
 int run_convert(const std::string& in, const std::string& out, const std::string& event, const SpoolRange& spool) {
-  if (auto f = flamegraph::format_for_path(out); !f) return fail(f.error());
   bool is_spool = std::filesystem::is_directory(in);
   if (!is_spool && (!spool.service.empty() || !spool.from.empty() || !spool.to.empty()))
     return fail("--service, --from and --to read ember agent's spool: give its directory as the input");
+  auto format = flamegraph::format_for_path(out);
+  if (!format) return fail(format.error());
+  if (!is_spool && event.empty() && flamegraph::holds_every_event(*format)) return convert_every_event(in, out);
   auto profile = is_spool ? read_spool(in, event, spool) : read(in, event);
   if (!profile) return fail(profile.error());
   flamegraph::HtmlOptions html;

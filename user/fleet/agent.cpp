@@ -144,6 +144,7 @@ class Sender {
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
       metrics_.bytes_sent += r.bytes_sent;
       if (r.next == SendResult::Next::Done) {
+        if (!r.message.empty()) log("the server took the period of %s in part: %s", entry->name.c_str(), r.message.c_str());
         spool_.mark(*entry, Spool::State::Sent);
         metrics_.profiles_pushed += entry->profiles;
         metrics_.last_push_unix = static_cast<int64_t>(unix_seconds());

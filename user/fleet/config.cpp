@@ -249,8 +249,11 @@ const std::vector<Key>& keys() {
          c.server.url = v[0];
          return std::nullopt;
        }},
-      {{"server.api", "push (Pyroscope's push API) or ingest (the older /ingest endpoint)", false},
-       one_of([](C& c) -> std::string& { return c.server.api; }, {"push", "ingest"})},
+      {{"server.api",
+        "push (Pyroscope's push API), ingest (the older /ingest endpoint) or otlp (OpenTelemetry's profiles, "
+        "OTLP/HTTP: POST /v1development/profiles)",
+        false},
+       one_of([](C& c) -> std::string& { return c.server.api; }, {"push", "ingest", "otlp"})},
       {{"server.tenant", "Tenant: the X-Scope-OrgID header", false},
        text([](C& c) -> std::string& { return c.server.tenant; })},
       {{"server.user", "Basic auth user (with server.password_file)", false},

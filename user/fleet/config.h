@@ -55,7 +55,7 @@ struct AgentConfig {
   // The backend.
   struct Server {
     std::string url;           // empty: spool only
-    std::string api = "push";  // push (push.v1.PusherService/Push) or ingest (/ingest)
+    std::string api = "push";  // push (push.v1.PusherService/Push), ingest (/ingest) or otlp (/v1development/profiles)
     std::string tenant;        // X-Scope-OrgID
     std::string user;          // basic auth, with password_file
     std::string password_file;

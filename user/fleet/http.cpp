@@ -8,7 +8,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "flamegraph/gzip.h"
 #include "flamegraph/pprof.h"
+#include "flamegraph/protobuf.h"
+#include "user/fleet/otlp_export.h"
 #include "user/fleet/pyroscope.h"
 
 namespace ember::fleet {
@@ -65,6 +68,46 @@ SendResult::Next next_for_status(int status) {
   if (status >= 200 && status < 300) return SendResult::Next::Done;
   if (status == 408 || status == 429 || status >= 500) return SendResult::Next::Retry;
   return SendResult::Next::GiveUp;
+}
+
+SendResult::Next next_for_otlp_status(int status) {
+  if (status >= 200 && status < 300) return SendResult::Next::Done;
+  if (status == 429 || status == 502 || status == 503 || status == 504) return SendResult::Next::Retry;
+  return SendResult::Next::GiveUp;
+}
+
+std::string otlp_partial_success(std::string_view body) {
+  // ExportProfilesServiceResponse { ExportProfilesPartialSuccess partial_success = 1; }
+  // ExportProfilesPartialSuccess { int64 rejected_profiles = 1; string error_message = 2; }
+  protobuf::Reader r(body);
+  int f, w;
+  uint64_t rejected = 0;
+  std::string_view message;
+  while (r.next(f, w)) {
+    if (f != 1 || w != protobuf::kLen) {
+      r.skip(w);
+      continue;
+    }
+    protobuf::Reader p(r.bytes());
+    while (p.next(f, w)) {
+      if (f == 1 && w == protobuf::kVarint) rejected = p.varint();
+      else if (f == 2 && w == protobuf::kLen) message = p.bytes();
+      else p.skip(w);
+    }
+  }
+  if (!rejected && message.empty()) return {};
+  return std::to_string(rejected) + " profiles rejected" + (message.empty() ? "" : ": " + std::string(message));
+}
+
+std::string otlp_status_message(std::string_view body) {
+  // google.rpc.Status { int32 code = 1; string message = 2; repeated Any details = 3; }
+  protobuf::Reader r(body);
+  int f, w;
+  std::string message;
+  while (r.next(f, w))
+    if (f == 2 && w == protobuf::kLen) message = r.bytes();
+    else r.skip(w);
+  return r.ok() && !message.empty() ? message : "(no message)";
 }
 
 std::string error_message(std::string_view body) {
@@ -175,6 +218,34 @@ SendResult PyroscopeClient::ingest(const Spool::Entry& period, std::string_view 
   return total;
 }
 
+SendResult PyroscopeClient::otlp(std::string_view body) {
+  auto request = otlp_export_request(body);
+  if (!request) return {SendResult::Next::GiveUp, 0, "the spool's file is corrupt: " + request.error(), 0, 0};
+  std::string gzipped = flamegraph::gzip(*request);
+  SendResult r;
+  httplib::Headers headers = {{"Content-Encoding", "gzip"}};
+  auto res = http_->Post(url_.path + "/v1development/profiles", headers, gzipped.data(), gzipped.size(),
+                         "application/x-protobuf");
+  if (!res) {
+    r.next = SendResult::Next::Retry;
+    r.message = httplib::to_string(res.error());
+    return r;
+  }
+  r.status = res->status;
+  r.next = next_for_otlp_status(res->status);
+  r.bytes_sent = gzipped.size();
+  // A partial success is not tried again (the specification's rule), but
+  // said.
+  if (r.next == SendResult::Next::Done)
+    r.message = otlp_partial_success(res->body);
+  else if (res->get_header_value("Content-Type").starts_with("application/x-protobuf"))
+    r.message = otlp_status_message(res->body);
+  else
+    r.message = error_message(res->body);
+  r.retry_after_s = retry_after(*res);
+  return r;
+}
+
 MetricsServer::MetricsServer() : server_(std::make_unique<httplib::Server>()) {}
 
 std::expected<std::unique_ptr<MetricsServer>, std::string> MetricsServer::start(const std::string& listen,
@@ -196,7 +267,8 @@ std::expected<std::unique_ptr<MetricsServer>, std::string> MetricsServer::start(
 MetricsServer::~MetricsServer() = default;
 
 SendResult PyroscopeClient::send(const Spool::Entry& period, std::string_view body, size_t taken) {
-  return server_.api == "ingest" ? ingest(period, body, taken) : push(body);
+  if (server_.api == "ingest") return ingest(period, body, taken);
+  return server_.api == "otlp" ? otlp(body) : push(body);
 }
 
 }  // namespace ember::fleet

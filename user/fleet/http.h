@@ -3,10 +3,12 @@
 // of /metrics.
 //
 // The client uses the push API (one request per period, as the spool keeps
-// it) or the older /ingest endpoint (one multipart request per series). It
-// says what to do with a period next: done, try again later (network
-// errors, 5xx, 408, 429), or give up on it (any other answer: the server
-// will refuse it again).
+// it), the older /ingest endpoint (one multipart request per series) or
+// OTLP/HTTP (one export request of OpenTelemetry's profiles per period).
+// It says what to do with a period next: done, try again later (network
+// errors, 5xx, 408, 429; OTLP's rule for its receivers: 429, 502, 503,
+// 504), or give up on it (any other answer: the server will refuse it
+// again).
 #pragma once
 
 #include <chrono>
@@ -53,6 +55,7 @@ class PyroscopeClient {
   SendResult post(const std::string& path, std::string_view body, const std::string& content_type);
   SendResult push(std::string_view body);
   SendResult ingest(const Spool::Entry& period, std::string_view body, size_t taken);
+  SendResult otlp(std::string_view body);
 
   AgentConfig::Server server_;
   net::Url url_;
@@ -74,6 +77,13 @@ class MetricsServer {
 
 // What a status code asks for (2xx done; 408, 429, 5xx again; else give up).
 SendResult::Next next_for_status(int status);
+// The same by OTLP's specification: again only on 429, 502, 503 and 504.
+SendResult::Next next_for_otlp_status(int status);
+// An OTLP export response's partial success: "" when the server took all,
+// else how many profiles it rejected and why.
+std::string otlp_partial_success(std::string_view body);
+// The message of an OTLP error answer in protobuf (google.rpc.Status).
+std::string otlp_status_message(std::string_view body);
 // The message of an error answer: Connect's and Pyroscope's JSON
 // {"code":..., "message": ...}, else the body's start.
 std::string error_message(std::string_view body);

@@ -54,13 +54,6 @@ std::optional<std::vector<Label>> relabel(std::vector<Label> labels, std::span<c
   return normalized(std::move(labels));
 }
 
-std::string series_name(const std::string& event) {
-  if (event == "cpu-clock" || event == "cycles") return "process_cpu";
-  if (event == "offcpu") return "off_cpu";
-  if (event == "malloc" || event == "alloc") return "memory";
-  return event;  // wall, lock
-}
-
 PeriodSeries::PeriodSeries(const AgentConfig& config, ServiceNamer& namer, std::vector<std::string> events)
     : config_(config), namer_(namer), events_(std::move(events)) {}
 
@@ -137,7 +130,7 @@ std::vector<Series> PeriodSeries::finish(std::span<const flamegraph::Profile* co
       p.duration_ns = whole.duration_ns;
       Series s;
       s.labels = g.labels;
-      s.labels.push_back({"__name__", series_name(events_[i])});
+      s.labels.push_back({"__name__", flamegraph::series_name(events_[i])});
       // Each profile covers its period alone: the server must not take
       // differences between them.
       s.labels.push_back({"__delta__", "false"});

@@ -22,10 +22,6 @@ namespace ember::fleet {
 // left with an empty value are removed.
 std::optional<std::vector<Label>> relabel(std::vector<Label> labels, std::span<const RelabelRule> rules);
 
-// The series name (__name__) of an event: process_cpu, off_cpu, wall, lock,
-// memory (malloc, Java alloc).
-std::string series_name(const std::string& event);
-
 class PeriodSeries {
  public:
   // `events`: the session's graphs, in order.

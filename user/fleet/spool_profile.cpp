@@ -53,7 +53,7 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
   if (periods->empty()) return std::unexpected(dir + ": no period of ember agent's spool in that time range");
 
   // ember's event names (cpu, offcpu) stand for their series' names.
-  std::string type = query.type == "cpu" ? "process_cpu" : series_name(query.type);
+  std::string type = query.type == "cpu" ? "process_cpu" : flamegraph::series_name(query.type);
   flamegraph::Profile merged;
   std::set<std::string> services, types;
   uint64_t first = 0, last = 0;
