@@ -43,9 +43,13 @@ AR := $(CROSS)-ar
 # the sysroot's C library and the cross binutils.
 WORKLOAD_CC := $(CLANG) --target=$(CROSS) --sysroot=$(SYSROOT)
 endif
-# Go's names of the architectures, for build/pprof.
+# Go's names of the architectures, for build/pprof; Debian's, for the package.
 GOARCH_x86 := amd64
 GOARCH_arm64 := arm64
+DEBARCH_x86 := amd64
+DEBARCH_arm64 := arm64
+# ember's version (`ember --version`, the package's): the file VERSION.
+VERSION := $(shell cat VERSION)
 
 ifeq ($(V),1)
 Q :=
@@ -68,6 +72,11 @@ CXXFLAGS += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_
 # Every program takes these; the HTTP and TLS libraries only what serves.
 LDLIBS := -lbpf -ldw -ldebuginfod -lelf -llzma -lz -pthread
 HTTP_LIBS := -lcpp-httplib -lssl -lcrypto
+# Debian's hardening (dpkg-buildflags' defaults) for what ships: fortified
+# libc calls, stack protector, a read-only GOT. Not the sanitizer tree's:
+# ASan checks those calls itself.
+HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+HARDEN_LDFLAGS := -Wl,-z,relro,-z,now
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf $(WARN) -Wno-unused-parameter
 
 # The libraries, one per folder, each built once as a static archive; a
@@ -138,7 +147,7 @@ AGENT := $(BUILD)/libember-agent.so
 AGENT_CXXFLAGS := -O2 -g -fPIC -std=c++2b $(WARN) -fno-exceptions -fno-rtti -fvisibility=hidden \
 	-I. -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all deps deps-test deps-bench deps-fuzz demo test test-build guest-build bench fuzz clean
+.PHONY: all deps deps-test deps-bench deps-deb deps-fuzz demo test test-build guest-build bench fuzz deb image clean
 all: $(BUILD)/ember $(AGENT)
 
 deps:
@@ -147,6 +156,8 @@ deps-test:
 	$(Q)scripts/deps.sh test
 deps-bench:
 	$(Q)scripts/deps.sh bench
+deps-deb:
+	$(Q)scripts/deps.sh deb
 deps-fuzz:
 	$(Q)scripts/deps.sh fuzz
 
@@ -178,7 +189,7 @@ $(BUILD)/obj/pch/std.h.gch: pch/std.h | $(SYSROOT_READY)
 	$(call msg,PCH,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)cp $< $(@D)/std.h
-	$(Q)$(CXX) $(CXXFLAGS) -x c++-header $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(HARDEN) -x c++-header $< -o $@
 $(BUILD)/san/pch/std.h.gch: pch/std.h
 	$(call msg,PCH,$@)
 	$(Q)mkdir -p $(@D)
@@ -188,7 +199,7 @@ $(BUILD)/san/pch/std.h.gch: pch/std.h
 $(BUILD)/obj/%.o: %.cpp $(call STD_PCH,obj) | $(BPF_SKELS)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) -include $(BUILD)/obj/pch/std.h -Winvalid-pch -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(HARDEN) -include $(BUILD)/obj/pch/std.h -Winvalid-pch -c $< -o $@
 
 $(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/flamegraph.html | $(SYSROOT_READY)
 	$(call msg,AS,$@)
@@ -205,9 +216,14 @@ $(BUILD)/obj/user/java/track_page.o: user/java/track_page.S user/java/track.html
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -c $< -o $@
 
+# The version, for the one file that prints it (user/cli/main.cpp).
+$(BUILD)/version.h: VERSION
+	$(Q)mkdir -p $(@D)
+	$(Q)echo '#define EMBER_VERSION "$(VERSION)"' >$@
+$(BUILD)/obj/user/cli/main.o $(BUILD)/san/user/cli/main.o: $(BUILD)/version.h
 $(BUILD)/ember: $(CLI_SRC:%.cpp=$(BUILD)/obj/%.o) $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(CXXFLAGS) $(filter %.o,$^) $(call archives,obj) $(LDLIBS) $(HTTP_LIBS) -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(HARDEN_LDFLAGS) $(filter %.o,$^) $(call archives,obj) $(LDLIBS) $(HTTP_LIBS) -o $@
 
 # ember under ASan + UBSan, from the san tree: a part of the integration
 # tests runs again with it (tests/run.sh). Its JVM agent is the one beside
@@ -220,7 +236,7 @@ $(BUILD)/san/ember: $(CLI_SRC:%.cpp=$(BUILD)/san/%.o) $(LIBS:%=$(BUILD)/san/lib%
 $(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h) | $(SYSROOT_READY)
 	$(call msg,AGENT,$@)
 	$(Q)test -f "$(JAVA_HOME)/include/jvmti.h" || { echo "no jvmti.h under JAVA_HOME=$(JAVA_HOME): install openjdk-17-jdk-headless (make deps)" >&2; exit 1; }
-	$(Q)$(CXX) $(AGENT_CXXFLAGS) -shared -Wl,--as-needed -Wl,-z,defs $(filter %.cpp,$^) -o $@
+	$(Q)$(CXX) $(AGENT_CXXFLAGS) $(HARDEN) -shared -Wl,--as-needed -Wl,-z,defs $(HARDEN_LDFLAGS) $(filter %.cpp,$^) -o $@
 
 # JNI libraries of the Java workloads (tests/java/NAME.c -> libNAME.so):
 # frame pointers on, no inlining, as the workloads.
@@ -451,6 +467,27 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(AGENT) $(WORKLOADS)
 	$(Q)scripts/demo.sh
 
+# The Debian package build/ember_VERSION_ARCH.deb (scripts/deb.sh): the
+# binary, its Java agent, man pages, the agent's systemd unit and
+# configuration; `make ARCH=arm64 deb` for arm64.
+DEB := $(BUILD)/ember_$(VERSION)_$(DEBARCH_$(ARCH)).deb
+deb: deps-deb
+	$(Q)$(MAKE) --no-print-directory $(DEB)
+$(DEB): $(BUILD)/ember $(AGENT) $(wildcard man/*.1) $(wildcard docs/*.md) README.md deploy/agent.toml \
+		deploy/systemd/ember-agent.service scripts/deb.sh VERSION
+	$(call msg,DEB,$@)
+	$(Q)scripts/deb.sh $(BUILD) $(DEBARCH_$(ARCH)) $(VERSION) $(if $(SYSROOT_READY),$(SYSROOT))
+
+# The fleet agent's OCI image build/ember-agent_VERSION_ARCH.oci.tar
+# (scripts/image.sh): Debian 12's minimal root with the package, by
+# mmdebstrap and umoci, nothing from a container registry.
+IMAGE := $(BUILD)/ember-agent_$(VERSION)_$(DEBARCH_$(ARCH)).oci.tar
+image: deps-deb
+	$(Q)$(MAKE) --no-print-directory $(IMAGE)
+$(IMAGE): $(DEB) scripts/image.sh
+	$(call msg,IMAGE,$@)
+	$(Q)scripts/image.sh $(BUILD) $(DEBARCH_$(ARCH)) $(VERSION) $(DEB)
+
 # Programs of the tests and benchmarks, each its object and the archives:
 # java_events_dump (tests/integration/java_alloc_lock.sh: a JVM's Java events
 # as folded stacks, no recording), unwind_churn (tests/integration/
@@ -473,7 +510,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBS:%=$(BUILD)/obj/lib%.a)
 # On x86_64 also the arm64 build of what the kernel matrix's arm64 guest
 # runs (guest-build), into build/arm64.
 test-build:
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(JAVA_CLASSES) $(FIXTURES) $(ORACLES) $(BUILD)/pprof $(BUILD)/otlp_py/.done \
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/ember $(BUILD)/san/ember $(AGENT) $(BUILD)/unit-tests $(WORKLOADS) $(JNI_LIBS) $(JAVA_CLASSES) $(FIXTURES) $(ORACLES) $(BUILD)/pprof $(BUILD)/otlp_py/.done $(DEB) $(IMAGE) \
 		$(BUILD)/fuzz/replay $(BUILD)/tools/java_events_dump $(BUILD)/tools/unwind_churn $(BUILD)/tools/python_stacks
 ifeq ($(ARCH)-$(HOST_ARCH),x86-x86)
 	$(Q)$(MAKE) --no-print-directory ARCH=arm64 guest-build

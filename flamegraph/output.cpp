@@ -106,7 +106,10 @@ std::expected<void, std::string> write_atomically(const std::string& path, std::
   }
   // Best effort: a file system without owners (vfat) refuses, and its
   // files already belong to whoever mounted it.
-  if (auto owner = invoking_user(); owner && whom == FileFor::User) (void)fchown(tmp.fd, owner->uid, owner->gid);
+  if (auto owner = invoking_user(); owner && whom == FileFor::User) {
+    int ignored = fchown(tmp.fd, owner->uid, owner->gid);
+    (void)ignored;
+  }
   if (fsync(tmp.fd) != 0) return std::unexpected("cannot write " + path + ": " + errno_text(errno));
   if (tmp.name.empty())
     if (auto r = name_temp(path, tmp); !r) return r;

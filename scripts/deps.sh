@@ -5,6 +5,7 @@
 #   scripts/deps.sh bench   test + bpftrace and GNU time (perf, the other peer the benchmarks compare against, is a test package)
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 #   scripts/deps.sh cross   build + the arm64 cross compilers and mmdebstrap (make ARCH=arm64)
+#   scripts/deps.sh deb     build + what makes and checks the Debian package and the agent's image (make deb, make image)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,15 +26,19 @@ bench=(bpftrace time)
 fuzz=(afl++)
 # mmdebstrap makes the sysroot of Debian's arm64 libraries (scripts/sysroot.sh); arch-test, its check of the architecture.
 cross=(g++-aarch64-linux-gnu mmdebstrap arch-test)
+# dpkg-dev: dpkg-shlibdeps, the package's Depends; lintian, its check (tests/integration/deb_package.sh);
+# mmdebstrap and umoci: the agent's image, a Debian root turned into an OCI image.
+deb=(dpkg-dev lintian mmdebstrap umoci)
 
 mode=${1:-build}
 case $mode in
 build) want=("${build[@]}") ;;
-test) want=("${build[@]}" "${test[@]}" "${cross[@]}") ;;
-bench) want=("${build[@]}" "${test[@]}" "${cross[@]}" "${bench[@]}") ;;
-fuzz) want=("${build[@]}" "${test[@]}" "${cross[@]}" "${fuzz[@]}") ;;
+test) want=("${build[@]}" "${test[@]}" "${cross[@]}" "${deb[@]}") ;;
+bench) want=("${build[@]}" "${test[@]}" "${cross[@]}" "${deb[@]}" "${bench[@]}") ;;
+fuzz) want=("${build[@]}" "${test[@]}" "${cross[@]}" "${deb[@]}" "${fuzz[@]}") ;;
 cross) want=("${build[@]}" "${cross[@]}") ;;
-*) echo "usage: $0 build|test|bench|fuzz|cross" >&2; exit 2 ;;
+deb) want=("${build[@]}" "${deb[@]}") ;;
+*) echo "usage: $0 build|test|bench|fuzz|cross|deb" >&2; exit 2 ;;
 esac
 # Node 20+ (playwright-core's minimum) may come from another repository;
 # only ask Debian for it when there is no node at all.

@@ -132,7 +132,9 @@ attached() {
 	jvm=$!
 	BACKGROUND+=($jvm)
 	wait_compiled "$TMP/$label.jit" Workload::hotA Workload::hotB Workload::main@
-	"$EMBER" record -p "$jvm" -d 3 -o "$TMP/$label.folded" 2>"$TMP/$label.err" &
+	# --attach-timeout: an emulated JVM beside busy emulators took over 10 s
+	# to answer.
+	"$EMBER" record -p "$jvm" -d 3 --attach-timeout 120 -o "$TMP/$label.folded" 2>"$TMP/$label.err" &
 	ember=$!
 	for _ in $(seq 600); do
 		stream=$(ls /tmp/ember-"$ember"-*/"$jvm".jitmap 2>/dev/null | head -1)

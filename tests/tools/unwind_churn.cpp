@@ -145,7 +145,11 @@ int main(int argc, char** argv) {
   int processes_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "unwind_procs", 4, sizeof(ember_unwind_process),
                                     kProcessEntries, &no_prealloc);
   if (rows_fd < 0 || processes_fd < 0) die("cannot create the unwinder's maps (root?)");
-  auto unwinder = Unwinder::open({rows_fd, capacity, processes_fd}, EMBER_UNWIND_AUTO);
+  UnwindMaps maps;  // no runtimes' tables
+  maps.rows_fd = rows_fd;
+  maps.rows_capacity = capacity;
+  maps.processes_fd = processes_fd;
+  auto unwinder = Unwinder::open(maps, EMBER_UNWIND_AUTO);
   if (!unwinder) {
     std::fprintf(stderr, "unwind_churn: %s\n", unwinder.error().c_str());
     return 1;

@@ -13,6 +13,7 @@
 #include "user/serve/serve.h"
 #include "user/cli/symbolize.h"
 #include "user/cli/tools.h"
+#include "version.h"  // build/version.h, from the file VERSION
 
 namespace {
 
@@ -32,7 +33,7 @@ std::string record_events_help() {
 int main(int argc, char** argv) {
   CLI::App app{"ember: a system-wide profiler for Linux (eBPF)", "ember"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ember 0.1");
+  app.set_version_flag("--version", "ember " EMBER_VERSION);
 
   ember::RecordOptions rec;
   CLI::App* record = app.add_subcommand("record", "Sample stacks of the whole host, some processes, or a command");
@@ -109,13 +110,14 @@ int main(int argc, char** argv) {
   record->add_option("command", rec.command, "Command to start and profile, after --, e.g. -- ./server --port 80");
   record->get_option("--kernel-only")->excludes("--user-only");
 
-  const std::string input_help = "Folded stacks, pprof or an HTML flamegraph ember wrote, told apart by content";
+  const std::string input_help =
+      "Folded stacks, pprof, OpenTelemetry profiles (OTLP) or an HTML flamegraph ember wrote, told apart by content";
   const std::string event_help =
-      "Which of a pprof's sample types to read (e.g. offcpu, or cpu for nanoseconds); default: the file's default. "
-      "A wrong name lists those the file holds";
+      "Which of a pprof's sample types, or an OTLP file's events, to read (e.g. offcpu, or cpu for a pprof's "
+      "nanoseconds); default: the file's default. A wrong name lists those the file holds";
   std::string convert_in, convert_out, convert_event;
   ember::SpoolRange convert_spool;
-  CLI::App* convert = app.add_subcommand("convert", "Convert a profile between folded stacks, pprof and HTML");
+  CLI::App* convert = app.add_subcommand("convert", "Convert a profile between folded stacks, pprof, OTLP and HTML");
   convert->add_option("input", convert_in,
                       input_help + "; or ember agent's spool directory, one service's periods merged")
       ->required();
@@ -138,10 +140,10 @@ int main(int argc, char** argv) {
 
   std::string diff_base, diff_new, diff_out = "diff.html", diff_event;
   CLI::App* diff = app.add_subcommand("diff", "Differential flamegraph: NEW's shape, coloured by change against BASE");
-  diff->add_option("base", diff_base, "The earlier profile (folded, pprof or an HTML flamegraph ember wrote)")->required();
-  diff->add_option("new", diff_new, "The later profile (folded, pprof or an HTML flamegraph ember wrote)")->required();
+  diff->add_option("base", diff_base, "The earlier profile (folded, pprof, OTLP or an HTML flamegraph ember wrote)")->required();
+  diff->add_option("new", diff_new, "The later profile (folded, pprof, OTLP or an HTML flamegraph ember wrote)")->required();
   diff->add_option("-o,--output", diff_out, "Output .html")->capture_default_str();
-  diff->add_option("-e,--event", diff_event, "Which sample type of the two pprof files to compare; default: their default");
+  diff->add_option("-e,--event", diff_event, "Which sample type (pprof) or event (OTLP) of the two files to compare; default: their default");
 
   ember::SymbolizeOptions sym;
   CLI::App* symbolize = app.add_subcommand("symbolize", "Name addresses of a binary, a process or the kernel (batch)");

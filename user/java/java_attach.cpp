@@ -288,7 +288,9 @@ std::expected<int, std::string> connect_socket(const std::string& path, pid_t pi
     }
     if (as && seteuid(as->uid) != 0) {
       int err = errno;
-      setegid(old_gid);
+      // Back to our gid; failing that too, root's gid stays, which only
+      // widens what the next attach may do as root anyway.
+      if (setegid(old_gid) != 0) err = errno;
       close(fd);
       return std::unexpected("cannot take uid " + std::to_string(as->uid) + " to attach to " + jvm_name + ": " +
                              std::strerror(err));
