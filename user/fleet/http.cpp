@@ -156,18 +156,28 @@ PyroscopeClient::PyroscopeClient(const AgentConfig& config) : server_(config.ser
 
 PyroscopeClient::~PyroscopeClient() = default;
 
-SendResult PyroscopeClient::post(const std::string& path, std::string_view body, const std::string& content_type) {
+SendResult PyroscopeClient::post(const std::string& path, std::string_view body, const std::string& content_type,
+                                 bool otlp) {
   SendResult r;
-  auto res = http_->Post(url_.path + path, body.data(), body.size(), content_type.c_str());
+  httplib::Headers headers;
+  if (otlp) headers.emplace("Content-Encoding", "gzip");
+  auto res = http_->Post(url_.path + path, headers, body.data(), body.size(), content_type.c_str());
   if (!res) {
     r.next = SendResult::Next::Retry;
     r.message = httplib::to_string(res.error());
     return r;
   }
   r.status = res->status;
-  r.next = next_for_status(res->status);
+  r.next = otlp ? next_for_otlp_status(res->status) : next_for_status(res->status);
   r.bytes_sent = body.size();
-  if (r.next != SendResult::Next::Done) r.message = error_message(res->body);
+  // OTLP's partial success is not tried again (the specification's rule),
+  // but said; its errors may come as protobuf.
+  if (r.next == SendResult::Next::Done)
+    r.message = otlp ? otlp_partial_success(res->body) : "";
+  else if (otlp && res->get_header_value("Content-Type").starts_with("application/x-protobuf"))
+    r.message = otlp_status_message(res->body);
+  else
+    r.message = error_message(res->body);
   r.retry_after_s = retry_after(*res);
   return r;
 }
@@ -221,29 +231,7 @@ SendResult PyroscopeClient::ingest(const Spool::Entry& period, std::string_view 
 SendResult PyroscopeClient::otlp(std::string_view body) {
   auto request = otlp_export_request(body);
   if (!request) return {SendResult::Next::GiveUp, 0, "the spool's file is corrupt: " + request.error(), 0, 0};
-  std::string gzipped = flamegraph::gzip(*request);
-  SendResult r;
-  httplib::Headers headers = {{"Content-Encoding", "gzip"}};
-  auto res = http_->Post(url_.path + "/v1development/profiles", headers, gzipped.data(), gzipped.size(),
-                         "application/x-protobuf");
-  if (!res) {
-    r.next = SendResult::Next::Retry;
-    r.message = httplib::to_string(res.error());
-    return r;
-  }
-  r.status = res->status;
-  r.next = next_for_otlp_status(res->status);
-  r.bytes_sent = gzipped.size();
-  // A partial success is not tried again (the specification's rule), but
-  // said.
-  if (r.next == SendResult::Next::Done)
-    r.message = otlp_partial_success(res->body);
-  else if (res->get_header_value("Content-Type").starts_with("application/x-protobuf"))
-    r.message = otlp_status_message(res->body);
-  else
-    r.message = error_message(res->body);
-  r.retry_after_s = retry_after(*res);
-  return r;
+  return post("/v1development/profiles", flamegraph::gzip(*request), "application/x-protobuf", true);
 }
 
 MetricsServer::MetricsServer() : server_(std::make_unique<httplib::Server>()) {}

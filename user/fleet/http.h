@@ -52,7 +52,9 @@ class PyroscopeClient {
   SendResult send(const Spool::Entry& period, std::string_view body, size_t taken = 0);
 
  private:
-  SendResult post(const std::string& path, std::string_view body, const std::string& content_type);
+  // POSTs `body` and reads the answer by Pyroscope's rules, or by OTLP's
+  // (`otlp`: a gzipped body; its retry rule, partial success and errors).
+  SendResult post(const std::string& path, std::string_view body, const std::string& content_type, bool otlp = false);
   SendResult push(std::string_view body);
   SendResult ingest(const Spool::Entry& period, std::string_view body, size_t taken);
   SendResult otlp(std::string_view body);
