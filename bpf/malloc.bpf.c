@@ -55,9 +55,17 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* sized by the collector: --live only */
-	__type(key, __u64);
+	__type(key, struct ember_live_key);
 	__type(value, __u32);
-} live_allocs SEC(".maps");  /* --live: pointer -> sample id, until freed */
+} live_allocs SEC(".maps");  /* --live: a sampled block, until freed -> its sample id */
+
+/* Forgets the block at `ptr` of the current process, freed. */
+static __always_inline void forget_block(__u64 ptr)
+{
+	struct ember_live_key key = {.pid = bpf_get_current_pid_tgid() >> 32, .ptr = ptr};
+
+	bpf_map_delete_elem(&live_allocs, &key);
+}
 
 static __always_inline __u64 malloc_weight(__u64 size)
 {
@@ -144,7 +152,7 @@ SEC("uprobe")
 int BPF_KPROBE(ember_realloc, __u64 ptr, __u64 size)
 {
 	if (malloc_live && ptr)
-		bpf_map_delete_elem(&live_allocs, &ptr);
+		forget_block(ptr);
 	return on_alloc(ctx, size, &malloc_pending);
 }
 
@@ -198,8 +206,12 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 ptr, void *pendi
 			return 0;
 		sample = ++*count << 8 | (bpf_get_smp_processor_id() & 0xff);
 	}
-	if (bpf_map_update_elem(&live_allocs, &ptr, &sample, BPF_ANY))
-		COUNT(malloc_live_full);
+	{
+		struct ember_live_key key = {.pid = pid, .ptr = ptr};
+
+		if (bpf_map_update_elem(&live_allocs, &key, &sample, BPF_ANY))
+			COUNT(malloc_live_full);
+	}
 	send_alloc(ctx, pid, tid, weight, sample, false);
 	return 0;
 }
@@ -222,6 +234,6 @@ SEC("uprobe")
 int BPF_KPROBE(ember_free, __u64 ptr)
 {
 	if (ptr)
-		bpf_map_delete_elem(&live_allocs, &ptr);
+		forget_block(ptr);
 	return 0;
 }

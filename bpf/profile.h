@@ -62,6 +62,16 @@ struct ember_sample {
 
 #define EMBER_SAMPLE_HEADER_SIZE ((unsigned long)&((struct ember_sample *)0)->ips)
 
+/* -e malloc --live: a sampled block not freed yet, by process (the
+ * allocator's probes fire in every process of the host, and the same
+ * address is another block elsewhere: a forked child's copy, another
+ * program); its value in the live_allocs map is the sample's id. */
+struct ember_live_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 ptr;
+};
+
 /* Records a CPU builds at once: one per program that interrupts another
  * (bpf/record.bpf.h's scratch). A power of two. */
 #define EMBER_SCRATCH_SLOTS 4

@@ -351,10 +351,10 @@ UnwindMaps Sampler::unwind_maps() const {
 std::vector<uint32_t> Sampler::live_allocations() const {
   std::vector<uint32_t> ids;
   int fd = bpf_map__fd(state_->skel->maps.live_allocs);
-  uint64_t pointer = 0;
-  for (bool first = true; bpf_map_get_next_key(fd, first ? nullptr : &pointer, &pointer) == 0; first = false) {
+  ember_live_key key{};
+  for (bool first = true; bpf_map_get_next_key(fd, first ? nullptr : &key, &key) == 0; first = false) {
     uint32_t id = 0;
-    if (bpf_map_lookup_elem(fd, &pointer, &id) == 0) ids.push_back(id);
+    if (bpf_map_lookup_elem(fd, &key, &id) == 0) ids.push_back(id);
   }
   return ids;
 }
