@@ -82,28 +82,10 @@ std::optional<FrameKind> kind_of_frame_type(std::string_view type) {
   return std::nullopt;
 }
 
-// A process frame's name: "comm (pid)", "comm"; none without a name.
-std::string process_name(std::string_view comm, int64_t pid) {
-  if (comm.empty()) return {};
-  return pid ? std::string(comm) + " (" + std::to_string(pid) + ")" : std::string(comm);
-}
-
 bool cpu_samples(const Profile& p) { return p.unit == "samples" && p.period_ns > 0; }
 
 std::string_view unit_name(const std::string& unit) {
   return unit == "samples" ? "count" : unit == "ns" ? "nanoseconds" : std::string_view(unit);
-}
-
-// "comm (123)" -> comm, 123; "comm" -> comm, 0. "[name tid=123]" -> name, 123.
-std::pair<std::string_view, int64_t> split_suffix_number(std::string_view name, std::string_view before,
-                                                        std::string_view after) {
-  size_t at = name.rfind(before);
-  if (at == std::string_view::npos || !name.ends_with(after)) return {name, 0};
-  int64_t n = 0;
-  const char* end = name.data() + name.size() - after.size();
-  auto [p, ec] = std::from_chars(name.data() + at + before.size(), end, n);
-  if (ec != std::errc() || p != end) return {name, 0};
-  return {name.substr(0, at), n};
 }
 
 // The dictionary every profile of a request shares: each table starts with
@@ -283,14 +265,14 @@ std::string encode_otlp(std::span<const OtlpResource> resources, const OtlpOptio
             if (options.process_resources) {
               process = f.name;
             } else {
-              auto [comm, pid] = split_suffix_number(f.name, " (", ")");
-              attributes.push_back(static_cast<uint64_t>(dict.attribute(kExecutableName, std::string(comm))));
-              if (pid) attributes.push_back(static_cast<uint64_t>(dict.attribute(kProcessPid, pid)));
+              auto [comm, pid] = split_process_frame(f.name);
+              attributes.push_back(static_cast<uint64_t>(dict.attribute(kExecutableName, comm)));
+              if (pid) attributes.push_back(static_cast<uint64_t>(dict.attribute(kProcessPid, static_cast<int64_t>(pid))));
             }
           } else if (f.kind == FrameKind::Thread) {
-            auto [name, tid] = split_suffix_number(std::string_view(f.name).substr(1), " tid=", "]");
-            attributes.push_back(static_cast<uint64_t>(dict.attribute(kThreadName, std::string(name))));
-            if (tid) attributes.push_back(static_cast<uint64_t>(dict.attribute(kThreadId, tid)));
+            auto [name, tid] = split_thread_frame(f.name);
+            attributes.push_back(static_cast<uint64_t>(dict.attribute(kThreadName, name)));
+            if (tid) attributes.push_back(static_cast<uint64_t>(dict.attribute(kThreadId, static_cast<int64_t>(tid))));
           } else {
             int32_t& id = location_of[*it];
             if (id < 0) id = dict.location(f);
@@ -327,9 +309,9 @@ std::string encode_otlp(std::span<const OtlpResource> resources, const OtlpOptio
       Writer res;
       for (const Attribute& a : resource.attributes) add_attribute(res, field::kResourceAttributes, a);
       if (!processes[proc].empty()) {
-        auto [comm, pid] = split_suffix_number(processes[proc], " (", ")");
-        add_attribute(res, field::kResourceAttributes, {std::string(kExecutableName), std::string(comm)});
-        if (pid) add_attribute(res, field::kResourceAttributes, {std::string(kProcessPid), pid});
+        auto [comm, pid] = split_process_frame(processes[proc]);
+        add_attribute(res, field::kResourceAttributes, {std::string(kExecutableName), comm});
+        if (pid) add_attribute(res, field::kResourceAttributes, {std::string(kProcessPid), static_cast<int64_t>(pid)});
       }
       Writer scope;
       Writer scope_id;
@@ -639,7 +621,7 @@ std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::str
     }
     if (!rr.ok()) return std::unexpected("otlp: corrupt resource");
     if (comm.empty()) comm = path.substr(path.rfind('/') + 1);
-    process_names.push_back(process_name(comm, pid));
+    process_names.push_back(comm.empty() ? std::string() : process_frame_name(comm, static_cast<uint64_t>(pid)));
   }
   if (profiles.empty()) return std::unexpected("otlp: no profiles in it");
 
@@ -745,7 +727,8 @@ std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::str
       frames.clear();
       if (!comm.empty()) {  // the sample's process, not its resource's
         auto [it, added] = sample_processes.try_emplace({comm, pid});
-        if (added) it->second = out.intern(Frame{process_name(comm, pid), FrameKind::Process, {}});
+        if (added)
+          it->second = out.intern(Frame{process_frame_name(comm, static_cast<uint64_t>(pid)), FrameKind::Process, {}});
         frames.push_back(it->second);
       } else if (!process_names[p.resource].empty()) {
         auto& id = process_frames[p.resource];
@@ -756,7 +739,7 @@ std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::str
         auto [it, added] = thread_frames.try_emplace({thread, tid});
         if (added)
           it->second = out.intern(
-              Frame{"[" + std::string(thread) + " tid=" + std::to_string(tid) + "]", FrameKind::Thread, {}});
+              Frame{thread_frame_name(thread, static_cast<uint64_t>(tid)), FrameKind::Thread, {}});
         frames.push_back(it->second);
       }
       const std::vector<uint64_t>& locations = t.stacks[stack];

@@ -20,30 +20,6 @@ using protobuf::kVarint;
 using protobuf::Reader;
 using protobuf::Writer;
 
-// --- pseudo-frames <-> labels ---------------------------------------------
-
-// "comm (123)" -> comm, 123; "comm" -> comm, 0.
-std::pair<std::string, uint64_t> split_process(const std::string& name) {
-  size_t open = name.rfind(" (");
-  if (open != std::string::npos && name.back() == ')') {
-    uint64_t pid = 0;
-    auto [p, ec] = std::from_chars(name.data() + open + 2, name.data() + name.size() - 1, pid);
-    if (ec == std::errc() && p == name.data() + name.size() - 1) return {name.substr(0, open), pid};
-  }
-  return {name, 0};
-}
-
-// "[name tid=123]" -> name, 123.
-std::pair<std::string, uint64_t> split_thread(const std::string& name) {
-  size_t at = name.rfind(" tid=");
-  uint64_t tid = 0;
-  if (name.size() > 2 && at != std::string::npos) {
-    std::from_chars(name.data() + at + 5, name.data() + name.size() - 1, tid);
-    return {name.substr(1, at - 1), tid};
-  }
-  return {name, 0};
-}
-
 // A file that is a shared library ("libc.so.6", "x.cpython-311.so") or a
 // pseudo-module ("[kernel]", "[vdso]", "[anon]"), not a program.
 bool library_or_pseudo(std::string_view module) {
@@ -206,11 +182,11 @@ std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_b
       for (FrameId id : s->frames) {
         const Frame& f = profile.frames()[id];
         if (f.kind == FrameKind::Process) {
-          auto [comm, pid] = split_process(f.name);
+          auto [comm, pid] = split_process_frame(f.name);
           label("comm", &comm, 0);
           if (pid) label("pid", nullptr, pid);
         } else if (f.kind == FrameKind::Thread) {
-          auto [thread, tid] = split_thread(f.name);
+          auto [thread, tid] = split_thread_frame(f.name);
           label("thread", &thread, 0);
           if (tid) label("tid", nullptr, tid);
         }
@@ -438,8 +414,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
     if (!text(comm).empty()) {
       auto [it, added] = process_frames.try_emplace({comm, pid});
       if (added) {
-        std::string name(text(comm));
-        it->second = profile.intern(Frame{pid ? name + " (" + std::to_string(pid) + ")" : name, FrameKind::Process, {}});
+        it->second = profile.intern(Frame{process_frame_name(text(comm), pid), FrameKind::Process, {}});
       }
       frames.push_back(it->second);
     }
@@ -447,7 +422,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
       auto [it, added] = thread_frames.try_emplace({thread, tid});
       if (added)
         it->second = profile.intern(
-            Frame{"[" + std::string(text(thread)) + " tid=" + std::to_string(tid) + "]", FrameKind::Thread, {}});
+            Frame{thread_frame_name(text(thread), tid), FrameKind::Thread, {}});
       frames.push_back(it->second);
     }
     for (auto id = location_ids.rbegin(); id != location_ids.rend(); ++id) {  // root first

@@ -1,5 +1,7 @@
 #include "flamegraph/profile.h"
 
+#include <charconv>
+
 #include <algorithm>
 #include <functional>
 #include <ranges>
@@ -121,6 +123,34 @@ Profile cut_stacks(const Profile& profile, size_t max_stacks) {
     out.add(frames, s->weight);
   }
   return out;
+}
+
+std::string process_frame_name(std::string_view comm, uint64_t pid) {
+  return pid ? std::string(comm) + " (" + std::to_string(pid) + ")" : std::string(comm);
+}
+
+std::pair<std::string, uint64_t> split_process_frame(const std::string& name) {
+  size_t open = name.rfind(" (");
+  if (open != std::string::npos && name.back() == ')') {
+    uint64_t pid = 0;
+    auto [p, ec] = std::from_chars(name.data() + open + 2, name.data() + name.size() - 1, pid);
+    if (ec == std::errc() && p == name.data() + name.size() - 1) return {name.substr(0, open), pid};
+  }
+  return {name, 0};
+}
+
+std::string thread_frame_name(std::string_view name, uint64_t tid) {
+  return "[" + std::string(name) + " tid=" + std::to_string(tid) + "]";
+}
+
+std::pair<std::string, uint64_t> split_thread_frame(const std::string& name) {
+  size_t at = name.rfind(" tid=");
+  uint64_t tid = 0;
+  if (name.size() > 2 && at != std::string::npos) {
+    std::from_chars(name.data() + at + 5, name.data() + name.size() - 1, tid);
+    return {name.substr(1, at - 1), tid};
+  }
+  return {name, 0};
 }
 
 std::string series_name(const std::string& event) {

@@ -157,6 +157,13 @@ class Profile {
 // by a frame "[lighter stacks cut]".
 Profile cut_stacks(const Profile& profile, size_t max_stacks);
 
+// The root pseudo-frames' names and their parts: a process "comm (123)"
+// ("comm" without a pid: 0), a thread "[name tid=123]".
+std::string process_frame_name(std::string_view comm, uint64_t pid);
+std::pair<std::string, uint64_t> split_process_frame(const std::string& name);
+std::string thread_frame_name(std::string_view name, uint64_t tid);
+std::pair<std::string, uint64_t> split_thread_frame(const std::string& name);
+
 // The name Pyroscope gives an event's profiles (a series' __name__):
 // process_cpu, off_cpu, memory (malloc, Java alloc), else the event's own
 // (wall, lock).
