@@ -9,7 +9,8 @@
 # lists its packages; with another list (this script changed) it is made
 # again, else the script returns at once.
 # Needs root: mmdebstrap runs the packages' scripts in a chroot, through
-# qemu-user-static registered with binfmt_misc (registered here if not).
+# QEMU's static qemu-aarch64 registered with binfmt_misc (registered here if
+# not, as systemd-binfmt would).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# = 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
@@ -25,14 +26,15 @@ packages=(bash mount util-linux procps kmod iproute2 mawk curl jq openssl strace
 	libbpf1 libdw1 libelf1 libdebuginfod1 libcpp-httplib0.11 libssl3 liblzma5 zlib1g libstdc++6 binutils)
 [ "$(cat "$dir/.ember-guest" 2>/dev/null)" = "${packages[*]}" ] && exit 0
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (mmdebstrap runs the arm64 packages' scripts in a chroot)" >&2; exit 1; }
-for tool in mmdebstrap arch-test qemu-aarch64-static update-binfmts dpkg-deb depmod; do
-	command -v "$tool" >/dev/null || { echo "$0: no $tool (scripts/deps.sh test installs it)" >&2; exit 1; }
+binfmt=/usr/lib/binfmt.d/qemu-aarch64.conf
+for tool in mmdebstrap arch-test qemu-aarch64-static $binfmt dpkg-deb depmod; do
+	command -v "$tool" >/dev/null || [ -e "$tool" ] || { echo "$0: no $tool (scripts/deps.sh test installs it)" >&2; exit 1; }
 done
 # binfmt_misc is not mounted on these machines at boot, so installing
-# qemu-user-static registered nothing.
+# qemu-user-binfmt may have registered nothing.
 if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
 	[ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-	update-binfmts --enable qemu-aarch64
+	grep -v '^#' "$binfmt" >/proc/sys/fs/binfmt_misc/register
 fi
 rm -rf "$dir.tmp" "$dir.debs"
 mkdir -p "$dir.debs"

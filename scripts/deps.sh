@@ -15,13 +15,18 @@ build=(make g++ clang llvm pkg-config binutils libbpf-dev bpftool libelf-dev lib
 # tests' HTTP client, JSON reader, self-signed certificate and pgrep. linux-perf: the unwinding
 # tests' reference (perf --call-graph dwarf); sqlite3: a distribution binary without frame pointers;
 # strace: holds ember inside a syscall (fsync) for the fault tests to kill it there.
-# qemu-system-x86, busybox-static, cpio, kmod: the kernel matrix's guests and their initramfs.
+# busybox-static, cpio, kmod: the initramfs of the kernel matrix's guests (their emulators below).
 # python3: the tests' helpers (a Pyroscope receiver, free ports) and Debian's CPython, whose
-# frames ember reads. qemu-system-arm and the cross list: the matrix's arm64 guest, ember built
-# for it (make ARCH=arm64); qemu-user-static, binfmt-support: its root file system's package
-# scripts run by mmdebstrap (scripts/arm64_guest.sh).
-test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev protobuf-compiler python3-protobuf elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace qemu-system-x86 busybox-static cpio kmod
-	qemu-system-arm qemu-user-static binfmt-support)
+# frames ember reads. The cross list: ember built for the matrix's arm64 guest (make ARCH=arm64).
+test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-github-google-pprof-dev protobuf-compiler python3-protobuf elfutils libbpfcc-dev libc6-dbg libstdc++6-12-dbg curl jq openssl procps linux-perf sqlite3 strace busybox-static cpio kmod)
+# The kernel matrix's emulators, QEMU 8 or later. Debian 12's QEMU 7.2 mis-executes x86 code:
+# when the store of a setcc faults (a page's first write), the flags the next jcc reads are
+# computed from a value it had discarded; in the 5.15 guest `test eax,eax; setg [mem]; jg`
+# stored 1 (eax was 1) and then did not jump (gdb: EFLAGS SF set), one ember run in two. On
+# Debian 12 they come from bookworm-backports (QEMU 10). qemu-user-static, qemu-user-binfmt:
+# the arm64 guest's package scripts, run by mmdebstrap (scripts/arm64_guest.sh).
+emulators=(qemu-system-x86 qemu-system-arm qemu-user-static qemu-user-binfmt)
+emulators_min=1:8
 bench=(bpftrace time)
 fuzz=(afl++)
 # mmdebstrap makes the sysroot of Debian's arm64 libraries (scripts/sysroot.sh); arch-test, its check of the architecture.
@@ -57,6 +62,35 @@ if (( ${#missing[@]} )); then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Emulators older than emulators_min (any release's), replaced from its backports.
+if [[ $mode != build && $mode != cross && $mode != deb ]]; then
+	old=()
+	for p in "${emulators[@]}"; do
+		v=$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null | sed -n 's/^install ok installed //p')
+		[ -n "$v" ] && dpkg --compare-versions "$v" ge "$emulators_min" || old+=("$p")
+	done
+	if (( ${#old[@]} )); then
+		if [ "$(id -u)" != 0 ]; then
+			echo "ember: the kernel matrix needs QEMU $emulators_min or later: ${old[*]}; run as root" >&2
+			exit 1
+		fi
+		. /etc/os-release
+		suite=()
+		if [ "${VERSION_CODENAME:-}" = bookworm ]; then
+			suite=(-t bookworm-backports)
+			list=/etc/apt/sources.list.d/ember-bookworm-backports.sources
+			if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d; then
+				printf '%s\n' "Types: deb" "URIs: http://deb.debian.org/debian" "Suites: bookworm-backports" \
+					"Components: main" "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" >"$list"
+			fi
+		fi
+		echo "ember: installing ${old[*]} ${suite[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${suite[@]}" "${emulators[@]}" >/dev/null
+	fi
 fi
 
 if [[ $mode != build && $mode != cross && ! -d tests/browser/node_modules/playwright-core ]]; then
