@@ -72,6 +72,11 @@ CXXFLAGS += -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_
 # Every program takes these; the HTTP and TLS libraries only what serves.
 LDLIBS := -lbpf -ldw -ldebuginfod -lelf -llzma -lz -pthread
 HTTP_LIBS := -lcpp-httplib -lssl -lcrypto
+# Debian's hardening (dpkg-buildflags' defaults) for what ships: fortified
+# libc calls, stack protector, a read-only GOT. Not the sanitizer tree's:
+# ASan checks those calls itself.
+HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+HARDEN_LDFLAGS := -Wl,-z,relro,-z,now
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf $(WARN) -Wno-unused-parameter
 
 # The libraries, one per folder, each built once as a static archive; a
@@ -184,7 +189,7 @@ $(BUILD)/obj/pch/std.h.gch: pch/std.h | $(SYSROOT_READY)
 	$(call msg,PCH,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)cp $< $(@D)/std.h
-	$(Q)$(CXX) $(CXXFLAGS) -x c++-header $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(HARDEN) -x c++-header $< -o $@
 $(BUILD)/san/pch/std.h.gch: pch/std.h
 	$(call msg,PCH,$@)
 	$(Q)mkdir -p $(@D)
@@ -194,7 +199,7 @@ $(BUILD)/san/pch/std.h.gch: pch/std.h
 $(BUILD)/obj/%.o: %.cpp $(call STD_PCH,obj) | $(BPF_SKELS)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) -include $(BUILD)/obj/pch/std.h -Winvalid-pch -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(HARDEN) -include $(BUILD)/obj/pch/std.h -Winvalid-pch -c $< -o $@
 
 $(BUILD)/obj/flamegraph/html_template.o: flamegraph/html_template.S flamegraph/flamegraph.html | $(SYSROOT_READY)
 	$(call msg,AS,$@)
@@ -218,7 +223,7 @@ $(BUILD)/version.h: VERSION
 $(BUILD)/obj/user/cli/main.o $(BUILD)/san/user/cli/main.o: $(BUILD)/version.h
 $(BUILD)/ember: $(CLI_SRC:%.cpp=$(BUILD)/obj/%.o) $(LIBS:%=$(BUILD)/obj/lib%.a)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(CXXFLAGS) $(filter %.o,$^) $(call archives,obj) $(LDLIBS) $(HTTP_LIBS) -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(HARDEN_LDFLAGS) $(filter %.o,$^) $(call archives,obj) $(LDLIBS) $(HTTP_LIBS) -o $@
 
 # ember under ASan + UBSan, from the san tree: a part of the integration
 # tests runs again with it (tests/run.sh). Its JVM agent is the one beside
@@ -231,7 +236,7 @@ $(BUILD)/san/ember: $(CLI_SRC:%.cpp=$(BUILD)/san/%.o) $(LIBS:%=$(BUILD)/san/lib%
 $(AGENT): $(wildcard agent/*.cpp) $(wildcard agent/*.h) | $(SYSROOT_READY)
 	$(call msg,AGENT,$@)
 	$(Q)test -f "$(JAVA_HOME)/include/jvmti.h" || { echo "no jvmti.h under JAVA_HOME=$(JAVA_HOME): install openjdk-17-jdk-headless (make deps)" >&2; exit 1; }
-	$(Q)$(CXX) $(AGENT_CXXFLAGS) -shared -Wl,--as-needed -Wl,-z,defs $(filter %.cpp,$^) -o $@
+	$(Q)$(CXX) $(AGENT_CXXFLAGS) $(HARDEN) -shared -Wl,--as-needed -Wl,-z,defs $(HARDEN_LDFLAGS) $(filter %.cpp,$^) -o $@
 
 # JNI libraries of the Java workloads (tests/java/NAME.c -> libNAME.so):
 # frame pointers on, no inlining, as the workloads.

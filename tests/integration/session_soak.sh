@@ -26,16 +26,22 @@ echo "$windows windows"
 # Every child burns 1 ms of CPU time in churn_child_work: about 20,000
 # samples at 999 Hz in all, however busy the machine is, each named. How
 # many children a 0.4 s window holds depends on the load (about 200 on an
-# idle machine, a tenth of that beside two CPU hogs); each window but the
-# last (cut when the command ended) names some.
-short=0 named=0
+# idle machine, 4 in one window of a CI run beside the kernel matrix's
+# emulators), not the share of their samples that churn_child_work gets
+# (the rest: their start in ld.so, the parent's forks): 0.55-0.63 a window
+# on an idle machine. Each window but the last (cut when the command ended)
+# with 20 or more of process_churn's samples names a third of them.
+short=0 judged=0 named=0
 for f in $(ls "$TMP"/w.[0-9]*.folded | head -n -1); do
 	n=$(weight "$f" ';main;churn_child_work(;[^;]*)* [0-9]+$')
+	all=$(weight "$f" '^process_churn;')
 	named=$((named + n))
-	((n >= 5)) || { echo "$f: $n samples in churn_child_work"; short=$((short + 1)); }
+	((all >= 20)) || continue
+	judged=$((judged + 1))
+	((n * 3 >= all)) || { echo "$f: $n of process_churn's $all samples in churn_child_work"; short=$((short + 1)); }
 done
-echo "$named samples in churn_child_work (20,000 children of 1 ms of CPU each)"
-((short == 0)) || fail "$short of $windows windows name fewer than 5 samples of the short-lived processes' work"
+echo "$named samples in churn_child_work (20,000 children of 1 ms of CPU each); $judged windows with 20 samples or more"
+((short == 0)) || fail "$short of $judged windows name under a third of the short-lived processes' samples"
 ((named >= 17000 && named <= 23000)) || fail "$named samples name churn_child_work, not 20,000 +-15%"
 
 # Flat: RSS and open files over the run, after a warm-up of 5 s (kernel

@@ -102,7 +102,7 @@ std::unique_ptr<Unwinder> open_unwinder(uint32_t capacity, int& rows, uint32_t m
   rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "test_rows", 4, sizeof(ember_unwind_row), capacity, &mmapable);
   INFO("bpf_map_create: " << std::strerror(errno) << " (the unwinder's tests need root)");
   REQUIRE(rows >= 0);
-  auto unwinder = Unwinder::open({rows, capacity, -1}, mode);
+  auto unwinder = Unwinder::open({.rows_fd = rows, .rows_capacity = capacity}, mode);
   REQUIRE(unwinder);
   return std::move(*unwinder);
 }
@@ -502,7 +502,7 @@ TEST_CASE("unwinder: the kernel's row cache key: each table written has an id no
   INFO("bpf_map_create: " << std::strerror(errno) << " (the unwinder's tests need root)");
   REQUIRE(rows >= 0);
   REQUIRE(processes >= 0);
-  auto unwinder = Unwinder::open({rows, kCapacity, processes}, EMBER_UNWIND_CFI);
+  auto unwinder = Unwinder::open({.rows_fd = rows, .rows_capacity = kCapacity, .processes_fd = processes}, EMBER_UNWIND_CFI);
   REQUIRE(unwinder);
   auto entry = [&](uint32_t pid) {
     ember_unwind_process e{};

@@ -37,7 +37,7 @@ struct UnwindMaps {
   int processes_fd = -1;    // hash: tgid -> ember_unwind_process
   int python_processes_fd = -1;  // hash: tgid -> ember_python_process (bpf/python.bpf.c)
   int v8_processes_fd = -1;      // hash: tgid -> ember_v8_process (bpf/v8.bpf.c)
-  std::weak_ptr<uint32_t> runtimes_generation;  // the BPF global, bumped as those two change
+  std::weak_ptr<uint32_t> runtimes_generation{};  // the BPF global, bumped as those two change
 };
 
 // Binaries by path, the first few kept: a session that runs for weeks
