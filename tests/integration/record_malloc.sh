@@ -2,7 +2,8 @@
 # kind: structural
 # Native allocations (-e malloc): two call sites allocating the same volume
 # are reported 1:1; with --live only the one that keeps its blocks remains.
-# mmap counts as an allocation too, malloc's own mmap calls once. A process
+# mmap counts as an allocation too, malloc's own mmap calls once; blocks are
+# followed per process (a forked child's free of its copy). A process
 # or a command without a shared libc gets a clear message.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
@@ -66,6 +67,14 @@ big_keep=$(site "$TMP/maplive.folded" big_keep_here)
 echo "mmap --live: map_keep_here $((map_keep / mib)) MiB, big_keep_here $((big_keep / mib)) MiB"
 mib_near "$map_keep" $map_mib && mib_near "$big_keep" 64 || fail "--live lost what is kept: $(cat "$TMP/maplive.folded")"
 assert_absent "$TMP/maplive.folded" 'map_drop_here|big_drop_here' "--live shows an unmapped or freed site"
+
+# Blocks are followed per process: a forked child freeing its copies (the
+# same addresses) leaves the parent's 16 MiB live.
+"$EMBER" record -e malloc --live --alloc-interval 16384 --no-java -o "$TMP/fork.folded" -- "$WORKLOADS/fork_free" 2>"$TMP/err" ||
+	fail "ember exited $?: $(cat "$TMP/err")"
+kept=$(weight "$TMP/fork.folded" ';main;kept_here [0-9]+$')
+echo "malloc --live beside a child freeing its copies: kept_here $((kept / mib)) MiB of 16"
+mib_near "$kept" 16 || fail "--live lost the parent's blocks that its child freed: $(cat "$TMP/fork.folded")"
 
 # A static binary has no libc.so.6 to probe.
 printf '#include <unistd.h>\nint main(void) { sleep(30); return 0; }\n' >"$TMP/static.c"
