@@ -129,14 +129,26 @@ std::string process_frame_name(std::string_view comm, uint64_t pid) {
   return pid ? std::string(comm) + " (" + std::to_string(pid) + ")" : std::string(comm);
 }
 
+namespace {
+
+// `name` as PREFIX + text + BEFORE + number + AFTER -> text, number; else
+// name, 0 (a name ember did not make so, or a number that does not parse).
+std::pair<std::string, uint64_t> split_numbered(const std::string& name, std::string_view prefix,
+                                                std::string_view before, std::string_view after) {
+  size_t at = name.rfind(before);
+  if (at == std::string::npos || at < prefix.size() || !name.starts_with(prefix) || !name.ends_with(after))
+    return {name, 0};
+  uint64_t n = 0;
+  const char* end = name.data() + name.size() - after.size();
+  auto [p, ec] = std::from_chars(name.data() + at + before.size(), end, n);
+  if (ec != std::errc() || p != end) return {name, 0};
+  return {name.substr(prefix.size(), at - prefix.size()), n};
+}
+
+}  // namespace
+
 std::pair<std::string, uint64_t> split_process_frame(const std::string& name) {
-  size_t open = name.rfind(" (");
-  if (open != std::string::npos && name.back() == ')') {
-    uint64_t pid = 0;
-    auto [p, ec] = std::from_chars(name.data() + open + 2, name.data() + name.size() - 1, pid);
-    if (ec == std::errc() && p == name.data() + name.size() - 1) return {name.substr(0, open), pid};
-  }
-  return {name, 0};
+  return split_numbered(name, "", " (", ")");
 }
 
 std::string thread_frame_name(std::string_view name, uint64_t tid) {
@@ -144,13 +156,7 @@ std::string thread_frame_name(std::string_view name, uint64_t tid) {
 }
 
 std::pair<std::string, uint64_t> split_thread_frame(const std::string& name) {
-  size_t at = name.rfind(" tid=");
-  uint64_t tid = 0;
-  if (name.size() > 2 && at != std::string::npos) {
-    std::from_chars(name.data() + at + 5, name.data() + name.size() - 1, tid);
-    return {name.substr(1, at - 1), tid};
-  }
-  return {name, 0};
+  return split_numbered(name, "[", " tid=", "]");
 }
 
 std::string series_name(const std::string& event) {

@@ -114,6 +114,22 @@ TEST_CASE("pprof's first mapping is the main binary: the program whose stacks we
   CHECK(mapping_files(encode_pprof(both)).front() == "/usr/bin/worker");
 }
 
+TEST_CASE("the process and thread pseudo-frames' names are made and split back") {
+  CHECK(process_frame_name("nginx", 123) == "nginx (123)");
+  CHECK(process_frame_name("nginx", 0) == "nginx");
+  CHECK(split_process_frame("nginx (123)") == std::pair<std::string, uint64_t>{"nginx", 123});
+  CHECK(split_process_frame("a (b) (7)") == std::pair<std::string, uint64_t>{"a (b)", 7});
+  CHECK(split_process_frame("nginx") == std::pair<std::string, uint64_t>{"nginx", 0});
+  CHECK(split_process_frame("nginx (x1)") == std::pair<std::string, uint64_t>{"nginx (x1)", 0});
+  CHECK(thread_frame_name("main", 9) == "[main tid=9]");
+  CHECK(split_thread_frame("[main tid=9]") == std::pair<std::string, uint64_t>{"main", 9});
+  CHECK(split_thread_frame("[a tid=b tid=12]") == std::pair<std::string, uint64_t>{"a tid=b", 12});
+  // Not made by thread_frame_name: kept whole.
+  CHECK(split_thread_frame("main tid=9") == std::pair<std::string, uint64_t>{"main tid=9", 0});
+  CHECK(split_thread_frame("[main tid=9x]") == std::pair<std::string, uint64_t>{"[main tid=9x]", 0});
+  CHECK(split_thread_frame("[ tid=") == std::pair<std::string, uint64_t>{"[ tid=", 0});
+}
+
 TEST_CASE("pprof round trip keeps stacks, kinds, modules, pid and thread labels") {
   Profile original = sample_profile();
   std::string bytes = encode_pprof(original);
