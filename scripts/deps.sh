@@ -65,31 +65,40 @@ if (( ${#missing[@]} )); then
 fi
 
 # Emulators older than emulators_min (any release's), replaced from its backports.
-if [[ $mode != build && $mode != cross && $mode != deb ]]; then
-	old=()
+old_emulators() {
+	local p v
 	for p in "${emulators[@]}"; do
 		v=$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null | sed -n 's/^install ok installed //p')
-		[ -n "$v" ] && dpkg --compare-versions "$v" ge "$emulators_min" || old+=("$p")
+		[ -n "$v" ] && dpkg --compare-versions "$v" ge "$emulators_min" || echo "$p${v:+ $v}"
 	done
+}
+if [[ $mode != build && $mode != cross && $mode != deb ]]; then
+	mapfile -t old < <(old_emulators)
 	if (( ${#old[@]} )); then
+		why="the kernel matrix needs QEMU ${emulators_min#*:} or later (Debian 12's 7.2 mis-executes its x86 guests' code)"
 		if [ "$(id -u)" != 0 ]; then
-			echo "ember: the kernel matrix needs QEMU $emulators_min or later: ${old[*]}; run as root" >&2
+			echo "ember: $why; missing or older: ${old[*]}; run as root: sudo scripts/deps.sh $mode (on Debian 12 it installs them from bookworm-backports)" >&2
 			exit 1
 		fi
 		. /etc/os-release
-		suite=()
+		suite=() from=""
 		if [ "${VERSION_CODENAME:-}" = bookworm ]; then
-			suite=(-t bookworm-backports)
+			suite=(-t bookworm-backports) from=" from bookworm-backports"
 			list=/etc/apt/sources.list.d/ember-bookworm-backports.sources
 			if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d; then
 				printf '%s\n' "Types: deb" "URIs: http://deb.debian.org/debian" "Suites: bookworm-backports" \
 					"Components: main" "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" >"$list"
 			fi
 		fi
-		echo "ember: installing ${old[*]} ${suite[*]}"
+		echo "ember: installing ${emulators[*]}$from: $why"
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -qq
 		apt-get install -y -qq --no-install-recommends "${suite[@]}" "${emulators[@]}" >/dev/null
+		mapfile -t old < <(old_emulators)
+		if (( ${#old[@]} )); then
+			echo "ember: $why; apt installed only: ${old[*]}; install QEMU ${emulators_min#*:} or later from another source" >&2
+			exit 1
+		fi
 	fi
 fi
 
