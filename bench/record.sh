@@ -4,16 +4,20 @@
 # system-wide at 99 and 999 Hz. Prints, as ratios ember/perf:
 #   - workload slowdown: requests completed without a profiler / with it
 #   - stop-to-flamegraph: from the stop signal to a finished flamegraph
-# and ember's peak RSS over an RSS_SECONDS capture at 999 Hz.
+# then the stop-to-flamegraph of both after a MIXED_SECONDS capture at 999
+# Hz beside bench/mixed_load.sh (many binaries, processes and JVMs: the
+# naming that a CPU-bound loop of one binary never tests), and ember's peak
+# RSS over an RSS_SECONDS capture at 999 Hz.
 #
 # Environment: BENCH_SECONDS (10) per run, REPS (2) runs per setting,
-# RSS_SECONDS (60), FLAMEGRAPH_DIR: a checkout of FlameGraph
+# MIXED_SECONDS (30), RSS_SECONDS (60), FLAMEGRAPH_DIR: a checkout of FlameGraph
 # (stackcollapse-perf.pl, flamegraph.pl); without it perf's pipeline is
 # timed up to `perf script` only, which flatters perf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 RSS_SECS=${RSS_SECONDS:-60}
+MIXED_SECS=${MIXED_SECONDS:-30}
 FG=${FLAMEGRAPH_DIR:-}
 EMBER=build/ember
 WORK=build/workloads/throughput
@@ -32,30 +36,50 @@ fi
 
 requests() { awk '/^requests/ { print $2 }' "$1"; }
 
-# run_with PROFILER FREQ -> prints "requests stop_ms"
-run_with() {
-	local prof=$1 freq=$2 pid out=$T/work.out
-	case $prof in
-	none) "$WORK" "$SECS" >"$out"; echo "$(requests "$out") 0"; return ;;
-	ember) "$EMBER" record -a -F "$freq" -o "$T/ember.html" 2>"$T/ember.err" & ;;
-	perf) perf record -q -a -g -F "$freq" -o "$T/perf.data" 2>"$T/perf.err" & ;;
+# start PROFILER FREQ: starts it system-wide in the background (pid in $prof_pid).
+start() {
+	case $1 in
+	ember) "$EMBER" record -a -F "$2" -o "$T/ember.html" 2>"$T/ember.err" & ;;
+	perf) perf record -q -a -g -F "$2" -o "$T/perf.data" 2>"$T/perf.err" & ;;
 	esac
-	pid=$!
+	prof_pid=$!
 	sleep 1 # let the profiler attach before the workload starts
-	"$WORK" "$SECS" >"$out"
+}
+
+# stop PROFILER -> prints the ms from its stop signal to a finished flamegraph.
+stop() {
 	local t0; t0=$(now_ms)
-	kill -INT $pid
-	wait $pid || true
-	if [ "$prof" = perf ]; then
+	kill -INT "$prof_pid"
+	wait "$prof_pid" || true
+	if [ "$1" = perf ]; then
 		if [ -n "$FG" ]; then
 			perf script -i "$T/perf.data" 2>/dev/null | "$FG/stackcollapse-perf.pl" | "$FG/flamegraph.pl" >"$T/perf.svg"
 		else
 			perf script -i "$T/perf.data" >/dev/null 2>&1
 		fi
 	fi
-	echo "$(requests "$out") $(( $(now_ms) - t0 ))"
+	echo $(($(now_ms) - t0))
 }
 
+# run_with PROFILER FREQ -> prints "requests stop_ms"
+run_with() {
+	local out=$T/work.out
+	if [ "$1" = none ]; then
+		"$WORK" "$SECS" >"$out"
+		echo "$(requests "$out") 0"
+		return
+	fi
+	start "$1" "$2"
+	"$WORK" "$SECS" >"$out"
+	echo "$(requests "$out") $(stop "$1")"
+}
+
+# mixed PROFILER -> prints the stop_ms of a MIXED_SECS capture at 999 Hz beside bench/mixed_load.sh.
+mixed() {
+	start "$1" 999
+	bench/mixed_load.sh "$MIXED_SECS" >/dev/null 2>&1
+	stop "$1"
+}
 
 echo "bench: $(nproc) CPUs, workload $SECS s x $REPS runs per setting, $(uname -r)"
 read -r base _ < <(measure run_with none 0)
@@ -72,6 +96,19 @@ for freq in 99 999; do
 		printf "%-6s ratio    throughput ember/perf %.3f; stop-to-flamegraph perf/ember %.1fx faster (%s)\n",
 			f, e / p, ps / (es > 0 ? es : 1), how }'
 done
+
+echo
+echo "stop to finished flamegraph, system-wide at 999 Hz for $MIXED_SECS s beside bench/mixed_load.sh (compiler, xz, Python, javac), $REPS runs each:"
+for ((r = 0; r < REPS; r++)); do
+	echo "ember $(mixed ember)"
+	echo "perf $(mixed perf)"
+done >"$T/mixed"
+em=$(awk '$1 == "ember" { print $2 }' "$T/mixed" | spread)
+pm=$(awk '$1 == "perf" { print $2 }' "$T/mixed" | spread)
+read -r emed emin emax <<<"$em"
+read -r pmed pmin pmax <<<"$pm"
+printf '  ember %s ms [%s-%s], perf %s ms [%s-%s] (%s): perf/ember %.1fx (target: 30x)\n' \
+	"$emed" "$emin" "$emax" "$pmed" "$pmin" "$pmax" "$perf_pipeline" "$(awk -v e="$emed" -v p="$pmed" 'BEGIN { print p / (e > 0 ? e : 1) }')"
 
 echo
 echo "ember peak RSS, system-wide at 999 Hz for $RSS_SECS s:"

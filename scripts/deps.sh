@@ -2,7 +2,7 @@
 # Installs, with apt-get, only the packages ember is missing.
 #   scripts/deps.sh build   compile ember
 #   scripts/deps.sh test    build + cross + run the tests (Catch2, Chromium, Node, playwright-core, perf, sqlite3, strace, qemu)
-#   scripts/deps.sh bench   test + bpftrace and GNU time (perf, the other peer the benchmarks compare against, is a test package)
+#   scripts/deps.sh bench   test + bpftrace, GNU time and xz (perf, the other peer the benchmarks compare against, is a test package)
 #   scripts/deps.sh fuzz    test + AFL++ (make fuzz)
 #   scripts/deps.sh cross   build + the arm64 cross compilers and mmdebstrap (make ARCH=arm64)
 #   scripts/deps.sh deb     build + what makes and checks the Debian package and the agent's image (make deb, make image)
@@ -27,7 +27,7 @@ test=(python3 catch2 chromium prometheus util-linux bsdutils golang-go golang-gi
 # the arm64 guest's package scripts, run by mmdebstrap (scripts/arm64_guest.sh).
 emulators=(qemu-system-x86 qemu-system-arm qemu-user-static qemu-user-binfmt)
 emulators_min=1:8
-bench=(bpftrace time)
+bench=(bpftrace time xz-utils)
 fuzz=(afl++)
 # mmdebstrap makes the sysroot of Debian's arm64 libraries (scripts/sysroot.sh); arch-test, its check of the architecture.
 cross=(g++-aarch64-linux-gnu mmdebstrap arch-test)

@@ -95,6 +95,16 @@ bool same_file(const std::string& a, const std::string& b) {
 Symbolizer::Symbolizer(Options options) : options_(std::move(options)), debug_finder_(options_.debug) {}
 
 Symbolizer::~Symbolizer() {
+  if (loader_.joinable()) {
+    {
+      std::lock_guard lock(loads_mutex_);
+      loader_stop_ = true;
+    }
+    loads_changed_.notify_all();
+    loader_.join();
+    for (auto* queue : {&loads_asked_, &loads_done_})
+      for (auto& l : *queue) close(l->fd);
+  }
   for (auto& [key, f] : files_) close_file(f);
   for (auto& [key, f] : files_by_path_) close_file(f);
 }
@@ -178,6 +188,18 @@ bool Symbolizer::maps(uint32_t pid, uint64_t address) const {
   return it != processes_.end() && find_mapping(it->second.mappings, address) != nullptr;
 }
 
+bool Symbolizer::names_at_once(uint32_t pid, uint64_t address) const {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return false;
+  const Mapping* m = find_mapping(it->second.mappings, address);
+  if (!m || m->inode == 0) return false;
+  auto file = files_.find({m->dev, m->inode});
+  if (file == files_.end() || !file->second.read_attempted) return false;
+  const Module* module = file->second.module;
+  return !module || (module->debug_loaded && (module->dwarf_state != Module::Dwarf::kUnplanned ||
+                                              (!options_.inlines && !options_.lines)));
+}
+
 std::vector<Symbolizer::MappedFile> Symbolizer::mapped_files(uint32_t pid) {
   std::vector<MappedFile> files;
   auto it = processes_.find(pid);
@@ -210,35 +232,171 @@ Symbolizer::OpenFile& Symbolizer::file_for(uint32_t pid, const Mapping& m) {
   return f;
 }
 
+bool Symbolizer::attach_known_build(OpenFile& file) {
+  // The same build (a container's copy of libc, the next process of a
+  // binary) is read once: its build-id costs a few hundred bytes of reading.
+  std::string id = ElfSymbols::read_build_id(file.fd);
+  auto known = id.empty() ? modules_by_build_id_.end() : modules_by_build_id_.find(id);
+  if (known == modules_by_build_id_.end()) return false;
+  file.read_attempted = true;
+  file.module = known->second;
+  ++file.module->files;
+  return true;
+}
+
 Symbolizer::Module* Symbolizer::module_of(OpenFile& file, const std::string& path, const std::string& root) {
   if (file.read_attempted) return file.module;
-  file.read_attempted = true;
   if (file.fd < 0) {
+    file.read_attempted = true;
     file.unreadable = Unknown::Unreadable;
     return nullptr;
   }
-  // The same build (a container's copy of libc, the next process of a
-  // binary) is read once: its build-id costs a few hundred bytes of reading.
-  Module* module = nullptr;
-  if (std::string id = ElfSymbols::read_build_id(file.fd); !id.empty())
-    if (auto known = modules_by_build_id_.find(id); known != modules_by_build_id_.end()) module = known->second;
-  if (!module) {
-    auto elf = ElfSymbols::read(file.fd, path);
-    if (!elf) {
-      file.unreadable = Unknown::BadElf;
-      warnings_.push_back(elf.error());
-      return nullptr;
-    }
-    auto fresh = std::make_unique<Module>();
-    fresh->path = path;
-    fresh->root = root;
-    fresh->elf = std::move(*elf);
-    fresh->used_window = window_;
-    if (const std::string& id = fresh->elf->build_id(); !id.empty()) modules_by_build_id_[id] = fresh.get();
-    module = modules_.emplace_back(std::move(fresh)).get();
+  if (attach_known_build(file)) return file.module;
+  file.read_attempted = true;
+  auto elf = ElfSymbols::read(file.fd, path);
+  if (!elf) {
+    file.unreadable = Unknown::BadElf;
+    warnings_.push_back(elf.error());
+    return nullptr;
   }
+  auto fresh = std::make_unique<Module>();
+  fresh->path = path;
+  fresh->root = root;
+  fresh->elf = std::move(*elf);
+  fresh->used_window = window_;
+  if (const std::string& id = fresh->elf->build_id(); !id.empty()) modules_by_build_id_[id] = fresh.get();
+  Module* module = modules_.emplace_back(std::move(fresh)).get();
   ++module->files;
   return file.module = module;
+}
+
+void Symbolizer::read_ahead(uint32_t pid, std::span<const uint64_t> addresses) {
+  take_loads(false);
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return;
+  const Process& p = it->second;
+  bool asked = false;
+  for (uint64_t address : addresses) {
+    const Mapping* m = find_mapping(p.mappings, address);
+    if (!m || m->inode == 0) continue;
+    FileKey key{m->dev, m->inode};
+    OpenFile& file = file_for(pid, *m);
+    if (file.read_attempted || file.fd < 0 || loading_.count(key) || attach_known_build(file)) continue;
+    auto job = std::make_unique<Load>();
+    job->key = key;
+    // Its own open file description: file offsets are not shared with the
+    // symbolizer's descriptor (a dup's would be).
+    job->fd = open(("/proc/self/fd/" + std::to_string(file.fd)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (job->fd < 0) continue;
+    job->path = m->path;
+    job->root = p.root;
+    job->dwarf_room = options_.dwarf_memory_bytes - std::min(dwarf_bytes_used_, options_.dwarf_memory_bytes);
+    loading_.insert(key);
+    std::lock_guard lock(loads_mutex_);
+    loads_asked_.push_back(std::move(job));
+    asked = true;
+  }
+  if (!asked) return;
+  if (!loader_.joinable())
+    loader_ = std::thread([this] {
+      std::unique_lock lock(loads_mutex_);
+      for (;;) {
+        loads_changed_.wait(lock, [&] { return loader_stop_ || !loads_asked_.empty(); });
+        if (loader_stop_) return;
+        std::unique_ptr<Load> job = std::move(loads_asked_.front());
+        loads_asked_.pop_front();
+        loader_busy_ = true;
+        lock.unlock();
+        load(*job);
+        lock.lock();
+        loader_busy_ = false;
+        loads_done_.push_back(std::move(job));
+        loads_changed_.notify_all();
+      }
+    });
+  loads_changed_.notify_all();
+}
+
+void Symbolizer::load(Load& job) {
+  auto elf = ElfSymbols::read(job.fd, job.path);
+  if (!elf) {
+    job.error = elf.error();
+    return;
+  }
+  auto module = std::make_unique<Module>();
+  module->path = job.path;
+  module->root = job.root;
+  module->elf = std::move(*elf);
+  load_debug_info(*module, job.warnings);
+  if (options_.inlines || options_.lines) {
+    // As admit_dwarf() would, but against the room left when it was asked.
+    module->dwarf_state = Module::Dwarf::kNone;
+    ElfSymbols* from = module->elf->has_dwarf()                              ? module->elf.get()
+                       : module->debug && module->debug->elf->has_dwarf() ? module->debug->elf.get()
+                                                                            : nullptr;
+    if (from && from->dwarf_bytes() <= job.dwarf_room) {
+      module->dwarf = DwarfIndex::open(from->elf());
+      if (module->dwarf) {
+        module->dwarf_state = Module::Dwarf::kLoaded;
+        module->dwarf_bytes = from->dwarf_bytes();
+      } else {
+        job.warnings.push_back(module->path + ": DWARF unreadable; named from the symbol table");
+      }
+    } else if (from) {
+      module->dwarf_bytes = from->dwarf_bytes();  // too large: told when taken in
+    }
+  }
+  module->elf->release_file();
+  if (module->debug && module->debug->fd >= 0) {
+    module->debug->elf->release_file();
+    close(module->debug->fd);
+    module->debug->fd = -1;
+  }
+  job.module = std::move(module);
+}
+
+void Symbolizer::take_loads(bool wait) {
+  if (!loader_.joinable()) return;
+  std::deque<std::unique_ptr<Load>> done;
+  {
+    std::unique_lock lock(loads_mutex_);
+    if (wait) loads_changed_.wait(lock, [&] { return loads_asked_.empty() && !loader_busy_; });
+    done.swap(loads_done_);
+  }
+  for (auto& job : done) {
+    loading_.erase(job->key);
+    close(job->fd);
+    warnings_.insert(warnings_.end(), job->warnings.begin(), job->warnings.end());
+    auto f = files_.find(job->key);
+    // Let go meanwhile, or read here (a file of the same build attached).
+    if (f == files_.end() || f->second.read_attempted) continue;
+    OpenFile& file = f->second;
+    if (!job->module) {
+      file.read_attempted = true;
+      file.unreadable = Unknown::BadElf;
+      warnings_.push_back(job->error);
+      continue;
+    }
+    if (attach_known_build(file)) continue;
+    std::unique_ptr<Module>& fresh = job->module;
+    fresh->used_window = window_;
+    if (fresh->dwarf_state == Module::Dwarf::kLoaded &&
+        dwarf_bytes_used_ + fresh->dwarf_bytes > options_.dwarf_memory_bytes) {
+      fresh->dwarf.reset();  // others were taken in first
+      fresh->dwarf_state = Module::Dwarf::kNone;
+    }
+    if (fresh->dwarf_state == Module::Dwarf::kLoaded) {
+      dwarf_bytes_used_ += fresh->dwarf_bytes;
+    } else if (fresh->dwarf_bytes) {
+      admit_dwarf_warning(*fresh, fresh->dwarf_bytes);
+      fresh->dwarf_bytes = 0;
+    }
+    if (const std::string& id = fresh->elf->build_id(); !id.empty()) modules_by_build_id_[id] = fresh.get();
+    Module* module = modules_.emplace_back(std::move(fresh)).get();
+    file.read_attempted = true;
+    file.module = module;
+    ++module->files;
+  }
 }
 
 Symbolizer::Module* Symbolizer::vdso() {
@@ -257,16 +415,16 @@ Symbolizer::Module* Symbolizer::vdso() {
   return vdso_->get();
 }
 
-void Symbolizer::load_debug_info(Module& module) {
+void Symbolizer::load_debug_info(Module& module, std::vector<std::string>& warnings) {
   if (module.debug_loaded || !module.elf) return;
   module.debug_loaded = true;
   ElfSymbols& elf = *module.elf;
   bool want_dwarf = (options_.inlines || options_.lines) && !elf.has_dwarf();
-  if (!elf.has_symtab() || want_dwarf) module.debug = debug_finder_.find(elf, module.path, module.root, warnings_);
+  if (!elf.has_symtab() || want_dwarf) module.debug = debug_finder_.find(elf, module.path, module.root, warnings);
   if (elf.has_symtab()) return;
   if (module.debug && module.debug->elf->has_symtab())
     elf.merge(*module.debug->elf);
-  else if ((module.mini = DebugFinder::minidebuginfo(elf, module.path, warnings_)))
+  else if ((module.mini = DebugFinder::minidebuginfo(elf, module.path, warnings)))
     elf.merge(*module.mini);
 }
 
@@ -274,7 +432,7 @@ void Symbolizer::prepare(std::vector<Module*> modules) {
   std::sort(modules.begin(), modules.end());
   modules.erase(std::unique(modules.begin(), modules.end()), modules.end());
   for (Module* m : modules) {
-    load_debug_info(*m);
+    load_debug_info(*m, warnings_);
     m->used_window = window_;
   }
   std::vector<Module*> batch = modules;
@@ -310,11 +468,7 @@ void Symbolizer::admit_dwarf(std::vector<Module*>& modules) {
     ElfSymbols* from = source(m);
     m->dwarf_state = Module::Dwarf::kNone;
     if (dwarf_bytes_used_ + from->dwarf_bytes() > options_.dwarf_memory_bytes) {
-      warnings_.push_back(m->path + ": its DWARF (" + mib(from->dwarf_bytes()) +
-                          ") does not fit in what is left of the symbolizer's " + mib(options_.dwarf_memory_bytes) +
-                          " for DWARF" +
-                          (options_.memory_knob.empty() ? "" : " (half of " + options_.memory_knob + ")") +
-                          "; its frames are named from the symbol table, without inlined calls or lines");
+      admit_dwarf_warning(*m, from->dwarf_bytes());
       continue;
     }
     m->dwarf = DwarfIndex::open(from->elf());
@@ -326,6 +480,13 @@ void Symbolizer::admit_dwarf(std::vector<Module*>& modules) {
     m->dwarf_bytes = from->dwarf_bytes();
     dwarf_bytes_used_ += m->dwarf_bytes;
   }
+}
+
+void Symbolizer::admit_dwarf_warning(const Module& module, uint64_t bytes) {
+  warnings_.push_back(module.path + ": its DWARF (" + mib(bytes) + ") does not fit in what is left of the symbolizer's " +
+                      mib(options_.dwarf_memory_bytes) + " for DWARF" +
+                      (options_.memory_knob.empty() ? "" : " (half of " + options_.memory_knob + ")") +
+                      "; its frames are named from the symbol table, without inlined calls or lines");
 }
 
 const Symbol& Symbolizer::symbolize_in_module(Module& module, uint64_t vaddr) {
@@ -412,6 +573,12 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
   Process& p = it->second;
   // Before the batch takes pointers to modules.
   evict_over_cap(true);
+  // What read_ahead() read: all of it, before reading anything here (the
+  // loader may be reading the very file, and it uses the debug finder).
+  take_loads(!std::all_of(addresses.begin(), addresses.end(), [&](uint64_t a) {
+    const Mapping* m = find_mapping(p.mappings, a);
+    return !m || m->inode == 0 || names_at_once(pid, a);
+  }));
   // First where each address lies, so DWARF can be admitted for the whole batch.
   struct Where {
     const Mapping* mapping = nullptr;
@@ -474,6 +641,7 @@ std::vector<Symbol> Symbolizer::symbolize_user(uint32_t pid, std::span<const uin
 std::vector<Symbol> Symbolizer::symbolize_file(const std::string& path, std::span<const uint64_t> addresses) {
   auto [it, inserted] = files_by_path_.try_emplace(path);
   if (inserted) it->second.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  take_loads(true);  // the debug finder is the loader's meanwhile
   evict_over_cap(true);
   Module* module = module_of(it->second, path, "");
   if (module) prepare({module});

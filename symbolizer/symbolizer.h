@@ -6,15 +6,20 @@
 // every process (and container) that maps it.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <expected>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -83,6 +88,18 @@ class Symbolizer {
   // Whether the last snapshot of `pid` maps `address` (else the process
   // mapped code since, e.g. a dlopen'ed libjvm.so: snapshot it again).
   bool maps(uint32_t pid, uint64_t address) const;
+  // Whether symbolize_user() names `address` without reading a file: the
+  // process's last snapshot maps it to a file whose symbols (and DWARF,
+  // if it is to have any) were read, or that could not be read. Not for
+  // anonymous code, such as a JIT's, named from a perf map that grows
+  // while the JIT runs.
+  bool names_at_once(uint32_t pid, uint64_t address) const;
+  // Reads, on another thread, what naming these addresses of `pid` needs
+  // from their files (symbols, debug files, DWARF): names_at_once() turns
+  // true for them once it is read and a later call (or symbolize_user())
+  // has taken it in. For naming while a recording goes on, which must not
+  // stall it for a large binary's DWARF or a debuginfod download.
+  void read_ahead(uint32_t pid, std::span<const uint64_t> addresses);
   // Forgets a process whose samples are all named: its mappings, perf map
   // and root. A file no remembered process maps any more is closed; its
   // symbols stay, shared by build-id, until end_window() frees them.
@@ -156,6 +173,22 @@ class Symbolizer {
     std::optional<Unknown> unreadable;  // why it has no module
     uint32_t processes = 0;  // remembered processes that map it
   };
+  // What read_ahead() asked for a file, and what the loader read.
+  struct Load {
+    FileKey key;
+    int fd = -1;  // the loader's own open file description of it
+    std::string path, root;
+    uint64_t dwarf_room = 0;  // DWARF left out past this many bytes
+    std::unique_ptr<Module> module;  // none: not an ELF file (error)
+    std::string error;
+    std::vector<std::string> warnings;
+  };
+  void load(Load& job);  // on the loader thread
+  // Takes in what the loader read; with `wait`, once it has read all it was asked.
+  void take_loads(bool wait);
+  // Attaches the file to a module already read of the same build, if any.
+  bool attach_known_build(OpenFile& file);
+  void admit_dwarf_warning(const Module& module, uint64_t bytes);
   void merge_mappings(uint32_t pid, std::vector<Mapping> fresh);
   OpenFile& file_for(uint32_t pid, const Mapping& m);
   // One process fewer maps the file: closed when none does.
@@ -163,7 +196,7 @@ class Symbolizer {
   void close_file(OpenFile& file);
   Module* module_of(OpenFile& file, const std::string& path, const std::string& root);
   Module* vdso();
-  void load_debug_info(Module& module);
+  void load_debug_info(Module& module, std::vector<std::string>& warnings);
   // Reads what the modules of a batch need from their files (debug files,
   // DWARF while it fits the memory bound, smallest first), then lets the
   // files go: a module never reads its file after its first batch.
@@ -192,6 +225,15 @@ class Symbolizer {
   std::optional<std::expected<KernelSymbols, std::string>> kernel_;
   std::future<std::expected<KernelSymbols, std::string>> kernel_loading_;
   std::vector<std::string> warnings_;
+  // read_ahead()'s loader: one thread, started on first use. It uses
+  // debug_finder_ alone: symbolize_user() waits for it to be idle before
+  // reading anything itself.
+  std::thread loader_;
+  std::mutex loads_mutex_;
+  std::condition_variable loads_changed_;
+  std::deque<std::unique_ptr<Load>> loads_asked_, loads_done_;  // under loads_mutex_
+  bool loader_busy_ = false, loader_stop_ = false;             // under loads_mutex_
+  std::set<FileKey> loading_;  // asked and not yet taken in (this thread's)
 };
 
 }  // namespace ember::symbolizer

@@ -1,13 +1,17 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 
+#include "tests/unit/temp_dir.h"
 #include "user/session/collector.h"
 
 using namespace ember;
@@ -211,4 +215,67 @@ TEST_CASE("collector: one build split by process adds up to the whole, frame for
   for (const flamegraph::Stack& s : whole.stacks())
     found |= names_of(whole, s) == names_of(split, split.stacks()[0]);
   CHECK(found);
+}
+
+namespace {
+
+// Each stack of `p` as "frame;frame;..." with its weight, in a fixed order.
+std::map<std::string, uint64_t> folded(const flamegraph::Profile& p) {
+  std::map<std::string, uint64_t> out;
+  for (const flamegraph::Stack& s : p.stacks()) {
+    std::string line;
+    for (flamegraph::FrameId f : s.frames) line += (line.empty() ? "" : ";") + p.frames()[f].name;
+    out[line] += s.weight;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("collector: addresses named while recording give the graph that naming them all at the end gives") {
+  auto here = reinterpret_cast<uint64_t>(&getpid), there = reinterpret_cast<uint64_t>(&strlen);
+  auto early = sample_of({here, here + 16}), late = sample_of({there, here + 16});
+  symbolizer::Symbolizer at_end_symbolizer, passes_symbolizer;
+  Collector at_end({}, at_end_symbolizer), passes({}, passes_symbolizer);
+  for (Collector* c : {&at_end, &passes}) c->add(*early);
+  passes.name_addresses(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  for (Collector* c : {&at_end, &passes}) c->add(*late);
+  passes.name_addresses(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  for (Collector* c : {&at_end, &passes}) c->add(*early);
+  auto expected = folded(at_end.build());
+  REQUIRE(expected.size() == 2);
+  CHECK(folded(passes.build()) == expected);
+  CHECK(passes.stats().unknown_addresses == at_end.stats().unknown_addresses);
+  // A pass with no time left names nothing; the build names it all.
+  Collector hurried({}, passes_symbolizer);
+  hurried.add(*early);
+  hurried.name_addresses(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  hurried.add(*late);
+  hurried.add(*early);
+  CHECK(folded(hurried.build()) == expected);
+}
+
+TEST_CASE("collector: JIT code's addresses wait for the build, when its perf map has grown") {
+  // Code in an anonymous mapping is named from /tmp/perf-PID.map, which
+  // the JIT appends to as it compiles: a pass while recording must not
+  // read it before its line is there.
+  TempDir dir;
+  symbolizer::Options options;
+  options.perf_map_dir = dir.path.string();
+  symbolizer::Symbolizer symbolizer(options);
+  Collector collector({}, symbolizer);
+  void* code = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(code != MAP_FAILED);
+  auto start = reinterpret_cast<uint64_t>(code);
+  collector.add(*sample_of({start + 16}));
+  collector.name_addresses(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  {
+    std::ofstream map(dir.path / ("perf-" + std::to_string(getpid()) + ".map"));
+    map << std::hex << start << " 100 compiled_later\n";
+  }
+  auto graph = folded(collector.build());
+  munmap(code, 4096);
+  REQUIRE(graph.size() == 1);
+  CHECK(graph.begin()->first.ends_with(";compiled_later"));
+  CHECK(collector.stats().unknown_addresses == 0);
 }

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "symbolizer/symbolizer.h"
 #include "user/session/symbol_frames.h"
@@ -92,6 +93,50 @@ TEST_CASE("symbolizer names this test binary's own code and libc") {
   CHECK(out[0].known());
   CHECK(out[0].frames.front().name.find("getpid") != std::string::npos);
   CHECK(out[0].frames.front().module.find("libc") != std::string::npos);
+}
+
+TEST_CASE("symbolizer reads a file's symbols and DWARF ahead, on its loader thread, to the same names") {
+  // The unit-test binary (DWARF, inlined calls) and libc (its debug file
+  // from libc6-dbg when installed): naming them needs reading files.
+  uint64_t pid = getpid();
+  uint64_t addrs[] = {reinterpret_cast<uint64_t>(&getpid), reinterpret_cast<uint64_t>(&check_fixture) + 4};
+  Symbolizer fresh;
+  REQUIRE(fresh.snapshot_process(pid));
+  auto expected = fresh.symbolize_user(pid, addrs);
+  REQUIRE(expected[0].known());
+  REQUIRE(expected[1].known());
+
+  auto names = [](const Symbol& symbol) {
+    std::vector<std::string> out;
+    for (const Frame& f : symbol.frames) out.push_back(f.name + " " + f.module);
+    return out;
+  };
+  Symbolizer ahead;
+  REQUIRE(ahead.snapshot_process(pid));
+  for (uint64_t a : addrs) CHECK_FALSE(ahead.names_at_once(pid, a));
+  ahead.read_ahead(pid, addrs);
+  // Taken in by a later call, once the loader has read them.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!(ahead.names_at_once(pid, addrs[0]) && ahead.names_at_once(pid, addrs[1])) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ahead.read_ahead(pid, addrs);
+  }
+  CHECK(ahead.names_at_once(pid, addrs[0]));
+  CHECK(ahead.names_at_once(pid, addrs[1]));
+  auto got = ahead.symbolize_user(pid, addrs);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(expected[i].frames.front().name);
+    CHECK(names(got[i]) == names(expected[i]));
+  }
+
+  // Asked and named at once: the naming waits for the loader, not reading twice.
+  Symbolizer hurried;
+  REQUIRE(hurried.snapshot_process(pid));
+  hurried.read_ahead(pid, addrs);
+  auto now = hurried.symbolize_user(pid, addrs);
+  for (size_t i = 0; i < 2; ++i) CHECK(names(now[i]) == names(expected[i]));
+  CHECK(hurried.binaries().size() == fresh.binaries().size());
 }
 
 // Kills and reaps the child however the test ends.

@@ -19,10 +19,6 @@ using flamegraph::FrameKind;
 
 namespace {
 
-// Return addresses point after the call; naming the call itself needs -1.
-// The leaf is the interrupted instruction and stays as it is.
-uint64_t lookup_address(std::span<const uint64_t> ips, size_t i) { return i == 0 ? ips[i] : ips[i] - 1; }
-
 constexpr uint64_t kJitToken = uint64_t{1} << 63;
 bool is_jit_token(uint64_t ip) { return ip & kJitToken; }
 
@@ -94,7 +90,7 @@ const Collector::Wakeup& Collector::wakeup(uint32_t waker_kstack) {
   if (added) {
     auto k = kstacks_.get(waker_kstack);
     std::vector<uint64_t> addresses(k.size());
-    for (size_t i = 0; i < k.size(); ++i) addresses[i] = lookup_address(k, i);
+    for (size_t i = 0; i < k.size(); ++i) addresses[i] = AddressNames::lookup_address(k, i);
     std::vector<symbolizer::Symbol> symbols = symbolizer_.symbolize_kernel(addresses);
     static const std::string kUnknown;
     it->second = classify_wakeup(symbols.size(), [&](size_t i) -> const std::string& {
@@ -138,7 +134,7 @@ uint32_t Collector::StackTable::intern(Ips key) {
 }
 
 Collector::Collector(CollectorOptions options, symbolizer::Symbolizer& symbolizer)
-    : options_(std::move(options)), symbolizer_(symbolizer), self_pid_(static_cast<uint32_t>(getpid())) {
+    : options_(std::move(options)), symbolizer_(symbolizer), addresses_(symbolizer), self_pid_(static_cast<uint32_t>(getpid())) {
   add_fixed_frames();
 }
 
@@ -162,6 +158,7 @@ std::vector<uint32_t> Collector::next_window() {
   stats_ = {};
   jit_frames_.clear();
   runtime_tokens_.clear();
+  addresses_.clear();
   for (auto& [pid, jvm] : jvms_) {
     jvm.tokens.clear();
     jvm.method_tokens.clear();
@@ -200,6 +197,14 @@ std::vector<uint32_t> Collector::next_window() {
 
 Collector::Jvm::~Jvm() {
   if (fd >= 0) close(fd);
+}
+
+void Collector::close_streams() {
+  for (auto& [pid, jvm] : jvms_) {
+    if (jvm.fd >= 0) close(jvm.fd);
+    jvm.fd = -1;
+    jvm.files = nullptr;
+  }
 }
 
 size_t Collector::LocationHash::operator()(const symbolizer::JitMap::Location& l) const {
@@ -561,7 +566,8 @@ void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
 }
 
 void Collector::count(const Key& key, uint64_t weight, uint64_t time_ns, bool spread) {
-  auto it = counts_.try_emplace(key).first;
+  auto [it, added] = counts_.try_emplace(key);
+  if (added) queue_addresses(key);
   it->second.total += weight;
   ++it->second.records;
   if (records_.size() >= options_.max_timeline_records) coarsen_records();
@@ -598,6 +604,18 @@ void Collector::coarsen_records() {
     records_step_ns_ = records_step_ns_ ? records_step_ns_ * 4 : 20'000'000;
     merge();
   }
+}
+
+void Collector::queue_addresses(const Key& key) {
+  // Kernel addresses are named even with --user-only where they tell a
+  // wakeup from an interrupt; a waker's user stack is its own process's
+  // (an interrupt's is the interrupted task's: named, not shown).
+  if (!options_.user_only) addresses_.queue_kernel(kstacks_.get(key.kstack));
+  if (!options_.kernel_only) addresses_.queue_user(key.pid, key.process_name, ustacks_.get(key.ustack));
+  if (key.waker != EMBER_WAKER_SEEN) return;
+  addresses_.queue_kernel(kstacks_.get(key.waker_kstack));
+  if (!options_.kernel_only)
+    addresses_.queue_user(key.waker_pid, key.waker_process_name, ustacks_.get(key.waker_ustack));
 }
 
 void Collector::refresh_processes() {
@@ -640,62 +658,12 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
   stats_.samples = stats_.unknown_addresses = stats_.unknown_samples = 0;
   stats_.woken_by_thread = stats_.woken_by_interrupt = stats_.waker_unseen = 0;
 
-  // Name every distinct address once: user addresses per process, kernel
-  // addresses for all. An address can stand for several frames (inlined calls).
-  struct Named {
-    uint32_t first, count;  // into named_frames
-    bool known;
-  };
-  std::vector<FrameId> named_frames;
-  std::unordered_map<uint64_t, Named> kernel_names;
-  std::unordered_map<uint32_t, std::unordered_map<uint64_t, Named>> user_names;
-  {
-    std::unordered_map<uint32_t, std::unordered_set<uint64_t>> user_addrs;
-    std::unordered_set<uint64_t> kernel_addrs;
-    auto take_user = [&](uint32_t pid, std::span<const uint64_t> u) {
-      if (!options_.kernel_only)
-        for (size_t i = 0; i < u.size(); ++i)
-          if (!is_jit_token(u[i])) user_addrs[pid].insert(lookup_address(u, i));
-    };
-    auto take_kernel = [&](std::span<const uint64_t> k) {
-      for (size_t i = 0; i < k.size(); ++i) kernel_addrs.insert(lookup_address(k, i));
-    };
-    for (const auto& [key, count] : counts_) {
-      if (key.view != view) continue;
-      // Named even with --user-only where they tell a wakeup from an interrupt.
-      if (!options_.user_only) take_kernel(kstacks_.get(key.kstack));
-      if (key.waker == EMBER_WAKER_SEEN) take_kernel(kstacks_.get(key.waker_kstack));
-    }
-    auto name_all = [&](const std::unordered_set<uint64_t>& set, auto&& symbolize,
-                        std::unordered_map<uint64_t, Named>& out) {
-      std::vector<uint64_t> addrs(set.begin(), set.end());
-      std::vector<symbolizer::Symbol> symbols = symbolize(addrs);
-      for (size_t i = 0; i < addrs.size(); ++i) {
-        Named n{static_cast<uint32_t>(named_frames.size()), 0, symbols[i].known()};
-        for (const Frame& f : profile_frames(symbols[i])) {
-          named_frames.push_back(profile.intern(f));
-          ++n.count;
-        }
-        out[addrs[i]] = n;
-        if (!n.known) ++stats_.unknown_addresses;
-      }
-    };
-    name_all(kernel_addrs, [&](std::span<const uint64_t> a) { return symbolizer_.symbolize_kernel(a); },
-             kernel_names);
-    for (const auto& [key, count] : counts_) {
-      if (key.view != view) continue;
-      take_user(key.pid, ustacks_.get(key.ustack));
-      // A waker's user addresses are its own process's; an interrupt's
-      // "user stack" is the interrupted task's, not shown.
-      if (key.waker != EMBER_WAKER_SEEN) continue;
-      if (wakeup(key.waker_kstack).context == WakeContext::Task)
-        take_user(key.waker_pid, ustacks_.get(key.waker_ustack));
-    }
-    for (const auto& [pid, set] : user_addrs)
-      name_all(set, [&, pid = pid](std::span<const uint64_t> a) { return symbolizer_.symbolize_user(pid, a); },
-               user_names[pid]);
-  }
-
+  // What the passes while recording left; then each frame of an address
+  // interned here once, when a stack of this graph first uses it.
+  addresses_.name_queued(true);
+  constexpr FrameId kNotYet = UINT32_MAX;
+  std::vector<FrameId> interned(addresses_.frame_count(), kNotYet);
+  std::vector<bool> unknown_counted(addresses_.named_count());
   std::vector<FrameId> frames;
   for (auto& [key, count] : counts_) {
     if (key.view != view) continue;
@@ -707,12 +675,13 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
     if (options_.thread_frames)
       frames.push_back(profile.intern(
           Frame{"[" + names_[key.thread_name] + " tid=" + std::to_string(key.tid) + "]", FrameKind::Thread, {}}));
-    auto name_of = [&](const std::unordered_map<uint64_t, Named>& names, std::span<const uint64_t> ips, size_t i)
-        -> const std::string& { return profile.frames()[named_frames[names.at(lookup_address(ips, i)).first]].name; };
-    // Appends a stack root first, or (a waker's, above the "--") leaf first.
-    // Kernel addresses have the top bit set too: tokens live in user stacks only.
-    auto append = [&](std::span<const uint64_t> ips, const std::unordered_map<uint64_t, Named>& names, bool user,
+    // Appends a stack of process `pid` (`name`), root first, or (a waker's,
+    // above the "--") leaf first; `pid` 0 for a kernel stack. Kernel
+    // addresses have the top bit set too: tokens live in user stacks only.
+    auto append = [&](std::span<const uint64_t> ips, bool user, uint32_t pid, uint32_t name,
                       bool leaf_first = false) {
+      const AddressNames::Names& names = user ? addresses_.user(pid, name) : addresses_.kernel();
+      auto named = [&](size_t i) { return names.at(AddressNames::lookup_address(ips, i)); };
       // An off-CPU stack (or a waker's) is taken inside a BPF program on a
       // scheduler tracepoint: its own frames and the tracepoint's above
       // __schedule (or try_to_wake_up) are ember's, not the thread's. With
@@ -721,8 +690,8 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
       // straight from the static call.
       size_t leaf = 0;
       for (size_t i = 0; !user && key.offcpu && i < std::min<size_t>(ips.size(), 6); ++i) {
-        const std::string& name = name_of(names, ips, i);
-        if (name.starts_with("bpf_trace_run") || name.starts_with("__bpf_trace_") || name.starts_with("__traceiter_"))
+        const std::string& frame = addresses_.frame(addresses_.frame_ids()[addresses_.named(named(i)).first]).name;
+        if (frame.starts_with("bpf_trace_run") || frame.starts_with("__bpf_trace_") || frame.starts_with("__traceiter_"))
           leaf = i + 1;
       }
       for (size_t j = leaf; j < ips.size(); ++j) {
@@ -735,17 +704,22 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
             for (auto f = jit.rbegin(); f != jit.rend(); ++f) frames.push_back(profile.intern(*f));
           continue;
         }
-        const Named& n = names.at(lookup_address(ips, i));
-        auto first = named_frames.begin() + n.first, last = first + n.count;  // outermost first
-        if (leaf_first)
-          frames.insert(frames.end(), std::make_reverse_iterator(last), std::make_reverse_iterator(first));
-        else
-          frames.insert(frames.end(), first, last);
-        unknown |= !n.known;
+        uint32_t index = named(i);
+        const AddressNames::Named& n = addresses_.named(index);
+        for (uint32_t f = 0; f < n.count; ++f) {
+          FrameId id = addresses_.frame_ids()[n.first + (leaf_first ? n.count - 1 - f : f)];  // outermost first
+          if (interned[id] == kNotYet) interned[id] = profile.intern(addresses_.frame(id));
+          frames.push_back(interned[id]);
+        }
+        if (!n.known) {
+          unknown = true;
+          if (!unknown_counted[index]) ++stats_.unknown_addresses;
+          unknown_counted[index] = true;
+        }
       }
     };
-    if (!options_.kernel_only) append(ustacks_.get(key.ustack), user_names[key.pid], true);
-    if (!options_.user_only) append(kstacks_.get(key.kstack), kernel_names, false);
+    if (!options_.kernel_only) append(ustacks_.get(key.ustack), true, key.pid, key.process_name);
+    if (!options_.user_only) append(kstacks_.get(key.kstack), false, 0, 0);
     // --kernel-only: time in user space still counts, as one frame.
     if (options_.kernel_only && kstacks_.get(key.kstack).empty())
       frames.push_back(profile.intern(Frame{"[user space]", FrameKind::Unknown, {}}));
@@ -758,9 +732,9 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
         const Wakeup& w = wakeup(key.waker_kstack);
         bool task = w.context == WakeContext::Task;
         if (!options_.user_only || !task)
-          append(kstacks_.get(key.waker_kstack).first(w.frames), kernel_names, false, true);
+          append(kstacks_.get(key.waker_kstack).first(w.frames), false, 0, 0, true);
         if (!options_.kernel_only && task)
-          append(ustacks_.get(key.waker_ustack), user_names[key.waker_pid], true, true);
+          append(ustacks_.get(key.waker_ustack), true, key.waker_pid, key.waker_process_name, true);
         waker = w.context == WakeContext::Hardirq ? "hardirq"
                 : w.context == WakeContext::Softirq ? "softirq"
                                                     : names_[key.waker_process_name];

@@ -1,8 +1,10 @@
 // Turns the raw sample stream into a Profile: deduplicates stacks as they
 // arrive (the hot path), snapshots each new process for the symbolizer,
-// and at the end names every address once and builds the frames.
+// names every address once (as the stacks come: AddressNames), and at the
+// end builds the frames.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -25,6 +27,7 @@ extern "C" {
 }
 #include "flamegraph/profile.h"
 #include "user/java/java_events.h"
+#include "user/session/address_names.h"
 #include "symbolizer/jit_map.h"
 #include "symbolizer/symbolizer.h"
 
@@ -127,6 +130,12 @@ class Collector {
   // Reads what the agents appended, then takes in the JVM samples held back
   // until the code they ran in was surely published (all of them if final).
   void update_jvms(bool final);
+  // Names the addresses of the stacks taken in so far, until `until` (a
+  // pass while recording: build() then names only what came since).
+  void name_addresses(std::chrono::steady_clock::time_point until) { addresses_.name_queued(false, until); }
+  // Lets go of the JVMs' streams: their files closed, their directories
+  // removed once no JVM reads from them. Nothing is read from them after.
+  void close_streams();
   // For views with live_only: the ids of the sampled allocations not freed
   // by the end. Before build().
   void keep_live_allocations(const std::vector<uint32_t>& ids);
@@ -297,6 +306,9 @@ class Collector {
   std::vector<std::vector<flamegraph::Frame>> jit_frames_;  // innermost first
   symbolizer::Symbolizer& symbolizer_;
   StackTable ustacks_, kstacks_;
+  AddressNames addresses_;  // of every stack in counts_
+  // Queues the addresses of a new entry of counts_ for naming.
+  void queue_addresses(const Key& key);
   std::unordered_map<uint32_t, Wakeup> wakeups_;  // wakeup()'s, by waker kernel stack
   const uint32_t self_pid_;  // ember's own process
   struct Weight {

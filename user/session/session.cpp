@@ -117,8 +117,12 @@ Session::Session(SessionConfig config, events::Plan plan, HostFacts host, std::o
                              " to silence this");
 }
 
-Session::~Session() {
+Session::~Session() { close(); }
+
+void Session::close() {
+  sampler_.reset();
   if (java_) java_->detach();
+  collector_.close_streams();
 }
 
 std::expected<std::optional<std::string>, std::string> Session::java_tool_options(const std::string& existing,
@@ -256,6 +260,10 @@ void Session::poll(int timeout_ms) {
   collector_.update_jvms(false);
   collector_.take_in_copies(false);
   watch_jvms();
+  if (double now = now_s(); now >= next_naming_s_) {
+    next_naming_s_ = now + kNamingEveryS;
+    collector_.name_addresses(std::chrono::steady_clock::now() + kNamingPass);
+  }
 }
 
 void Session::watch_jvms() {
@@ -376,6 +384,9 @@ Window Session::cut(bool final, const StackSink& each_stack) {
       window.symbol_warnings.push_back(std::move(warning));
   }
   window.cgroups = std::exchange(cgroup_tally_, {});
+  // Nothing comes after the last window: what it holds goes with the
+  // session (clearing it took 0.1 s of a whole host's 30 s).
+  if (final) return window;
   window.forgotten = collector_.next_window();
   for (uint32_t pid : window.forgotten) {
     symbolizer_.forget_process(pid);
