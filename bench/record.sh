@@ -46,7 +46,8 @@ start() {
 	sleep 1 # let the profiler attach before the workload starts
 }
 
-# stop PROFILER -> prints the ms from its stop signal to a finished flamegraph.
+# stop PROFILER: sets stop_ms, from its stop signal to a finished flamegraph.
+# Not in a subshell: the profiler must be its child to be waited for.
 stop() {
 	local t0; t0=$(now_ms)
 	kill -INT "$prof_pid"
@@ -58,7 +59,7 @@ stop() {
 			perf script -i "$T/perf.data" >/dev/null 2>&1
 		fi
 	fi
-	echo $(($(now_ms) - t0))
+	stop_ms=$(($(now_ms) - t0))
 }
 
 # run_with PROFILER FREQ -> prints "requests stop_ms"
@@ -71,7 +72,8 @@ run_with() {
 	fi
 	start "$1" "$2"
 	"$WORK" "$SECS" >"$out"
-	echo "$(requests "$out") $(stop "$1")"
+	stop "$1"
+	echo "$(requests "$out") $stop_ms"
 }
 
 # mixed PROFILER -> prints the stop_ms of a MIXED_SECS capture at 999 Hz beside bench/mixed_load.sh.
@@ -79,6 +81,7 @@ mixed() {
 	start "$1" 999
 	bench/mixed_load.sh "$MIXED_SECS" >/dev/null 2>&1
 	stop "$1"
+	echo "$stop_ms"
 }
 
 echo "bench: $(nproc) CPUs, workload $SECS s x $REPS runs per setting, $(uname -r)"

@@ -69,9 +69,14 @@ for gc in G1 Parallel; do
 	# Fields: time eden surv old meta youngN youngT fullN fullT [otherN otherT] GC% alloc
 	gcs=$(awk 'NR == 2 { first = $6 } END { print $6 - first }' "$live")
 	(( gcs >= 1 )) || fail "$gc: no young GC counted in 2 s at $RATE MB/s"
+	# Each line's rate is known; their mean is the truth's over the same
+	# span, within 25%. One line alone is not: on a starved machine (CI,
+	# beside the kernel matrix's guests) the JVM allocated little in one
+	# second and more in the next (31.0 and 79.5 MB/s, truth 61.0).
 	awk -v truth="$truth" -v gc="$gc" 'NR > 1 { r = $NF; sub(/^~/, "", r)
-		if (r == "-" || r < 0.75 * truth || r > 1.25 * truth) { print gc ": rate " $NF " MB/s, truth " truth; bad = 1 } }
-		END { exit bad }' "$live" || fail "$gc: an allocation rate is off by more than 25%"
+		if (r == "-") { print gc ": rate unknown"; bad = 1 } sum += r; n++ }
+		END { m = n ? sum / n : 0; if (m < 0.75 * truth || m > 1.25 * truth) { print gc ": mean rate " m " MB/s, truth " truth; bad = 1 }
+		      exit bad }' "$live" || fail "$gc: the allocation rate is off by more than 25%"
 	echo "$gc: truth $truth MB/s (ThreadMXBean), ember $(awk 'NR > 1 { printf "%s ", $NF }' "$live")MB/s, $gcs young GCs in 2 s"
 done
 

@@ -11,9 +11,7 @@ namespace {
 // User stack entries with the top bit set are the collector's tokens.
 bool is_token(uint64_t ip) { return ip >> 63; }
 
-// Addresses named per call while the recording goes on: small enough that
-// a pass ends near its deadline (a batch of a binary met for the first
-// time also reads its symbols and DWARF).
+// Addresses named per call: small enough that a pass ends near its deadline.
 constexpr size_t kBatch = 4096;
 
 }  // namespace
