@@ -3,6 +3,7 @@
 #include "symbolizer/dwarf_index.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -300,6 +301,9 @@ void Symbolizer::read_ahead(uint32_t pid, std::span<const uint64_t> addresses) {
   if (!loader_.joinable())
     loader_ = std::thread([this] {
       std::unique_lock lock(loads_mutex_);
+      loader_tid_ = gettid();
+      loader_nice_ = getpriority(PRIO_PROCESS, 0);  // ember's own, inherited
+      renice_loader();
       for (;;) {
         loads_changed_.wait(lock, [&] { return loader_stop_ || !loads_asked_.empty(); });
         if (loader_stop_) return;
@@ -355,12 +359,26 @@ void Symbolizer::load(Load& job) {
   job.module = std::move(module);
 }
 
+void Symbolizer::renice_loader() {
+  if (loader_tid_)
+    setpriority(PRIO_PROCESS, static_cast<id_t>(loader_tid_),
+                loader_hurried_ ? loader_nice_ : std::min(19, loader_nice_ + kLoaderNice));
+}
+
 void Symbolizer::take_loads(bool wait) {
   if (!loader_.joinable()) return;
   std::deque<std::unique_ptr<Load>> done;
   {
     std::unique_lock lock(loads_mutex_);
-    if (wait) loads_changed_.wait(lock, [&] { return loads_asked_.empty() && !loader_busy_; });
+    if (wait && (!loads_asked_.empty() || loader_busy_)) {
+      // Someone waits on it now (a recording's stop): at full priority,
+      // where the process may raise it (root; else it goes on niced).
+      loader_hurried_ = true;
+      renice_loader();
+      loads_changed_.wait(lock, [&] { return loads_asked_.empty() && !loader_busy_; });
+      loader_hurried_ = false;  // idle now: niced again for what the next window asks
+      renice_loader();
+    }
     done.swap(loads_done_);
   }
   for (auto& job : done) {

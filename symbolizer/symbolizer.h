@@ -6,6 +6,8 @@
 // every process (and container) that maps it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -233,6 +235,17 @@ class Symbolizer {
   std::condition_variable loads_changed_;
   std::deque<std::unique_ptr<Load>> loads_asked_, loads_done_;  // under loads_mutex_
   bool loader_busy_ = false, loader_stop_ = false;             // under loads_mutex_
+  // The loader reads beside the workload a recording records: niced by
+  // kLoaderNice past ember's own nice (about a tenth of a CPU beside one
+  // busy task), it yields the CPU to it; a 1-CPU guest's workload lost
+  // most of a 4 s recording to it otherwise. Not while someone waits on
+  // it (take_loads(true): a recording's stop), where the process may
+  // raise it back (root; else it goes on niced). Under loads_mutex_.
+  pid_t loader_tid_ = 0;
+  int loader_nice_ = 0;
+  bool loader_hurried_ = false;
+  static constexpr int kLoaderNice = 10;
+  void renice_loader();
   std::set<FileKey> loading_;  // asked and not yet taken in (this thread's)
 };
 
