@@ -36,6 +36,36 @@ struct Symbolizer::Module {
   uint64_t used_window = 0;    // the last window it named an address in
   uint64_t mapped_window = 0;  // the last window a remembered process mapped it
 
+  // Where its DWARF is: the binary's own, or its debug file's; none.
+  ElfSymbols* dwarf_source() const {
+    if (elf && elf->has_dwarf()) return elf.get();
+    if (debug && debug->elf->has_dwarf()) return debug->elf.get();
+    return nullptr;
+  }
+  // Opens the DWARF of dwarf_source(), which fitted the bound: false, with
+  // a warning, if libdw cannot read it.
+  bool open_dwarf(std::vector<std::string>& warnings) {
+    ElfSymbols* from = dwarf_source();
+    dwarf_state = Dwarf::kNone;
+    dwarf = DwarfIndex::open(from->elf());
+    if (!dwarf) {
+      warnings.push_back(path + ": DWARF unreadable; named from the symbol table");
+      return false;
+    }
+    dwarf_state = Dwarf::kLoaded;
+    dwarf_bytes = from->dwarf_bytes();
+    return true;
+  }
+  // After its first batch: libdw read its sections whole as it opened
+  // them, and a module never reads its files again.
+  void release_files() {
+    elf->release_file();
+    if (debug && debug->fd >= 0) {
+      debug->elf->release_file();
+      close(debug->fd);
+      debug->fd = -1;
+    }
+  }
   void drop_caches() {
     answers = {};
     demangled = {};
@@ -333,29 +363,15 @@ void Symbolizer::load(Load& job) {
   module->elf = std::move(*elf);
   load_debug_info(*module, job.warnings);
   if (options_.inlines || options_.lines) {
-    // As admit_dwarf() would, but against the room left when it was asked.
+    // As admit_dwarf() would, but against the room left when it was asked;
+    // one too large is told of when taken in.
     module->dwarf_state = Module::Dwarf::kNone;
-    ElfSymbols* from = module->elf->has_dwarf()                              ? module->elf.get()
-                       : module->debug && module->debug->elf->has_dwarf() ? module->debug->elf.get()
-                                                                            : nullptr;
-    if (from && from->dwarf_bytes() <= job.dwarf_room) {
-      module->dwarf = DwarfIndex::open(from->elf());
-      if (module->dwarf) {
-        module->dwarf_state = Module::Dwarf::kLoaded;
-        module->dwarf_bytes = from->dwarf_bytes();
-      } else {
-        job.warnings.push_back(module->path + ": DWARF unreadable; named from the symbol table");
-      }
-    } else if (from) {
-      module->dwarf_bytes = from->dwarf_bytes();  // too large: told when taken in
+    if (ElfSymbols* from = module->dwarf_source()) {
+      if (from->dwarf_bytes() <= job.dwarf_room) module->open_dwarf(job.warnings);
+      else module->dwarf_bytes = from->dwarf_bytes();
     }
   }
-  module->elf->release_file();
-  if (module->debug && module->debug->fd >= 0) {
-    module->debug->elf->release_file();
-    close(module->debug->fd);
-    module->debug->fd = -1;
-  }
+  module->release_files();
   job.module = std::move(module);
 }
 
@@ -455,48 +471,26 @@ void Symbolizer::prepare(std::vector<Module*> modules) {
   }
   std::vector<Module*> batch = modules;
   admit_dwarf(batch);
-  // libdw read its sections whole as it opened them.
-  for (Module* m : modules) {
-    m->elf->release_file();
-    if (m->debug && m->debug->fd >= 0) {
-      m->debug->elf->release_file();
-      close(m->debug->fd);
-      m->debug->fd = -1;
-    }
-  }
+  for (Module* m : modules) m->release_files();
 }
 
 void Symbolizer::admit_dwarf(std::vector<Module*>& modules) {
   if (!options_.inlines && !options_.lines) return;
-  auto source = [](Module* m) -> ElfSymbols* {
-    if (m->elf && m->elf->has_dwarf()) return m->elf.get();
-    if (m->debug && m->debug->elf->has_dwarf()) return m->debug->elf.get();
-    return nullptr;
-  };
   std::erase_if(modules, [&](Module* m) {
     if (m->dwarf_state != Module::Dwarf::kUnplanned) return true;
-    if (source(m)) return false;
+    if (m->dwarf_source()) return false;
     m->dwarf_state = Module::Dwarf::kNone;
     return true;
   });
   // Smallest first: past the bound, the largest go without.
-  std::sort(modules.begin(), modules.end(),
-            [&](Module* a, Module* b) { return source(a)->dwarf_bytes() < source(b)->dwarf_bytes(); });
+  std::sort(modules.begin(), modules.end(), [&](Module* a, Module* b) {
+    return a->dwarf_source()->dwarf_bytes() < b->dwarf_source()->dwarf_bytes();
+  });
   for (Module* m : modules) {
-    ElfSymbols* from = source(m);
+    uint64_t bytes = m->dwarf_source()->dwarf_bytes();
     m->dwarf_state = Module::Dwarf::kNone;
-    if (dwarf_bytes_used_ + from->dwarf_bytes() > options_.dwarf_memory_bytes) {
-      admit_dwarf_warning(*m, from->dwarf_bytes());
-      continue;
-    }
-    m->dwarf = DwarfIndex::open(from->elf());
-    if (!m->dwarf) {
-      warnings_.push_back(m->path + ": DWARF unreadable; named from the symbol table");
-      continue;
-    }
-    m->dwarf_state = Module::Dwarf::kLoaded;
-    m->dwarf_bytes = from->dwarf_bytes();
-    dwarf_bytes_used_ += m->dwarf_bytes;
+    if (dwarf_bytes_used_ + bytes > options_.dwarf_memory_bytes) admit_dwarf_warning(*m, bytes);
+    else if (m->open_dwarf(warnings_)) dwarf_bytes_used_ += m->dwarf_bytes;
   }
 }
 
