@@ -111,14 +111,20 @@ cpu_ticks() {
 	awk '{ print $12 + $13 }' <<<"$stat"
 }
 
-# record_for_cpu SECONDS PIDS ARGS...: `ember record -p PIDS ARGS` (PIDS
-# comma-separated), stopped by SIGINT once each process has used SECONDS
-# of CPU time since ember began to sample (after any JVM's attach), or
-# after 30 times as long. A fixed -d gave a workload starved by a busy host
-# (the kernel matrix's emulators, an emulated guest's host) a tenth of the
-# samples, and sample counts' checks failed by chance.
+# record_for_cpu [--samples N] SECONDS PIDS ARGS...: `ember record -p PIDS
+# ARGS` (PIDS comma-separated), stopped by SIGINT once each process has
+# used SECONDS of CPU time since ember began to sample (after any JVM's
+# attach) and, with --samples, ember has counted N samples; or after 30
+# times SECONDS. A fixed -d gave a workload starved by a busy host (the
+# kernel matrix's emulators, an emulated guest's host) a tenth of the
+# samples, and sample counts' checks failed by chance. --samples: an
+# emulated CPU's sampling interrupts come late, and fewer the busier its
+# host (a JVM's 2 s of CPU at 999 Hz gave 1,666 samples in the arm64 guest
+# on a quiet host, 434 in CI beside the host's tests).
 record_for_cpu() {
-	local seconds=$1 pids=$2 hz rec p i enough start=()
+	local samples=0 seconds pids hz rec p i enough counted start=()
+	[[ $1 == --samples ]] && { samples=$2; shift 2; }
+	seconds=$1 pids=$2
 	shift 2
 	hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 	"$EMBER" record -p "$pids" --progress-fd 3 "$@" 3>"$TMP/record_for_cpu.progress" &
@@ -131,6 +137,8 @@ record_for_cpu() {
 			(($(cpu_ticks "$p") - start[i] >= seconds * hz)) || enough=0
 			i=$((i + 1))
 		done
+		counted=$(grep -o '"samples":[0-9]*' "$TMP/record_for_cpu.progress" | tail -1)
+		((${counted#*:} >= samples)) || enough=0
 		((enough)) && break
 		kill -0 "$rec" 2>/dev/null || break
 		sleep 0.1

@@ -15,11 +15,12 @@
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 java_classes "$TMP/classes"
-# Seconds of the JVMs' CPU time recorded; an emulated CPU (its sampling
-# interrupts are late) is asked fewer samples, in half the time (4 s gave
-# 2,732 stacks in the arm64 guest, and the test took 459 s of its 600 on a
-# busy host). --attach-timeout: an emulated JVM beside busy emulators took
-# over 10 s to answer.
+# Seconds of the JVMs' CPU time recorded, and samples counted (twice those
+# needed: leaf and middle hold 70% of the JVM's); an emulated CPU (its
+# sampling interrupts are late) is asked fewer samples, in half the time
+# (4 s gave 2,732 stacks in the arm64 guest, and the test took 459 s of its
+# 600 on a busy host). --attach-timeout: an emulated JVM beside busy
+# emulators took over 10 s to answer.
 seconds=4 least=1000
 [[ ${EMBER_EMULATED:-} ]] && seconds=2 least=500
 
@@ -31,7 +32,7 @@ windows() {
 	jvm=$!
 	BACKGROUND+=($jvm)
 	wait_compiled "$TMP/$label.jit" Prologues::leaf Prologues::middle
-	record_for_cpu $seconds "$jvm" -F 999 --attach-timeout 120 -o "$TMP/$label.folded" 2>"$TMP/$label.err" ||
+	record_for_cpu --samples $((2 * least)) $seconds "$jvm" -F 999 --attach-timeout 120 -o "$TMP/$label.folded" 2>"$TMP/$label.err" ||
 		fail "$label: ember exited $?: $(cat "$TMP/$label.err")"
 	grep -A1 -E "^  stacks" "$TMP/$label.err"
 	grep -q "frames-unavailable" "$TMP/$label.err" && skip "$label: the JVM's VMStructs lack what the agent needs"
@@ -59,7 +60,7 @@ stubs() {
 	BACKGROUND+=($c2 $c1)
 	wait_compiled "$TMP/$label.c2.jit" LargeArrays::allocate
 	wait_compiled "$TMP/$label.c1.jit" LargeArrays::allocate@
-	record_for_cpu $((seconds / 2)) "$c2,$c1" -F 999 --attach-timeout 120 -o "$TMP/$label.stub.folded" 2>"$TMP/$label.stub.err" ||
+	record_for_cpu --samples $least $((seconds / 2)) "$c2,$c1" -F 999 --attach-timeout 120 -o "$TMP/$label.stub.folded" 2>"$TMP/$label.stub.err" ||
 		fail "$label: ember exited $?: $(cat "$TMP/$label.stub.err")"
 	for kind in C2 C1; do
 		stub='(_new_array_Java|C2 Runtime new_array);'
