@@ -103,12 +103,14 @@ wait_sampling() {
 
 # cpu_ticks PID: the CPU time process PID used so far, in clock ticks (its
 # utime and stime; 0 once it is gone). Its name, which may hold spaces and
-# parentheses, ends at the last ") ".
+# parentheses, ends at the last ") ". Builtins only: record_for_cpu calls
+# it ten times a second, in an emulated guest whose one CPU the workload
+# needs.
 cpu_ticks() {
-	local stat
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-	stat=${stat##*) }
-	awk '{ print $12 + $13 }' <<<"$stat"
+	local stat fields
+	read -r stat 2>/dev/null <"/proc/$1/stat" || { echo 0; return; }
+	read -ra fields <<<"${stat##*) }"
+	echo $((fields[11] + fields[12]))
 }
 
 # record_for_cpu [--samples N] SECONDS PIDS ARGS...: `ember record -p PIDS
@@ -122,14 +124,16 @@ cpu_ticks() {
 # host (a JVM's 2 s of CPU at 999 Hz gave 1,666 samples in the arm64 guest
 # on a quiet host, 434 in CI beside the host's tests).
 record_for_cpu() {
-	local samples=0 seconds pids hz rec p i enough counted start=()
+	local samples=0 counted=0 seconds pids hz rec p i enough line progress fd start=()
 	[[ $1 == --samples ]] && { samples=$2; shift 2; }
 	seconds=$1 pids=$2
 	shift 2
 	hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
-	"$EMBER" record -p "$pids" --progress-fd 3 "$@" 3>"$TMP/record_for_cpu.progress" &
+	progress=$TMP/record_for_cpu.progress
+	"$EMBER" record -p "$pids" --progress-fd 3 "$@" 3>"$progress" &
 	rec=$!
-	wait_sampling "$rec" "$TMP/record_for_cpu.progress"
+	wait_sampling "$rec" "$progress"
+	exec {fd}<"$progress"
 	for p in ${pids//,/ }; do start+=("$(cpu_ticks "$p")"); done
 	for _ in $(seq $((seconds * 300))); do  # tenths of a second
 		enough=1 i=0
@@ -137,12 +141,17 @@ record_for_cpu() {
 			(($(cpu_ticks "$p") - start[i] >= seconds * hz)) || enough=0
 			i=$((i + 1))
 		done
-		counted=$(grep -o '"samples":[0-9]*' "$TMP/record_for_cpu.progress" | tail -1)
-		((${counted#*:} >= samples)) || enough=0
+		# The lines written since the last turn (a line half written is
+		# lost: the next one counts).
+		while read -r -u "$fd" line; do
+			[[ $line =~ \"samples\":([0-9]+) ]] && counted=${BASH_REMATCH[1]}
+		done
+		((counted >= samples)) || enough=0
 		((enough)) && break
 		kill -0 "$rec" 2>/dev/null || break
 		sleep 0.1
 	done
+	exec {fd}<&-
 	kill -INT "$rec" 2>/dev/null
 	wait "$rec"
 }
