@@ -255,6 +255,7 @@ SessionConfig session_config(const AgentConfig& c) {
   s.java_attach_timeout_s = c.java.attach_timeout_s;
   s.spelling = events::Spelling::Field;
   s.name_while_recording = false;  // nobody waits on a period's end; its memory is bounded
+  s.jvm_telemetry = false;         // no period carries it
   return s;
 }
 

@@ -99,7 +99,9 @@ Session::Session(SessionConfig config, events::Plan plan, HostFacts host, std::o
                       .user_only = config_.user_only,
                       .comm = std::move(comm),
                       .before_exec_name = kBeforeExecName,
-                      .max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH)},
+                      .max_depth = std::min<uint32_t>(host.max_stack, EMBER_MAX_STACK_DEPTH),
+                      .java_events = std::any_of(plan_.events.begin(), plan_.events.end(),
+                                                 [](const events::Event* e) { return e->java_profile.has_value(); })},
       symbolizer_(symbol_options(config_)),
       collector_(collector_opts_, symbolizer_) {
   if (!config_.java) return;
@@ -259,7 +261,7 @@ void Session::poll(int timeout_ms) {
   }
   collector_.update_jvms(false);
   collector_.take_in_copies(false);
-  watch_jvms();
+  if (config_.jvm_telemetry) watch_jvms();
   if (double now = now_s(); config_.name_while_recording && now >= next_naming_s_) {
     next_naming_s_ = now + kNamingEveryS;
     collector_.name_addresses(std::chrono::steady_clock::now() + kNamingPass);

@@ -64,6 +64,10 @@ struct SessionConfig {
   std::vector<uint32_t> java_attach;  // attach only to these JVMs
   std::function<bool(pid_t)> java_allowed;  // which JVMs found on the host get the agent (none: all)
   double java_attach_timeout_s = java::kAttachTimeoutS;  // each wait of an attach: the JVM's socket, the agent's load
+  // Each JVM's heap, GCs and allocation rate (jvm_summaries), from its
+  // hsperfdata read at every poll: a third of an agent's CPU beside a few
+  // JVMs, for a summary only `ember record` prints.
+  bool jvm_telemetry = true;
   bool verbose = false;               // libbpf's own messages on stderr
   // How messages name the settings: record's options, the agent's keys.
   events::Spelling spelling = events::Spelling::Option;
