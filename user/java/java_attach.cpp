@@ -530,7 +530,7 @@ std::vector<pid_t> find_jvms() {
 }
 
 std::vector<pid_t> JvmScanner::scan() {
-  constexpr int kYoungScans = 5;
+  constexpr int kYoungScans = 5, kSettledEvery = 10;
   std::vector<pid_t> found;
   std::unordered_map<pid_t, Seen> now;
   DIR* dir = opendir("/proc");
@@ -540,9 +540,14 @@ std::vector<pid_t> JvmScanner::scan() {
     std::string_view name = entry->d_name;
     auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
     if (ec != std::errc() || end != name.data() + name.size()) continue;
+    auto old = seen_.find(pid);
+    if (old != seen_.end() && old->second.scans >= kYoungScans && old->second.scans % kSettledEvery != 0) {
+      Seen& s = now.emplace(pid, std::move(old->second)).first->second;
+      ++s.scans;
+      continue;
+    }
     auto comm = read_file(proc_path(pid, "comm"));
     if (!comm) continue;
-    auto old = seen_.find(pid);
     Seen s = old == seen_.end() || old->second.comm != *comm ? Seen{*comm} : old->second;
     if (!s.jvm && s.scans < kYoungScans) {
       auto maps = read_file(proc_path(pid, "maps"));

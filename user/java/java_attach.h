@@ -55,7 +55,10 @@ std::vector<pid_t> find_jvms();
 // Finds HotSpot JVMs as they start, for a session that lives long: a
 // process's maps are read in its first few scans (a launcher maps libjvm
 // some time after its exec) and again when its name changes (an exec),
-// not at every scan.
+// not at every scan. A settled process's name is read every tenth scan
+// only: reading each name at each scan (300 idle processes) was a tenth of
+// an agent's CPU; an exec into a JVM long after a process began is found
+// that much later.
 class JvmScanner {
  public:
   // The JVMs not reported before (the first scan: all running ones).
