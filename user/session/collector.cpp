@@ -226,7 +226,7 @@ void Collector::read_stream(Jvm& jvm) {
     ssize_t n;
     while ((n = read(jvm.fd, buf, sizeof buf)) > 0) {
       jvm.map.feed(std::string_view(buf, static_cast<size_t>(n)));
-      jvm.events.feed(std::string_view(buf, static_cast<size_t>(n)));
+      if (options_.java_events) jvm.events.feed(std::string_view(buf, static_cast<size_t>(n)));
     }
     // An R line ended the file: on to the next, the same stream.
     const std::string& next = jvm.map.continued_in();
