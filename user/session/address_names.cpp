@@ -1,6 +1,7 @@
 #include "user/session/address_names.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "user/session/symbol_frames.h"
 
@@ -15,6 +16,30 @@ bool is_token(uint64_t ip) { return ip >> 63; }
 constexpr size_t kBatch = 4096;
 
 }  // namespace
+
+size_t AddressNames::Names::find(uint64_t address) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = (address * 0x9e3779b97f4a7c15ULL) >> 32 & mask;; i = (i + 1) & mask)
+    if (!slots_[i].named_plus_one || slots_[i].address == address) return i;
+}
+
+uint32_t AddressNames::Names::at(uint64_t address) const {
+  const Slot* s = slots_.empty() ? nullptr : &slots_[find(address)];
+  if (!s || !s->named_plus_one) throw std::out_of_range("an address never named");
+  return s->named_plus_one - 1;
+}
+
+void AddressNames::Names::set(uint64_t address, uint32_t named) {
+  if (2 * (size_ + 1) > slots_.size()) {
+    std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.named_plus_one) slots_[find(s.address)] = s;
+  }
+  Slot& s = slots_[find(address)];
+  if (!s.named_plus_one) ++size_;
+  s = {address, named + 1};
+}
 
 void AddressNames::queue_kernel(std::span<const uint64_t> ips) {
   for (size_t i = 0; i < ips.size(); ++i) {
@@ -46,7 +71,7 @@ void AddressNames::store(std::span<const uint64_t> addresses, std::span<const sy
       frame_ids_.push_back(frames_.intern(f));
       ++n.count;
     }
-    out[addresses[i]] = static_cast<uint32_t>(named_.size());
+    out.set(addresses[i], static_cast<uint32_t>(named_.size()));
     named_.push_back(n);
   }
 }
