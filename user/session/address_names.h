@@ -53,7 +53,7 @@ class AddressNames {
   // Open addressing: a graph's build looks up each frame of each stack (a
   // busy host's 30 s: 1.1 million), and a node map's hashing and pointer
   // chasing were a third of the build (its stacks loop 158-190 ms -> 111-163
-  // ms, busy host, 30 s at 999 Hz, four runs each).
+  // ms, busy host, 20 s at 999 Hz, four runs each).
   class Names {
    public:
     bool contains(uint64_t address) const { return !slots_.empty() && slots_[find(address)].named_plus_one != 0; }
