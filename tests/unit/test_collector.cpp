@@ -279,3 +279,19 @@ TEST_CASE("collector: JIT code's addresses wait for the build, when its perf map
   CHECK(graph.begin()->first.ends_with(";compiled_later"));
   CHECK(collector.stats().unknown_addresses == 0);
 }
+
+TEST_CASE("address names: a table through its growth keeps every address's name, and knows the absent ones") {
+  AddressNames::Names names;
+  CHECK_FALSE(names.contains(0x1000));
+  CHECK_THROWS_AS(names.at(0x1000), std::out_of_range);
+  // Addresses 1 apart in one range, a page apart in another.
+  auto address = [](uint32_t i) { return i % 2 ? 0x7f0000000000 + uint64_t{i} * 4096 : 0x400000 + uint64_t{i}; };
+  for (uint32_t i = 0; i < 20000; ++i) names.set(address(i), i);
+  names.set(0x400000, 7);  // set again: replaced
+  for (uint32_t i = 1; i < 20000; ++i) REQUIRE(names.at(address(i)) == i);
+  CHECK(names.at(0x400000) == 7);
+  CHECK_FALSE(names.contains(0x3fffff));
+  CHECK_THROWS_AS(names.at(0xffffffff00000000), std::out_of_range);
+  names.clear();
+  CHECK_FALSE(names.contains(0x400000));
+}
