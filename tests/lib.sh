@@ -113,8 +113,9 @@ cpu_ticks() {
 	echo $((fields[11] + fields[12]))
 }
 
-# record_for_cpu [--samples N] SECONDS PIDS ARGS...: `ember record -p PIDS
-# ARGS` (PIDS comma-separated), stopped by SIGINT once each process has
+# record_for_cpu [--samples N] [--cgroup PATH] SECONDS PIDS ARGS...: `ember
+# record -p PIDS ARGS` (PIDS comma-separated; with --cgroup, `ember record
+# --cgroup PATH ARGS` watching PIDS), stopped by SIGINT once each process has
 # used SECONDS of CPU time since ember began to sample (after any JVM's
 # attach) and, with --samples, ember has counted N samples; or after 30
 # times SECONDS. A fixed -d gave a workload starved by a busy host (the
@@ -124,13 +125,15 @@ cpu_ticks() {
 # host (a JVM's 2 s of CPU at 999 Hz gave 1,666 samples in the arm64 guest
 # on a quiet host, 434 in CI beside the host's tests).
 record_for_cpu() {
-	local samples=0 counted=0 seconds pids hz rec p i enough line progress fd start=()
+	local samples=0 counted=0 seconds pids target=() hz rec p i enough line progress fd start=()
 	[[ $1 == --samples ]] && { samples=$2; shift 2; }
+	[[ $1 == --cgroup ]] && { target=(--cgroup "$2"); shift 2; }
 	seconds=$1 pids=$2
 	shift 2
+	((${#target[@]})) || target=(-p "$pids")
 	hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 	progress=$TMP/record_for_cpu.progress
-	"$EMBER" record -p "$pids" --progress-fd 3 "$@" 3>"$progress" &
+	"$EMBER" record "${target[@]}" --progress-fd 3 "$@" 3>"$progress" &
 	rec=$!
 	wait_sampling "$rec" "$progress"
 	exec {fd}<"$progress"

@@ -45,20 +45,24 @@ for w in spinner alloc_service offcpu_waits; do cp "$WORKLOADS/$w" "$TMP/outside
 nice=0
 [[ ${EMBER_EMULATED:-} ]] && nice=5
 in_cgroup "$cg" nice -n $nice "$WORKLOADS/spinner" 900
+spinner_pid=${BACKGROUND[-1]}
 in_cgroup "$cg/child" nice -n $nice "$WORKLOADS/alloc_service" 900
+alloc_pid=${BACKGROUND[-1]}
 in_cgroup "$cg/child" nice -n $nice "$WORKLOADS/offcpu_waits" 2000 10
 background nice -n $nice "$TMP/outside_spinner" 900
 background nice -n $nice "$TMP/outside_alloc" 900
 background nice -n $nice "$TMP/outside_offcpu" 2000 10
 sleep 0.3
 
-"$EMBER" record --cgroup "$name" -e cpu-clock,offcpu,malloc --alloc-interval 16384 -d 4 -o "$TMP/in.folded" 2>"$TMP/err" ||
+# Until each of the cgroup's busy processes has had 2 s of CPU: a fixed
+# -d 4 gave them 0.6 s in an emulated guest beside the copies outside.
+record_for_cpu --cgroup "$name" 2 "$spinner_pid,$alloc_pid" -e cpu-clock,offcpu,malloc --alloc-interval 16384 -o "$TMP/in.folded" 2>"$TMP/err" ||
 	fail "ember exited $?: $(cat "$TMP/err")"
 for g in cpu-clock offcpu malloc; do
 	assert_absent "$TMP/in.$g.folded" '^outside_' "$g: a process outside the cgroup recorded: $(grep '^outside_' "$TMP/in.$g.folded" | head -2)"
 	assert_absent "$TMP/in.$g.folded" '^ember' "$g: ember recorded itself"
 done
-# At 99 Hz, 4 s of a third of a CPU is about 130 samples.
+# At 99 Hz, 2 s of CPU is about 200 samples each.
 spin=$(weight "$TMP/in.cpu-clock.folded" '^spinner;')
 alloc=$(weight "$TMP/in.cpu-clock.folded" '^alloc_service;')
 (( spin >= 20 && alloc >= 20 )) || fail "too few samples of the cgroup's processes: spinner $spin, alloc_service (child cgroup) $alloc: $(cat "$TMP/err")"
