@@ -3,9 +3,9 @@
 //   node bench/viewer.mjs FILE.html [--runs N] [--search REGEX] [--paint-only]
 //
 // Per run the page is loaded afresh, then:
-//   first paint  navigation start -> the page's `ember:first-paint` mark (data
-//                parsed, the graph drawn: on a big profile from its visible
-//                nodes only, before the whole tree is built)
+//   first paint  navigation start -> the page's `ember:first-paint` mark (the
+//                frame that draws the graph: from the page's preview, while
+//                the browser still reads its tables, on a page that has one)
 //   ready        navigation start -> `ember:ready` (the whole tree built and
 //                laid out, drawn, the page answering input)
 //   search       input event in the search box -> the next animation frame,
@@ -87,7 +87,7 @@ async function run(args) {
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
   const results = { firstPaint: [], ready: [], search: [], searchCompute: [], zoom: [], reverse: [], sort: [], transform: [], range: [], all: [] };
-  const PARTS = ['parse', 'unpack', 'decode', 'heatmap', 'first-tree', 'build', 'layout', 'first-draw'];
+  const PARTS = ['parse', 'unpack', 'decode', 'heatmap', 'preview', 'build', 'layout', 'first-draw'];
   const parts = Object.fromEntries(PARTS.map((p) => [p, []]));
   const errors = [];
   for (let i = 0; i < args.runs; i++) {
@@ -140,7 +140,7 @@ async function run(args) {
     return;
   }
   const shown = (p) => Number.isFinite(median(parts[p]));
-  console.log(`first paint  ${ms(results.firstPaint)}   (navigation start -> ember:first-paint: the graph drawn, from its visible nodes on a big profile)`);
+  console.log(`first paint  ${ms(results.firstPaint)}   (navigation start -> ember:first-paint: the frame that draws the graph, from the preview on a plain page)`);
   console.log(`ready        ${ms(results.ready)}   (navigation start -> ember:ready, interactive: ${PARTS.filter(shown).map((p) => `${p} ${median(parts[p]).toFixed(0)}`).join(', ')})`);
   console.log(`search       ${ms(results.search)}   (input -> next frame; search + redraw compute ${median(results.searchCompute).toFixed(1)} ms)`);
   console.log(`zoom         ${ms(results.zoom)}   (click -> next frame)`);

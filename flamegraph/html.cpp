@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <functional>
 #include <ostream>
 #include <string_view>
 #include <thread>
@@ -21,6 +22,7 @@ namespace ember::flamegraph {
 namespace {
 
 constexpr std::string_view kPlaceholder = "@EMBER_DATA@";
+constexpr std::string_view kPreviewPlaceholder = "@EMBER_PREVIEW@";
 
 // JSON string escaping that is also safe inside <script>: '<', '>' and '&'
 // become \u escapes so no frame name can close the tag or open a comment.
@@ -94,12 +96,10 @@ class StringPool {
   std::vector<std::string_view> order_;
 };
 
-// Stacks delta-coded against the previous one: count, then each stack's
-// prefix (frames shared with the one before), n, n ids, weight. `ids` maps
-// the profile's frame ids to the page's. In the order of their page ids,
-// which is the page's sibling order: it builds its tree without sorting.
-// Returns each stack's index in that order, by its index in the profile.
-std::vector<uint32_t> pack_stacks(protobuf::Writer& out, const Profile& profile, const std::vector<uint32_t>& ids) {
+// The stacks in the page's order: by their frames' page ids, which is the
+// page's sibling order, so that it builds its tree without sorting. `ids`
+// maps the profile's frame ids to the page's.
+std::vector<const Stack*> page_order(const Profile& profile, const std::vector<uint32_t>& ids) {
   std::vector<const Stack*> stacks;
   stacks.reserve(profile.stacks().size());
   for (const Stack& s : profile.stacks()) stacks.push_back(&s);
@@ -107,6 +107,15 @@ std::vector<uint32_t> pack_stacks(protobuf::Writer& out, const Profile& profile,
     return std::lexicographical_compare(a->frames.begin(), a->frames.end(), b->frames.begin(), b->frames.end(),
                                         [&](FrameId x, FrameId y) { return ids[x] < ids[y]; });
   });
+  return stacks;
+}
+
+// Stacks (in page_order) delta-coded against the previous one: count, then
+// each stack's prefix (frames shared with the one before), n, n page ids,
+// weight. Returns each stack's index in that order, by its index in the
+// profile.
+std::vector<uint32_t> pack_stacks(protobuf::Writer& out, const Profile& profile,
+                                  const std::vector<const Stack*>& stacks, const std::vector<uint32_t>& ids) {
   out.varint(stacks.size());
   std::vector<uint32_t> prev, cur;
   for (const Stack* s : stacks) {
@@ -199,62 +208,149 @@ std::expected<std::string, std::string> decode_base64(std::string_view in) {
   return out;
 }
 
-}  // namespace
+// The page's frames: the profile's, then the base's it lacks (the same
+// name, kind and module is the same frame), numbered in the page's order
+// of siblings: by name, kind name, module.
+struct PageFrames {
+  std::vector<const Frame*> frames;     // by page id
+  std::vector<uint32_t> ids, base_ids;  // the profile's (the base's) frame id -> page id
+};
 
-std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
-  std::string title = options.title.empty() ? "ember — " + profile.event : options.title;
-  // The page's frames: the profile's, then the base's it lacks (the same
-  // name, kind and module is the same frame), numbered in the page's order
-  // of siblings: by name, kind name, module.
-  std::vector<const Frame*> page_frames;
-  std::vector<uint32_t> ids, base_ids;  // profile (base) frame id -> index in page_frames, then page id
+PageFrames page_frames(const Profile& profile, const Profile* base) {
+  PageFrames page;
+  std::vector<const Frame*> frames;
   for (const Frame& f : profile.frames()) {
-    ids.push_back(static_cast<uint32_t>(page_frames.size()));
-    page_frames.push_back(&f);
+    page.ids.push_back(static_cast<uint32_t>(frames.size()));
+    frames.push_back(&f);
   }
-  if (options.base) {
+  if (base) {
     std::unordered_map<std::string, uint32_t> known;  // name, kind and module -> index
     auto key = [](const Frame& f) { return f.name + '\0' + std::to_string(static_cast<int>(f.kind)) + '\0' + f.module; };
     for (size_t i = 0; i < profile.frames().size(); ++i) known.emplace(key(profile.frames()[i]), i);
-    for (const Frame& f : options.base->frames()) {
-      auto [it, inserted] = known.try_emplace(key(f), static_cast<uint32_t>(page_frames.size()));
-      if (inserted) page_frames.push_back(&f);
-      base_ids.push_back(it->second);
+    for (const Frame& f : base->frames()) {
+      auto [it, inserted] = known.try_emplace(key(f), static_cast<uint32_t>(frames.size()));
+      if (inserted) frames.push_back(&f);
+      page.base_ids.push_back(it->second);
     }
   }
-  std::vector<uint32_t> order(page_frames.size()), page_id(page_frames.size());
+  std::vector<uint32_t> order(frames.size()), page_id(frames.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   parallel_sort(order, [&](uint32_t a, uint32_t b) {
-    const Frame &x = *page_frames[a], &y = *page_frames[b];
+    const Frame &x = *frames[a], &y = *frames[b];
     return std::tuple(std::string_view(x.name), kind_name(x.kind), std::string_view(x.module)) <
            std::tuple(std::string_view(y.name), kind_name(y.kind), std::string_view(y.module));
   });
   for (uint32_t i = 0; i < order.size(); ++i) page_id[order[i]] = i;
-  for (uint32_t& id : ids) id = page_id[id];
-  for (uint32_t& id : base_ids) id = page_id[id];
+  for (uint32_t& id : page.ids) id = page_id[id];
+  for (uint32_t& id : page.base_ids) id = page_id[id];
+  page.frames.reserve(order.size());
+  for (uint32_t i : order) page.frames.push_back(frames[i]);
+  return page;
+}
+
+// names, modules, then the frames' count and each one's name, kind and module.
+void pack_frames(protobuf::Writer& out, const std::vector<const Frame*>& frames) {
   StringPool names, modules;
   modules.add("");
-  protobuf::Writer frames;
-  for (uint32_t i : order) {
-    const Frame& f = *page_frames[i];
-    frames.varint(names.add(f.name));
-    frames.varint(static_cast<uint64_t>(f.kind));
-    frames.varint(modules.add(f.module));
+  protobuf::Writer table;
+  for (const Frame* f : frames) {
+    table.varint(names.add(f->name));
+    table.varint(static_cast<uint64_t>(f->kind));
+    table.varint(modules.add(f->module));
   }
-  uint32_t frame_count = static_cast<uint32_t>(order.size());
-  protobuf::Writer tables;
-  names.pack(tables);
-  modules.pack(tables);
-  tables.varint(frame_count);
-  tables.raw(frames.str());
-  std::vector<uint32_t> written = pack_stacks(tables, profile, ids);
-  if (options.base) pack_stacks(tables, *options.base, base_ids);
-  else tables.varint(0);
-  // A differential page has no time to pick: its two profiles have each their own.
-  bool timeline = !options.base && !profile.timeline.empty();
-  if (timeline) pack_timeline(tables, profile, written);
-  else tables.varint(0);
+  names.pack(out);
+  modules.pack(out);
+  out.varint(frames.size());
+  out.raw(table.str());
+}
 
+// A canvas up to kPreviewWidth CSS px wide draws every node of the preview
+// that it would draw of the whole tree (the page draws nodes at least half a
+// pixel wide); at most kPreviewNodes of the widest are kept.
+constexpr uint64_t kPreviewWidth = 4096;
+constexpr size_t kPreviewNodes = 20000;
+
+// The preview's tables (html.h): the nodes of the tree at least 1 / (2 x
+// kPreviewWidth) of the total wide, found in one pass over the stacks in
+// page order, which walks the tree depth first. A node's x is where the
+// page's layout puts it: its children are packed from its left edge, its
+// own weight (stacks ending at it) after them.
+std::string pack_preview(const Profile& profile, const PageFrames& page, const std::vector<const Stack*>& stacks) {
+  struct Node {
+    uint64_t x, total;
+    uint32_t depth, frame;  // a page id
+  };
+  uint64_t root = profile.total(), least = std::max<uint64_t>(1, root / (2 * kPreviewWidth));
+  std::vector<Node> open, kept;  // open[d - 1]: the node at depth d on the current path
+  std::vector<uint64_t> next_x(1, 0);  // next_x[d]: where the next child of the open node at depth d goes
+  uint32_t max_depth = 0;
+  auto close_to = [&](size_t depth) {
+    while (open.size() > depth) {
+      const Node& n = open.back();
+      next_x[n.depth - 1] += n.total;
+      if (n.total >= least) kept.push_back(n);
+      open.pop_back();
+    }
+  };
+  for (const Stack* s : stacks) {
+    size_t shared = 0;
+    while (shared < open.size() && shared < s->frames.size() && open[shared].frame == page.ids[s->frames[shared]])
+      ++shared;
+    close_to(shared);
+    for (size_t d = shared + 1; d <= s->frames.size(); ++d) {
+      uint64_t x = next_x[d - 1];
+      open.push_back({x, 0, static_cast<uint32_t>(d), page.ids[s->frames[d - 1]]});
+      next_x.resize(d + 1);
+      next_x[d] = x;
+    }
+    for (Node& n : open) n.total += s->weight;
+    max_depth = std::max(max_depth, static_cast<uint32_t>(s->frames.size()));
+  }
+  close_to(0);
+  if (kept.size() > kPreviewNodes) {
+    // The widest: above the total of the first left out (an ancestor is at
+    // least as wide as its descendants, so what is kept is still a tree).
+    std::vector<uint64_t> totals;
+    totals.reserve(kept.size());
+    for (const Node& n : kept) totals.push_back(n.total);
+    std::nth_element(totals.begin(), totals.begin() + kPreviewNodes, totals.end(), std::greater<>());
+    uint64_t cut = totals[kPreviewNodes];
+    std::erase_if(kept, [&](const Node& n) { return n.total <= cut; });
+  }
+  // Pre-order: by x, a parent before its first child (which shares its x).
+  std::sort(kept.begin(), kept.end(),
+            [](const Node& a, const Node& b) { return a.x != b.x ? a.x < b.x : a.depth < b.depth; });
+  std::vector<uint32_t> used;
+  for (const Node& n : kept) used.push_back(n.frame);
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  std::vector<const Frame*> frames;
+  for (uint32_t id : used) frames.push_back(page.frames[id]);
+  protobuf::Writer out;
+  pack_frames(out, frames);
+  out.varint(kept.size());
+  out.varint(max_depth);
+  std::vector<uint64_t> x_at(max_depth + 1, 0);  // x of the node last seen at each depth
+  for (const Node& n : kept) {
+    out.varint(n.depth);
+    out.varint(std::lower_bound(used.begin(), used.end(), n.frame) - used.begin());
+    out.varint(n.x - x_at[n.depth - 1]);
+    out.varint(n.total);
+    x_at[n.depth] = n.x;
+  }
+  std::array<bool, kFrameKindNames.size()> present{};
+  for (const Frame& f : profile.frames()) present[static_cast<size_t>(f.kind)] = true;
+  out.varint(std::count(present.begin(), present.end(), true));
+  for (size_t k = 0; k < present.size(); ++k)
+    if (present[k]) out.varint(k);
+  out.varint(profile.stacks().size());
+  return out.str();
+}
+
+// The page's JSON but its last field (the caller adds it, and the brace
+// that closes the object): version, title, event, ... info.
+std::string data_head(const Profile& profile, const HtmlOptions& options) {
+  std::string title = options.title.empty() ? "ember — " + profile.event : options.title;
   std::string out = "{\"version\":2,\"title\":";
   append_json_string(out, title);
   out += ",\"event\":";
@@ -291,7 +387,7 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
     out += "\":";
     append_uint(out, value);
   }
-  if (timeline) {
+  if (!options.base && !profile.timeline.empty()) {
     out += ",\"time_step_ms\":";
     append_uint(out, std::max<uint64_t>(1, profile.time_step_ns / 1'000'000));
   }
@@ -302,10 +398,49 @@ std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
     out += ':';
     append_json_string(out, profile.info[i].second);
   }
-  out += "},\"tables\":\"";
-  append_base64(out, gzip(tables.str()));
-  out += "\"}";
+  out += '}';
   return out;
+}
+
+// `field` (a JSON name) holding base64 of the gzip of `tables`, and the end
+// of the object data_head began.
+void append_packed(std::string& out, std::string_view field, const std::string& tables) {
+  out += ",\"";
+  out += field;
+  out += "\":\"";
+  append_base64(out, gzip(tables));
+  out += "\"}";
+}
+
+std::string data_json(const Profile& profile, const HtmlOptions& options, const PageFrames& page,
+                      const std::vector<const Stack*>& stacks) {
+  protobuf::Writer tables;
+  pack_frames(tables, page.frames);
+  std::vector<uint32_t> written = pack_stacks(tables, profile, stacks, page.ids);
+  if (options.base) pack_stacks(tables, *options.base, page_order(*options.base, page.base_ids), page.base_ids);
+  else tables.varint(0);
+  // A differential page has no time to pick: its two profiles have each their own.
+  if (!options.base && !profile.timeline.empty()) pack_timeline(tables, profile, written);
+  else tables.varint(0);
+  std::string out = data_head(profile, options);
+  append_packed(out, "tables", tables.str());
+  return out;
+}
+
+// The preview's JSON (html.h), or "" for a page that has none.
+std::string preview_json(const Profile& profile, const HtmlOptions& options, const PageFrames& page,
+                         const std::vector<const Stack*>& stacks) {
+  if (options.base || !profile.timeline.empty() || profile.total() == 0) return "";
+  std::string out = data_head(profile, options);
+  append_packed(out, "preview", pack_preview(profile, page, stacks));
+  return out;
+}
+
+}  // namespace
+
+std::string html_data_json(const Profile& profile, const HtmlOptions& options) {
+  PageFrames page = page_frames(profile, options.base);
+  return data_json(profile, options, page, page_order(profile, page.ids));
 }
 
 namespace {
@@ -475,11 +610,15 @@ std::expected<Profile, std::string> read_page_tables(std::string_view tables) {
 
 void write_html(const Profile& profile, const HtmlOptions& options, std::ostream& out) {
   std::string_view page(ember_flamegraph_html, ember_flamegraph_html_end - ember_flamegraph_html);
-  size_t at = page.find(kPlaceholder);
-  out << page.substr(0, at);
-  if (at == std::string_view::npos) return;  // a template without data is a build defect caught by tests
-  out << html_data_json(profile, options);
-  out << page.substr(at + kPlaceholder.size());
+  size_t preview_at = page.find(kPreviewPlaceholder), data_at = page.find(kPlaceholder);
+  // A template without either is a build defect caught by tests.
+  if (preview_at == std::string_view::npos || data_at == std::string_view::npos || data_at < preview_at) return;
+  PageFrames frames = page_frames(profile, options.base);
+  std::vector<const Stack*> stacks = page_order(profile, frames.ids);
+  out << page.substr(0, preview_at) << preview_json(profile, options, frames, stacks);
+  size_t after_preview = preview_at + kPreviewPlaceholder.size();
+  out << page.substr(after_preview, data_at - after_preview) << data_json(profile, options, frames, stacks);
+  out << page.substr(data_at + kPlaceholder.size());
 }
 
 }  // namespace ember::flamegraph

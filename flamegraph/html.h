@@ -23,6 +23,20 @@
 // module) and stacks written in that order, so the page builds its tree
 // without sorting. Packed so, bench/fleet_profile.mjs's 100,000 stacks make
 // a page of 11.7 MB, where JSON arrays made 26.3 MB.
+//
+// The preview: a plain page (no base, no timeline) also holds, before its
+// script, the same JSON with "preview" in place of "tables": base64 of the
+// gzip of
+//   names, modules, frames  as above, of the frames the nodes name only
+//   nodes    count, the whole tree's depth, then in pre-order each node's
+//            depth (1: a child of the root), frame, x less its parent's x,
+//            total; x is the weight left of the node in the page's layout
+//   kinds    count, then each kind (index) a frame of the profile has
+//   stacks   the number of stacks
+// The nodes are those a canvas up to 4,096 CSS px wide draws, at most
+// 20,000 of the widest. The page draws them while the browser still reads
+// the tables (after the script): at 100,000 fleet stacks they took 0.3 s
+// to read and 0.25 s to unpack and decode before anything was drawn.
 #pragma once
 
 #include <expected>
