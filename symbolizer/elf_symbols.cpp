@@ -82,8 +82,7 @@ uint64_t ElfSymbols::memory_bytes() const {
   uint64_t bytes = sizeof *this + (image_ ? image_->size() : sections_read_bytes_);
   bytes += segments_.capacity() * sizeof(Segment) + symbols_.capacity() * sizeof(Symbol);
   bytes += plt_.capacity() * sizeof plt_[0] + plt_entries_.capacity() * sizeof(PltEntry);
-  for (const PltEntry& e : plt_entries_) bytes += heap_bytes(e.name);
-  return bytes;
+  return bytes + plt_name_bytes_;
 }
 
 ElfSymbols::~ElfSymbols() {
@@ -298,6 +297,7 @@ void ElfSymbols::name_plt_entries() {
   }
   std::sort(plt_entries_.begin(), plt_entries_.end(),
             [](const PltEntry& a, const PltEntry& b) { return a.address < b.address; });
+  for (const PltEntry& e : plt_entries_) plt_name_bytes_ += heap_bytes(e.name);
 }
 
 void ElfSymbols::sort_symbols() {

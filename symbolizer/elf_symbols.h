@@ -84,6 +84,7 @@ class ElfSymbols {
     std::string name;  // "<function>@plt"
   };
   std::vector<PltEntry> plt_entries_;  // sorted by address
+  uint64_t plt_name_bytes_ = 0;        // their names' heap bytes: memory_bytes() is asked for each batch
   void name_plt_entries();
   std::string build_id_, debuglink_;
   uint32_t debuglink_crc_ = 0;

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <string_view>
 
+#include <fcntl.h>
 #include <sys/auxv.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 namespace ember::symbolizer {
 namespace {
@@ -29,12 +32,13 @@ void skip_spaces(std::string_view& s) {
 
 }  // namespace
 
-std::vector<Mapping> parse_proc_maps(std::istream& in) {
+std::vector<Mapping> parse_proc_maps(std::string_view text) {
   // 55d0c3a00000-55d0c3a28000 r-xp 00002000 fd:01 1234   /usr/bin/foo
   std::vector<Mapping> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::string_view s(line);
+  while (!text.empty()) {
+    size_t end = std::min(text.find('\n'), text.size());
+    std::string_view s = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
     Mapping m;
     uint64_t major = 0, minor = 0;
     if (!parse_hex(s, m.start) || !skip(s, '-') || !parse_hex(s, m.end) || !skip(s, ' ')) continue;
@@ -83,6 +87,22 @@ PerfMap parse_perf_map(std::istream& in) {
   return map;
 }
 
+std::optional<std::vector<Mapping>> read_proc_maps(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  size_t used = 0;
+  for (ssize_t n = 1; n > 0;) {
+    text.resize(used + 16384);
+    n = read(fd, text.data() + used, text.size() - used);
+    if (n > 0) used += static_cast<size_t>(n);
+    else if (n < 0 && errno == EINTR) n = 1;
+  }
+  close(fd);
+  text.resize(used);
+  return parse_proc_maps(text);
+}
+
 const PerfMapEntry* PerfMap::find(uint64_t address) const {
   auto it = std::upper_bound(entries.begin(), entries.end(), address,
                              [](uint64_t a, const PerfMapEntry& e) { return a < e.start; });
@@ -93,8 +113,7 @@ const PerfMapEntry* PerfMap::find(uint64_t address) const {
 
 std::string_view own_vdso_image() {
   auto base = static_cast<uint64_t>(getauxval(AT_SYSINFO_EHDR));
-  std::ifstream in("/proc/self/maps");
-  for (const Mapping& m : parse_proc_maps(in))
+  for (const Mapping& m : read_proc_maps("/proc/self/maps").value_or(std::vector<Mapping>{}))
     if (base && m.start == base) return {reinterpret_cast<const char*>(base), m.end - m.start};
   return {};
 }

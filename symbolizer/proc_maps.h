@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,8 +19,14 @@ struct Mapping {
   std::string path;             // as the process sees it; may end in " (deleted)"
 };
 
-// Lines that do not parse are skipped.
-std::vector<Mapping> parse_proc_maps(std::istream& in);
+// The text of a maps file; lines that do not parse are skipped.
+std::vector<Mapping> parse_proc_maps(std::string_view text);
+
+// The mappings /proc/PID/maps (at `path`) lists, none if it cannot be read
+// (the process is gone). Read with read(2), not a stream: a host whose
+// processes come and go by the thousand a minute has each one's read, and
+// constructing a std::ifstream cost more than parsing what it read.
+std::optional<std::vector<Mapping>> read_proc_maps(const std::string& path);
 
 // The vDSO this process maps: every process of this kernel maps the same
 // image (the same for 64-bit processes). Empty if it cannot be found.

@@ -142,9 +142,9 @@ Symbolizer::~Symbolizer() {
 
 bool Symbolizer::snapshot_process(uint32_t pid) {
   std::string dir = options_.proc_root + "/" + std::to_string(pid);
-  std::ifstream in(dir + "/maps");
-  if (!in) return false;
-  std::vector<Mapping> fresh = parse_proc_maps(in);
+  std::optional<std::vector<Mapping>> maps = read_proc_maps(dir + "/maps");
+  if (!maps) return false;
+  std::vector<Mapping> fresh = std::move(*maps);
   // Samples only land in code.
   std::erase_if(fresh, [](const Mapping& m) { return !m.executable; });
   if (fresh.empty()) return false;  // exited between open and read, or a kernel thread

@@ -378,11 +378,10 @@ TEST_CASE("kallsyms: text symbols, modules, and kptr_restrict") {
 }
 
 TEST_CASE("proc maps parser") {
-  std::istringstream in(
+  auto maps = parse_proc_maps(
       "55d0c3a00000-55d0c3a28000 r-xp 00002000 fd:01 1234   /usr/bin/foo bar\n"
       "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n"
-      "not a mapping\n");
-  auto maps = parse_proc_maps(in);
+      "not a mapping");
   REQUIRE(maps.size() == 2);
   CHECK(maps[0].start == 0x55d0c3a00000);
   CHECK(maps[0].offset == 0x2000);

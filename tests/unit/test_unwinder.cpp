@@ -33,8 +33,8 @@ namespace {
 
 // The end of this thread's stack mapping (the main thread's: [stack]).
 uint64_t stack_end(uint64_t sp) {
-  std::ifstream in("/proc/self/maps");
-  for (const symbolizer::Mapping& m : symbolizer::parse_proc_maps(in))
+  std::vector<symbolizer::Mapping> maps = symbolizer::read_proc_maps("/proc/self/maps").value();
+  for (const symbolizer::Mapping& m : maps)
     if (sp >= m.start && sp < m.end) return m.end;
   return 0;
 }

@@ -49,17 +49,19 @@ std::expected<uint32_t, std::string> thread_pointer_offset(const std::vector<sym
 
 std::optional<uint16_t> python_version_from_name(const std::string& path) {
   static const std::regex name(R"((?:^|/)(?:lib)?python(\d)\.(\d+)[dmu]*(?:\.so[.0-9]*)?$)");
+  // Asked of every file a new process maps: most are ruled out without the regex.
+  std::string_view base = std::string_view(path).substr(path.rfind('/') + 1);
+  if (!base.starts_with("python") && !base.starts_with("libpython")) return std::nullopt;
   std::smatch m;
   if (!std::regex_search(path, m, name)) return std::nullopt;
   return static_cast<uint16_t>(std::stoi(m[1]) << 8 | std::stoi(m[2]));
 }
 
 std::expected<std::optional<PythonProcess>, std::string> find_python(pid_t pid) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  if (!maps) return std::nullopt;  // gone: nothing to read
-  std::vector<symbolizer::Mapping> mappings = symbolizer::parse_proc_maps(maps);
+  std::optional<std::vector<symbolizer::Mapping>> mappings = symbolizer::read_proc_maps("/proc/" + std::to_string(pid) + "/maps");
+  if (!mappings) return std::nullopt;  // gone: nothing to read
   std::string root = "/proc/" + std::to_string(pid) + "/root";
-  for (const symbolizer::Mapping& m : mappings) {
+  for (const symbolizer::Mapping& m : *mappings) {
     if (m.offset != 0 || m.inode == 0) continue;
     auto named = python_version_from_name(m.path);
     if (!named) continue;
@@ -77,7 +79,7 @@ std::expected<std::optional<PythonProcess>, std::string> find_python(pid_t pid) 
     uint16_t version = *named;
     if (auto in_file = s.contains("Py_Version") ? u32_in_file(file, s["Py_Version"]) : std::nullopt)
       version = static_cast<uint16_t>(*in_file >> 16);  // PY_VERSION_HEX
-    auto offset = thread_pointer_offset(mappings, root);
+    auto offset = thread_pointer_offset(*mappings, root);
     if (!offset) return std::unexpected(offset.error());
     PythonProcess p;
     p.thread_pointer_offset = *offset;

@@ -234,11 +234,14 @@ std::expected<V8Exports, std::string> read_exports(pid_t pid, const std::string&
 
 std::expected<std::optional<V8Process>, std::string> find_v8(pid_t pid) {
   static const std::regex name(R"((?:^|/)(?:node|nodejs|libnode\.so[.0-9]*)$)");
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  if (!maps) return std::nullopt;  // gone: nothing to read
+  std::optional<std::vector<symbolizer::Mapping>> mappings = symbolizer::read_proc_maps("/proc/" + std::to_string(pid) + "/maps");
+  if (!mappings) return std::nullopt;  // gone: nothing to read
   std::string root = "/proc/" + std::to_string(pid) + "/root";
-  for (const symbolizer::Mapping& m : symbolizer::parse_proc_maps(maps)) {
-    if (m.offset != 0 || m.inode == 0 || !std::regex_search(m.path, name)) continue;
+  for (const symbolizer::Mapping& m : *mappings) {
+    if (m.offset != 0 || m.inode == 0) continue;
+    // Asked of every file a new process maps: most are ruled out without the regex.
+    std::string_view base = std::string_view(m.path).substr(m.path.rfind('/') + 1);
+    if ((!base.starts_with("node") && !base.starts_with("libnode")) || !std::regex_search(m.path, name)) continue;
     auto constants = read_constants(root + m.path);
     if (!constants) return std::unexpected(constants.error());
     if (constants->empty()) continue;  // a launcher; V8 is in its libnode
