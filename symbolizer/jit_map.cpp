@@ -47,7 +47,10 @@ void JitMap::line(std::string_view s) {
   switch (tag) {
     case protocol::kMethod:
       if (number(s, a, 10) && a < (1u << 24)) {
-        names_[static_cast<uint32_t>(a)] = std::string(rest_of(s));
+        std::string_view name = rest_of(s);
+        if (name_bytes_.size() + name.size() > UINT32_MAX) break;
+        names_[static_cast<uint32_t>(a)] = {static_cast<uint32_t>(name_bytes_.size()), static_cast<uint32_t>(name.size())};
+        name_bytes_ += name;
         return;
       }
       break;
@@ -203,7 +206,8 @@ uint32_t JitMap::interpreted_method(uint64_t pointer) const {
 
 std::string_view JitMap::name(uint32_t id) const {
   auto it = names_.find(id);
-  return it != names_.end() && !it->second.empty() ? std::string_view(it->second) : "[unknown method]";
+  if (it == names_.end() || it->second.size == 0) return "[unknown method]";
+  return std::string_view(name_bytes_).substr(it->second.offset, it->second.size);
 }
 
 const JitMap::Blob* JitMap::containing(const std::multimap<uint64_t, Blob>& blobs, uint64_t address,

@@ -69,7 +69,8 @@ class JitMap {
   const std::string& interpreter_methods_unavailable() const { return interpreter_methods_unavailable_; }
 
   // The method an interpreted frame holding Method* `pointer` runs (P
-  // lines): its id, 0 if unknown; and an id's name.
+  // lines): its id, 0 if unknown; and an id's name (valid until the next
+  // feed()).
   uint32_t interpreted_method(uint64_t pointer) const;
   std::string_view name(uint32_t id) const;
 
@@ -103,9 +104,14 @@ class JitMap {
                                 uint64_t max_size);
 
   LineBuffer lines_;
-  // By method id: a map, so that memory follows the lines read, whatever
-  // ids a stream makes up.
-  std::unordered_map<uint32_t, std::string> names_;
+  // Method names, by id: where each lies in name_bytes_ (one allocation for
+  // the 11,000 a JVM publishes as it attaches, not one each). A map, so
+  // that memory follows the lines read, whatever ids a stream makes up.
+  struct NameAt {
+    uint32_t offset = 0, size = 0;
+  };
+  std::unordered_map<uint32_t, NameAt> names_;
+  std::string name_bytes_;
   std::vector<uint32_t> inline_ids_;
   std::map<uint64_t, Blob> live_;         // by start; live code never overlaps
   std::multimap<uint64_t, Blob> retired_;  // freed code, kept for samples taken before

@@ -623,7 +623,7 @@ std::expected<JvmWatch, std::string> JvmWatch::start(pid_t pid, double patience)
 std::expected<void, std::string> JvmWatch::poll() {
   auto snap = file_.read();
   if (snap && snap->accessible) {
-    failures_ = 0;
+    failing_since_ = 0;
     JvmTelemetry now = telemetry_from(*snap, first_.pid, monotonic_seconds());
     if (!mid_gc(last_, now)) {
       allocated_ += allocated_between(last_, now);
@@ -632,7 +632,9 @@ std::expected<void, std::string> JvmWatch::poll() {
     return {};
   }
   if (java::has_exited(first_.pid)) return std::unexpected(jvm_gone(first_.pid));
-  if (++failures_ * kPollPeriod <= std::chrono::seconds(2)) return {};
+  double now = monotonic_seconds();
+  if (!failing_since_) failing_since_ = now;
+  if (now - failing_since_ <= 2) return {};
   return std::unexpected(snap ? file_.path() + ": the JVM marked its counters inaccessible" : snap.error());
 }
 

@@ -173,7 +173,7 @@ class JvmWatch {
   hsperf::File file_;
   JvmTelemetry first_, last_;
   JvmAllocation allocated_;
-  int failures_ = 0;
+  double failing_since_ = 0;  // monotonic seconds of the first failed read of a run; 0: none
 };
 
 // A class histogram: instances and bytes per class name (classes of one

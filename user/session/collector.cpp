@@ -663,6 +663,7 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
   addresses_.name_queued(true);
   constexpr FrameId kNotYet = UINT32_MAX;
   std::vector<FrameId> interned(addresses_.frame_count(), kNotYet);
+  std::vector<std::vector<FrameId>> jit_interned(jit_frames_.size());  // by JIT token, innermost first
   std::vector<bool> unknown_counted(addresses_.named_count());
   std::vector<FrameId> frames;
   for (auto& [key, count] : counts_) {
@@ -697,11 +698,11 @@ flamegraph::Profile Collector::build(size_t view, const StackSink& each_stack, u
       for (size_t j = leaf; j < ips.size(); ++j) {
         size_t i = leaf_first ? j : ips.size() - 1 - (j - leaf);
         if (user && is_jit_token(ips[i])) {
-          const auto& jit = jit_frames_[ips[i] & ~kJitToken];  // innermost first
-          if (leaf_first)
-            for (const Frame& f : jit) frames.push_back(profile.intern(f));
-          else
-            for (auto f = jit.rbegin(); f != jit.rend(); ++f) frames.push_back(profile.intern(*f));
+          std::vector<FrameId>& ids = jit_interned[ips[i] & ~kJitToken];
+          if (ids.empty())
+            for (const Frame& f : jit_frames_[ips[i] & ~kJitToken]) ids.push_back(profile.intern(f));
+          if (leaf_first) frames.insert(frames.end(), ids.begin(), ids.end());
+          else frames.insert(frames.end(), ids.rbegin(), ids.rend());
           continue;
         }
         uint32_t index = named(i);

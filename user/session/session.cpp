@@ -261,7 +261,10 @@ void Session::poll(int timeout_ms) {
   }
   collector_.update_jvms(false);
   collector_.take_in_copies(false);
-  if (config_.jvm_telemetry) watch_jvms();
+  if (double now = now_s(); config_.jvm_telemetry && now >= next_watch_s_) {
+    next_watch_s_ = now + kWatchEveryS;
+    watch_jvms();
+  }
   if (double now = now_s(); config_.name_while_recording && now >= next_naming_s_) {
     next_naming_s_ = now + kNamingEveryS;
     collector_.name_addresses(std::chrono::steady_clock::now() + kNamingPass);
