@@ -90,15 +90,18 @@ version_at_least() { [ "$(printf '%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]
 # Waits until ember (PID) samples. Start it with --progress-fd 3
 # 3>PROGRESS: its first line is written once the programs are armed, which
 # with -a or -p comes after every JVM's attach (up to --attach-timeout),
-# well after its perf events are open.
+# well after its perf events are open. An emulated guest beside a busy
+# host (CI's arm64 lane) took over 30 s to attach two JVMs: there it waits
+# 150 s, beyond the --attach-timeout 120 its Java tests give.
 wait_sampling() {
-	local pid=$1 progress=$2
-	for _ in $(seq 300); do
+	local pid=$1 progress=$2 seconds=30
+	[[ ${EMBER_EMULATED:-} ]] && seconds=150
+	for _ in $(seq $((seconds * 10))); do
 		kill -0 "$pid" 2>/dev/null || fail "ember ($pid) exited before sampling"
 		grep -qs '"progress"' "$progress" && return
 		sleep 0.1
 	done
-	fail "ember ($pid) not sampling after 30 s"
+	fail "ember ($pid) not sampling after $seconds s"
 }
 
 # cpu_ticks PID: the CPU time process PID used so far, in clock ticks (its
