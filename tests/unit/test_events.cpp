@@ -78,6 +78,20 @@ TEST_CASE("events: a setting is checked only by the events that take it") {
   Settings waker;
   waker.waker = true;
   CHECK(plan_of({"wall"}, waker).error() == "--waker applies to blocked threads: add -e offcpu or -e lock");
+
+  Settings aged;
+  aged.min_age = "5m";
+  CHECK(plan_of({"cpu"}, aged).error() == "--min-age applies to allocations still live: add -e malloc with --live");
+  CHECK(plan_of({"malloc"}, aged).error().ends_with("add --live"));
+  aged.live = true;
+  auto p = plan_of({"malloc"}, aged);
+  REQUIRE(p);
+  CHECK(p->views[0].live_only);
+  CHECK(p->views[0].min_age_ns == 300'000'000'000);
+  // Java's objects are not aged: beside malloc it is refused, not ignored.
+  CHECK(plan_of({"malloc", "alloc"}, aged).error().starts_with("--min-age applies to -e malloc's allocations"));
+  aged.min_age = "old";
+  CHECK(plan_of({"malloc"}, aged).error().starts_with("--min-age 'old' is not a duration"));
 }
 
 TEST_CASE("events: the kernel gets the union of the events' asks") {

@@ -325,7 +325,7 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
     std::fprintf(stderr, "ember: recorded %s s on %d CPUs (%s)\n", secs, session.cpus(), names.c_str());
   // A lone CPU graph keeps the classic "samples" and "unknown" lines.
   bool lone_cpu = w.graphs.size() == 1 && w.graphs.front().view.unit == "samples";
-  events::Resolved resolved{c.settings, session.plan().min_block_ns};
+  events::Resolved resolved = session.plan().resolved(c.settings);
   for (const WindowGraph& g : w.graphs) {
     std::string label = lone_cpu ? "samples" : g.view.name;
     std::string line = g.event->summary(resolved, {label, static_cast<double>(g.profile.total()), g.stats.samples});

@@ -10,6 +10,11 @@ std::expected<void, std::string> check(const Resolved& s, const Scope& scope) {
   if (!scope.java)
     return std::unexpected(s.spelling == Spelling::Option ? "-e alloc needs ember's Java agent: drop --no-java"
                                                           : "'alloc' needs ember's Java agent: set java.attach = true");
+  // Beside -e malloc, which takes it, --min-age would leave Java's graph
+  // silently unfiltered.
+  if (!s.settings.min_age.empty())
+    return std::unexpected("--min-age applies to -e malloc's allocations; Java objects' ages are not followed: record "
+                           "-e alloc --live in a recording of its own");
   return {};
 }
 

@@ -29,6 +29,7 @@ struct Settings {
   std::string min_block = "1us";         // blocks shorter than this are left out
   uint64_t alloc_interval = 512 * 1024;  // a sample per this many bytes allocated
   bool live = false;                     // allocations: only those not freed by the end
+  std::string min_age;                   // with live: only those at least this old by then; empty: any age
   bool waker = false;                    // blocks: each with its waker's stacks
 };
 
@@ -38,6 +39,7 @@ enum Setting : uint32_t {
   kAllocInterval = 1u << 2,
   kLive = 1u << 3,
   kWaker = 1u << 4,
+  kMinAge = 1u << 5,
 };
 
 // What a recording samples: the events' needs depend on it.
@@ -56,10 +58,11 @@ enum class Spelling { Option, Field };
 // Event `name` as a command of that spelling names it: -e cpu, or 'cpu'.
 std::string event_named(std::string_view name, Spelling spelling);
 
-// The settings as an event reads them: min_block parsed.
+// The settings as an event reads them: min_block and min_age parsed.
 struct Resolved {
   const Settings& settings;
   uint64_t min_block_ns = 0;
+  uint64_t min_age_ns = 0;
   Spelling spelling = Spelling::Option;  // for the messages
 };
 
@@ -109,8 +112,8 @@ const Event* find(std::string_view name);
 std::optional<double> parse_scaled(std::string_view text,
                                    std::initializer_list<std::pair<std::string_view, double>> units);
 
-// A --min-block value: "10ms", "500us", "2s", "100" (microseconds) ->
-// nanoseconds; nothing if it is not a duration.
+// A --min-block or --min-age value: "10ms", "500us", "2s", "100"
+// (microseconds), "5m" -> nanoseconds; nothing if it is not a duration.
 std::optional<uint64_t> parse_duration_ns(const std::string& text);
 
 // The events `names` asks for, in its order: each known (by name or
@@ -126,6 +129,12 @@ struct Plan {
   SamplerConfig sampler;             // the events' asks (targets, unwinding: the caller's)
   std::string agent_options;         // for the JVMs' agents
   uint64_t min_block_ns = 0;
+  uint64_t min_age_ns = 0;
+
+  // `settings` (those the plan was made of) as its events read them.
+  Resolved resolved(const Settings& settings, Spelling spelling = Spelling::Option) const {
+    return {settings, min_block_ns, min_age_ns, spelling};
+  }
 };
 
 

@@ -172,14 +172,27 @@ EventView view(const Resolved& s) {
   EventView v;
   v.kinds = 1u << EMBER_KIND_MALLOC;
   v.live_only = s.settings.live;
+  v.min_age_ns = s.min_age_ns;
   return v;
+}
+
+// What the graph keeps of the allocations, for its summary.
+std::string live_text(const Resolved& s) {
+  if (!s.settings.live) return "";
+  if (s.settings.min_age.empty()) return ", still allocated at the end";
+  return ", still allocated at the end and allocated at least " + s.settings.min_age + " before it";
+}
+
+std::vector<std::pair<std::string, std::string>> info(const Resolved& s) {
+  if (s.settings.min_age.empty()) return {};
+  return {{"min-age", s.settings.min_age}};
 }
 
 std::string summary(const Resolved& s, const Outcome& o) {
   return summary_line(o, "%.1f MiB in %llu samples (one per %llu bytes allocated)%s", o.total / 1048576.0,
                       static_cast<unsigned long long>(o.records),
                       static_cast<unsigned long long>(s.settings.alloc_interval),
-                      s.settings.live ? ", still allocated at the end" : "");
+                      live_text(s).c_str());
 }
 
 }  // namespace
@@ -188,9 +201,10 @@ extern const Event kMalloc = {
     .name = "malloc",
     .help = "bytes allocated by C/C++ code",
     .unit = "bytes",
-    .settings = kAllocInterval | kLive,
+    .settings = kAllocInterval | kLive | kMinAge,
     .configure = configure,
     .view = view,
+    .info = info,
     .summary = summary,
 };
 

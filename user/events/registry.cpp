@@ -24,7 +24,8 @@ constexpr Flag kFlags[] = {{kFrequency, "-F", "frequency"},
                            {kMinBlock, "--min-block", "min_block"},
                            {kAllocInterval, "--alloc-interval", "interval"},
                            {kLive, "--live", "live"},
-                           {kWaker, "--waker", "waker"}};
+                           {kWaker, "--waker", "waker"},
+                           {kMinAge, "--min-age", "min_age"}};
 
 // The events of the registry that take `setting`, as "-e a (or -e b)".
 std::string takers(Setting setting) {
@@ -42,6 +43,10 @@ std::expected<void, std::string> check_setting(const Flag& flag, const char* nam
       if (!parse_duration_ns(s.min_block))
         return std::unexpected(std::string(name) + " '" + s.min_block +
                                "' is not a duration: give e.g. 500us, 2ms or 1s");
+      return {};
+    case kMinAge:
+      if (!s.min_age.empty() && !parse_duration_ns(s.min_age))
+        return std::unexpected(std::string(name) + " '" + s.min_age + "' is not a duration: give e.g. 30s, 5m or 500ms");
       return {};
     case kAllocInterval:
       if (s.alloc_interval == 0) return std::unexpected(std::string(name) + " must be at least 1 byte");
@@ -88,7 +93,7 @@ std::optional<double> parse_scaled(std::string_view text,
 }
 
 std::optional<uint64_t> parse_duration_ns(const std::string& text) {
-  auto ns = parse_scaled(text, {{"ns", 1}, {"us", 1e3}, {"", 1e3}, {"ms", 1e6}, {"s", 1e9}});
+  auto ns = parse_scaled(text, {{"ns", 1}, {"us", 1e3}, {"", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}});
   if (!ns) return std::nullopt;
   return static_cast<uint64_t>(*ns);
 }
@@ -142,9 +147,14 @@ std::expected<Plan, std::string> plan(const std::vector<std::string>& names, con
     return std::unexpected("--live applies to allocations: add " + takers(kLive));
   if (settings.waker && !(taken & kWaker))
     return std::unexpected("--waker applies to blocked threads: add " + takers(kWaker));
+  if (!settings.min_age.empty() && !(taken & kMinAge))
+    return std::unexpected("--min-age applies to allocations still live: add " + takers(kMinAge) + " with --live");
+  if (!settings.min_age.empty() && !settings.live)
+    return std::unexpected("--min-age keeps the allocations still live at the end that are at least that old: add --live");
 
   plan.min_block_ns = taken & kMinBlock ? *parse_duration_ns(settings.min_block) : 0;
-  Resolved resolved{settings, plan.min_block_ns, spelling};
+  plan.min_age_ns = settings.min_age.empty() ? 0 : *parse_duration_ns(settings.min_age);
+  Resolved resolved = plan.resolved(settings, spelling);
   for (size_t i = 0; i < plan.events.size(); ++i) {
     const Event* e = plan.events[i];
     if (e->check)

@@ -558,10 +558,11 @@ std::vector<Collector::JavaStream> Collector::java_streams() const {
   return out;
 }
 
-void Collector::keep_live_allocations(const std::vector<uint32_t>& ids) {
+void Collector::keep_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns) {
   std::unordered_set<uint32_t> live(ids.begin(), ids.end());
   for (const HeldAllocation& a : held_allocations_)
-    if (live.count(a.id)) count(a.key, a.bytes, a.time_ns);
+    if (live.count(a.id) && a.time_ns + options_.views[a.key.view].min_age_ns <= end_ns)
+      count(a.key, a.bytes, a.time_ns);
   held_allocations_.clear();
 }
 

@@ -42,6 +42,7 @@ struct EventView {
   uint64_t cpu_weight = 1;          // a CPU sample's weight (its period in ns, for wall-clock time)
   uint64_t min_blocked_ns = 0;      // shorter off-CPU blocks are left out
   bool live_only = false;           // allocations: only those still live (see keep_live_allocations)
+  uint64_t min_age_ns = 0;          // live_only: and allocated at least this long before the end
   // Blocks: the stacks of whoever woke the thread above its own, past a
   // "--" frame, leaf first, up to a "[waker: NAME]" frame (BCC's
   // offwaketime layout).
@@ -141,8 +142,9 @@ class Collector {
   // removed once no JVM reads from them. Nothing is read from them after.
   void close_streams();
   // For views with live_only: the ids of the sampled allocations not freed
-  // by the end. Before build().
-  void keep_live_allocations(const std::vector<uint32_t>& ids);
+  // by the end, at `end_ns` (CLOCK_MONOTONIC, the records' clock); those
+  // younger than their view's min_age_ns then are left out. Before build().
+  void keep_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns);
   // Each stack of a graph as it is added, with the process it came from
   // (its frames are ids in `profile`): a caller splits one build, one
   // naming of the window's addresses, into graphs per service.

@@ -310,6 +310,11 @@ Window Session::cut(bool final, const StackSink& each_stack) {
   window.seconds = cut_s - window_start_s_;
   window.start_unix_ns = window_start_unix_ns_;
   if (final && !stopped_) {
+    // The allocations' ages are taken at the stop: detaching the probes
+    // after it took a second of a busy machine.
+    stop_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
     sampler_->stop();
     sampler_->poll(0);  // what was queued before the stop
     stopped_ = true;
@@ -319,7 +324,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
   window_counters_ = counters;
   bool live = config_.settings.live;
   if (final) {
-    if (live) collector_.keep_live_allocations(sampler_->live_allocations());
+    if (live) collector_.keep_live_allocations(sampler_->live_allocations(), stop_ns_);
     sampler_.reset();
     // Detach first: with --live, the agents' last full GC reports the frees.
     if (java_) {
@@ -334,7 +339,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
 
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", window.seconds);
-  events::Resolved resolved{config_.settings, plan_.min_block_ns};
+  events::Resolved resolved = plan_.resolved(config_.settings);
   for (size_t v = 0; v < plan_.views.size(); ++v) {
     const events::Event* event = plan_.events[v];
     const EventView& view = plan_.views[v];

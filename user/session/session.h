@@ -187,6 +187,7 @@ class Session {
   std::unique_ptr<Sampler> sampler_;
   int cpus_ = 0;
   bool stopped_ = false;
+  uint64_t stop_ns_ = 0;  // when the sampler stopped (CLOCK_MONOTONIC), for the allocations' ages
   // The window now open: since when, and the counters at its start.
   double window_start_s_ = 0;
   uint64_t window_start_unix_ns_ = 0;
