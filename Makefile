@@ -295,7 +295,8 @@ UNWIND_CFLAGS := -O2 -g -Wall -Wextra
 UNWIND_FP_nofp := -fomit-frame-pointer
 UNWIND_FP_fp := -fno-omit-frame-pointer
 WORKLOADS += $(BUILD)/workloads/unwind_mix-nofp $(BUILD)/workloads/unwind_mix-fp $(BUILD)/workloads/offcpu_libc \
-	$(BUILD)/workloads/late_library $(BUILD)/workloads/liblate_plugin.so
+	$(BUILD)/workloads/late_library $(BUILD)/workloads/liblate_plugin.so \
+	$(BUILD)/workloads/call_graph-nofp $(BUILD)/workloads/call_graph-fp
 
 $(BUILD)/workloads/libunwind_mixlib-%.so: tests/workloads/unwind/mixlib.c tests/workloads/unwind/mixlib.h | $(SYSROOT_READY)
 	$(call msg,CC,$@)
@@ -306,6 +307,12 @@ $(BUILD)/workloads/unwind_mix-%: tests/workloads/unwind/unwind_mix.cpp tests/wor
 		$(BUILD)/workloads/libunwind_mixlib-%.so
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(UNWIND_CFLAGS) $(UNWIND_FP_$*) $< -o $@ -L$(@D) -l:libunwind_mixlib-$*.so -Wl,-rpath,'$$ORIGIN' -lpthread
+
+# bench/unwind.sh's second workload, built both ways.
+$(BUILD)/workloads/call_graph-%: tests/workloads/unwind/call_graph.c | $(SYSROOT_READY)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNWIND_CFLAGS) $(UNWIND_FP_$*) $< -o $@ -lpthread
 
 $(BUILD)/workloads/offcpu_libc: tests/workloads/unwind/offcpu_libc.c tests/workloads/elapsed.h | $(SYSROOT_READY)
 	$(call msg,CC,$@)

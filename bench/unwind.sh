@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # What taking stacks costs (issue 13): ember's frame-pointer walk
 # (--unwind fp) and its CFI unwinder (--unwind cfi) beside their peers, on
-# one busy workload (tests/workloads/throughput, one thread per CPU):
+# busy workloads:
 #   1. BPF time per sample (kernel.bpf_stats_enabled: run_time_ns / run_cnt
 #      of each process's perf_event programs) of ember fp, ember cfi and the
 #      bpftrace reference `profile:hz:999 { @[kstack, ustack] = count(); }`,
 #      all attached system-wide at 999 Hz to the same run, with their ratios
-#      to bpftrace (per run, then the median).
+#      to bpftrace (per run, then the median); on tests/workloads/throughput
+#      (one thread per CPU, a short loop) and on a deep random call graph
+#      (tests/workloads/unwind/call_graph.c: 8 to 96 calls, thousands of
+#      stacks), built with frame pointers and without. On a build without
+#      them, bpftrace's (and ember fp's) walks stop after a frame or two:
+#      ember cfi is compared with bpftrace on the frame-pointer build too.
 #   2. The workload's slowdown at 99 and 999 Hz under ember fp, ember cfi and
 #      `perf record --call-graph dwarf -e cpu-clock`, system-wide, and what
 #      each needs after the stop to give its result (ember: the written
@@ -38,12 +43,13 @@ WALKS=(fp cfi)
 command -v bpftrace >/dev/null || { echo "bench: no bpftrace (the reference): install it with scripts/deps.sh bench" >&2; exit 1; }
 command -v perf >/dev/null || { echo "bench: no perf: install it with scripts/deps.sh bench" >&2; exit 1; }
 
-# per_sample_run -> one line "NAME NS" per profiler: its BPF time per sample
-# over WINDOW seconds, all attached together to one busy workload.
+# per_sample_run WORKLOAD -> one line "NAME NS" per profiler: its BPF time
+# per sample over WINDOW seconds, all attached together to WORKLOAD (its
+# first argument: seconds to run).
 per_sample_run() {
 	local -A pid ns0 cnt0
 	local name ns cnt work
-	"$WORK" $((WINDOW + 30)) >/dev/null &
+	"$1" $((WINDOW + 30)) "$CPUS" >/dev/null &
 	work=$!
 	for name in "${WALKS[@]}"; do
 		# shellcheck disable=SC2086 # the options are words
@@ -90,22 +96,31 @@ slowdown_run() {
 
 echo "bench: $CPUS CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); $REPS runs per setting"
 echo
-echo "BPF time per sample, system-wide at 999 Hz, $WINDOW s of $WORK, all attached together:"
-for ((i = 0; i < REPS; i++)); do per_sample_run; done >"$T/per_sample"
-awk '$1 == "bpftrace" { ref[++n] = $2 } $1 != "bpftrace" { run[$1, ++k[$1]] = $2; names[$1] }
-     END { for (name in names) for (i = 1; i <= k[name]; i++) print name, run[name, i], run[name, i] / ref[i] }' \
-	"$T/per_sample" >"$T/ratios"
-printf '  %-10s %24s %26s\n' program "ns per sample" "ratio to bpftrace"
-for name in "${WALKS[@]/#/ember-}" bpftrace; do
-	read -r m lo hi < <(awk -v n="$name" '$1 == n { print $2 }' "$T/per_sample" | spread)
-	if [ "$name" = bpftrace ]; then
-		ratio=1
-	else
-		read -r rm rlo rhi < <(awk -v n="$name" '$1 == n { print $3 }' "$T/ratios" | spread)
-		ratio=$(fmt_spread "$rm" "$rlo" "$rhi" %.2f)
-	fi
-	printf '  %-10s %24s %26s\n' "$name" "$(fmt_spread "$m" "$lo" "$hi" %d)" "$ratio"
+echo "BPF time per sample, system-wide at 999 Hz, $WINDOW s of each workload, all attached together:"
+for work in "$WORK" build/workloads/call_graph-fp build/workloads/call_graph-nofp; do
+	for ((i = 0; i < REPS; i++)); do per_sample_run "$work"; done >"$T/per_sample.${work##*/}"
+	awk '$1 == "bpftrace" { ref[++n] = $2 } $1 != "bpftrace" { run[$1, ++k[$1]] = $2; names[$1] }
+	     END { for (name in names) for (i = 1; i <= k[name]; i++) print name, run[name, i], run[name, i] / ref[i] }' \
+		"$T/per_sample.${work##*/}" >"$T/ratios.${work##*/}"
 done
+printf '  %-16s %-10s %24s %26s\n' workload program "ns per sample" "ratio to bpftrace"
+for work in "$WORK" build/workloads/call_graph-fp build/workloads/call_graph-nofp; do
+	for name in "${WALKS[@]/#/ember-}" bpftrace; do
+		read -r m lo hi < <(awk -v n="$name" '$1 == n { print $2 }' "$T/per_sample.${work##*/}" | spread)
+		if [ "$name" = bpftrace ]; then
+			ratio=1
+		else
+			read -r rm rlo rhi < <(awk -v n="$name" '$1 == n { print $3 }' "$T/ratios.${work##*/}" | spread)
+			ratio=$(fmt_spread "$rm" "$rlo" "$rhi" %.2f)
+		fi
+		printf '  %-16s %-10s %24s %26s\n' "${work##*/}" "$name" "$(fmt_spread "$m" "$lo" "$hi" %d)" "$ratio"
+	done
+done
+# ember's CFI walk of the build without frame pointers against bpftrace's
+# whole walk of the build with them: the same stacks, walked to the end.
+read -r rm rlo rhi < <(paste <(awk '$1 == "ember-cfi" { print $2 }' "$T/per_sample.call_graph-nofp") \
+	<(awk '$1 == "bpftrace" { print $2 }' "$T/per_sample.call_graph-fp") | awk '{ print $1 / $2 }' | spread)
+echo "  ember-cfi on call_graph-nofp against bpftrace on call_graph-fp (runs paired in order): $(fmt_spread "$rm" "$rlo" "$rhi" %.2f)"
 
 echo
 echo "Workload slowdown, system-wide, $SECS s runs of $WORK ($CPUS threads):"
