@@ -71,6 +71,7 @@ LiveObjects g_live;  // guarded by g_writer's lock
 
 // What the callbacks do; read on every event, changed by start().
 std::atomic<bool> g_alloc_on{false}, g_live_on{false}, g_lock_on{false};
+std::atomic<bool> g_live_end_gc{true};  // the live stream's end may force a full GC (no `nogc`)
 std::atomic<uint64_t> g_lock_interval{0};
 std::atomic<uint64_t> g_lock_short_waits{0};  // ns of waits under the interval, for sampling them
 std::atomic<uint32_t> g_lock_epoch{0};        // bumped when lock events are turned on
@@ -110,6 +111,7 @@ struct Options {
   bool lease = false;
   uint64_t alloc = 0;  // sampling interval in bytes; 0: off
   bool live = false;
+  bool nogc = false;  // with live: no full GC when the stream ends
   bool lock = false;
   uint64_t lock_interval = kDefaultLockIntervalNs;
 };
@@ -194,6 +196,8 @@ void parse_options(const char* text, Options& o) {
       o.stop = true;
     } else if (is_option(p, len, protocol::args::kLive)) {
       o.live = true;
+    } else if (is_option(p, len, protocol::args::kNoGc)) {
+      o.nogc = true;
     } else if (is_option(p, len, protocol::args::kLease)) {
       o.lease = true;
     } else if (numeric_option(p, len, protocol::args::kAlloc, false, &alloc, &bad)) {
@@ -722,8 +726,9 @@ void publish_loaded_method_pointers(JNIEnv* jni) {
 
 // Turns off alloc and lock events and waits for callbacks under way to
 // leave (they may be blocked at a safepoint: bounded). With `live`, looks a
-// last time for freed objects — after a full GC if `final_gc` — writes
-// them, and lets go of the weak references. Writes the loss counters.
+// last time for freed objects — after a full GC if `final_gc` and the
+// stream allows one (no `nogc`) — writes them, and lets go of the weak
+// references. Writes the loss counters.
 void end_java_events(JNIEnv* jni, bool final_gc) {
   bool alloc = g_alloc_on.exchange(false), lock = g_lock_on.exchange(false), live = g_live_on.exchange(false);
   if (alloc) set_event(JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC);
@@ -732,7 +737,8 @@ void end_java_events(JNIEnv* jni, bool final_gc) {
     set_event(JVMTI_DISABLE, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED);
   }
   for (int i = 0; i < 2000 && g_in_flight.load() > 0; ++i) usleep(1000);
-  bool collected = live && jni && final_gc && g_jvmti->ForceGarbageCollection() == JVMTI_ERROR_NONE;
+  bool collected =
+      live && jni && final_gc && g_live_end_gc.load() && g_jvmti->ForceGarbageCollection() == JVMTI_ERROR_NONE;
   g_writer.lock();
   if (jni && g_live.size()) {
     if (live) sweep_live(jni, monotonic_ns());
@@ -776,6 +782,7 @@ void start_java_events(const Options& o) {
     g_writer.commit();
     g_writer.unlock();
     if (ok) {
+      g_live_end_gc = !o.nogc;
       g_live_on = o.live;
       g_alloc_on = true;
       set_event(JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC);

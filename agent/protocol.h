@@ -28,6 +28,9 @@
 //                (seen with ZGC and Shenandoah on JDK 17.0.15), while G1's
 //                full GC runs in the VM thread. "O live-end gc" or
 //                "O live-end none" says which ending a stream had.
+//   nogc         with live: no full GC at the end (the reader keeps only the
+//                objects old enough, `record --min-age`, a production JVM's
+//                owner may not accept a forced collection)
 //   lock[=NS]    contended monitor enters (MonitorContendedEnter/Entered):
 //                the wait, the waiter's stack and the monitor's class.
 //                Waits shorter than NS (default 10000) are sampled: one per
@@ -179,7 +182,7 @@ namespace ember::agent::protocol {
 // The agent's options (comma-separated, "NAME" or "NAME=VALUE").
 namespace args {
 inline constexpr char kOut[] = "out", kLease[] = "lease", kAlloc[] = "alloc", kLive[] = "live", kLock[] = "lock",
-                      kStop[] = "stop";
+                      kStop[] = "stop", kNoGc[] = "nogc";
 }
 
 // The stream's first line, then " pid N".

@@ -81,15 +81,22 @@ TEST_CASE("events: a setting is checked only by the events that take it") {
 
   Settings aged;
   aged.min_age = "5m";
-  CHECK(plan_of({"cpu"}, aged).error() == "--min-age applies to allocations still live: add -e malloc with --live");
+  CHECK(plan_of({"cpu"}, aged).error() ==
+        "--min-age applies to allocations still live: add -e malloc or -e alloc with --live");
   CHECK(plan_of({"malloc"}, aged).error().ends_with("add --live"));
   aged.live = true;
   auto p = plan_of({"malloc"}, aged);
   REQUIRE(p);
   CHECK(p->views[0].live_only);
   CHECK(p->views[0].min_age_ns == 300'000'000'000);
-  // Java's objects are not aged: beside malloc it is refused, not ignored.
-  CHECK(plan_of({"malloc", "alloc"}, aged).error().starts_with("--min-age applies to -e malloc's allocations"));
+  // Java's agents are asked not to force a GC at the end: the ages decide.
+  p = plan_of({"malloc", "alloc"}, aged);
+  REQUIRE(p);
+  CHECK(p->views[1].min_age_ns == 300'000'000'000);
+  CHECK(p->agent_options == ",alloc=524288,live,nogc");
+  aged.min_age.clear();
+  CHECK(plan_of({"alloc"}, aged)->agent_options == ",alloc=524288,live");
+  aged.min_age = "5m";
   aged.min_age = "old";
   CHECK(plan_of({"malloc"}, aged).error().starts_with("--min-age 'old' is not a duration"));
 }

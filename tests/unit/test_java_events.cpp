@@ -122,6 +122,17 @@ TEST_CASE("java events: profiles of bytes, objects, live objects, lock time") {
   CHECK(says_untracked);
   CHECK(says_gc);
   CHECK(events.live_end() == "gc");
+  // --min-age: sample 1, allocated at 200 ns, is 100 ns old at 300.
+  live.min_age_ns = 100;
+  live.end_ns = 300;
+  CHECK(ember::flamegraph::folded_text(ember::java_profile(events, JavaProfileKind::AllocBytes,
+                                                           JavaProcess{42, "java"}, live)) ==
+        "java;App.main_[j];App.make_[j];App$Big " + bytes(10, 1000, 1) + "\n");
+  live.end_ns = 299;
+  CHECK(ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, live).stacks().empty());
+  live.end_ns = 150;  // allocated after the end: not counted either
+  live.min_age_ns = 0;
+  CHECK(ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, live).stacks().empty());
   // Lock: the waiter's stack and the monitor's class; the sampled short
   // wait weighs one interval.
   JavaProfileOptions pid;

@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   record->add_flag("--live", rec.session.settings.live,
                    "malloc, alloc: only allocations still not freed (Java: still reachable) at the end (leaks)");
   record->add_option("--min-age", rec.session.settings.min_age,
-                     "malloc --live: only allocations at least this old at the end (30s, 5m): what stays, not what "
-                     "is in flight");
+                     "malloc, alloc with --live: only allocations at least this old at the end (30s, 5m): what "
+                     "stays, not what is in flight (Java: no full GC forced at the end)");
   record->add_flag("--waker", rec.session.settings.waker,
                    "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
                    "(as BCC's offwaketime)");

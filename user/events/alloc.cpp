@@ -10,11 +10,6 @@ std::expected<void, std::string> check(const Resolved& s, const Scope& scope) {
   if (!scope.java)
     return std::unexpected(s.spelling == Spelling::Option ? "-e alloc needs ember's Java agent: drop --no-java"
                                                           : "'alloc' needs ember's Java agent: set java.attach = true");
-  // Beside -e malloc, which takes it, --min-age would leave Java's graph
-  // silently unfiltered.
-  if (!s.settings.min_age.empty())
-    return std::unexpected("--min-age applies to -e malloc's allocations; Java objects' ages are not followed: record "
-                           "-e alloc --live in a recording of its own");
   return {};
 }
 
@@ -22,6 +17,8 @@ std::string agent_options(const Resolved& s) {
   namespace args = agent::protocol::args;
   std::string options = std::string(",") + args::kAlloc + "=" + std::to_string(s.settings.alloc_interval);
   if (s.settings.live) options += std::string(",") + args::kLive;
+  // The ages tell what stays: no full GC forced on the JVM at the end.
+  if (s.settings.live && s.min_age_ns) options += std::string(",") + args::kNoGc;
   return options;
 }
 
@@ -29,13 +26,25 @@ EventView view(const Resolved& s) {
   EventView v;
   v.kinds = 0;
   v.live_only = s.settings.live;
+  v.min_age_ns = s.min_age_ns;
   return v;
+}
+
+std::string live_text(const Resolved& s) {
+  if (!s.settings.live) return "";
+  if (s.settings.min_age.empty()) return ", still alive at the end";
+  return ", not collected by the end and allocated at least " + s.settings.min_age + " before it";
+}
+
+std::vector<std::pair<std::string, std::string>> info(const Resolved& s) {
+  if (s.settings.min_age.empty()) return {};
+  return {{"min-age", s.settings.min_age}};
 }
 
 std::string summary(const Resolved& s, const Outcome& o) {
   return summary_line(o, "%.1f MiB allocated by Java code, estimated from samples every %llu bytes%s",
                       o.total / 1048576.0, static_cast<unsigned long long>(s.settings.alloc_interval),
-                      s.settings.live ? ", still alive at the end" : "");
+                      live_text(s).c_str());
 }
 
 }  // namespace
@@ -44,10 +53,11 @@ extern const Event kAlloc = {
     .name = "alloc",
     .help = "bytes allocated by Java code, from ember's agent",
     .unit = "bytes",
-    .settings = kAllocInterval | kLive,
+    .settings = kAllocInterval | kLive | kMinAge,
     .agent_options = agent_options,
     .java_profile = JavaProfileKind::AllocBytes,
     .view = view,
+    .info = info,
     .summary = summary,
     .check = check,
 };

@@ -223,7 +223,7 @@ void JavaEvents::line(std::string_view s) {
       ++stats_.alloc_samples;
       if (stacks_[stack].truncated) ++stats_.truncated_stacks;
       if (e != 0) {
-        followed_[e] = Followed{site, w};
+        followed_[e] = Followed{site, w, a};
         ++stats_.live_followed;
       } else if (live_) {
         ++stats_.live_untracked;
@@ -259,10 +259,11 @@ void JavaEvents::line(std::string_view s) {
   ++stats_.bad_lines;
 }
 
-std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHash> JavaEvents::live_alloc_sites()
-    const {
+std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHash> JavaEvents::live_alloc_sites(
+    uint64_t min_age_ns, uint64_t end_ns) const {
   std::unordered_map<Site, AllocWeight, SiteHash> out;
   for (const auto& [sample, f] : followed_) {
+    if (f.time_ns > end_ns || end_ns - f.time_ns < min_age_ns) continue;
     AllocWeight& w = out[f.site];
     w.samples += f.weight.samples;
     w.bytes += f.weight.bytes;

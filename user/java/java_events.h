@@ -73,9 +73,12 @@ class JavaEvents {
   void next_window();
 
   // Allocation sites over the stream (since next_window), and those whose followed
-  // samples are still alive (F lines subtract; with `live` only).
+  // samples are still alive (F lines subtract; with `live` only) and were
+  // allocated at least `min_age_ns` before `end_ns` (CLOCK_MONOTONIC, the A
+  // lines' clock).
   const std::unordered_map<Site, AllocWeight, SiteHash>& alloc_sites() const { return alloc_; }
-  std::unordered_map<Site, AllocWeight, SiteHash> live_alloc_sites() const;
+  std::unordered_map<Site, AllocWeight, SiteHash> live_alloc_sites(uint64_t min_age_ns = 0,
+                                                                   uint64_t end_ns = UINT64_MAX) const;
   const std::unordered_map<Site, LockWeight, SiteHash>& lock_sites() const { return lock_; }
 
   const Stack& stack(uint32_t id) const { return stacks_[id]; }
@@ -123,6 +126,7 @@ class JavaEvents {
   struct Followed {
     Site site;
     AllocWeight weight;
+    uint64_t time_ns;  // of its allocation
   };
   struct NativeStackHash {
     size_t operator()(const std::vector<NativeFrame>& s) const;

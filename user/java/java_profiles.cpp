@@ -90,6 +90,12 @@ uint64_t rounded(double v) { return v > 0 ? static_cast<uint64_t>(std::llround(v
 
 std::string bytes_text(uint64_t n) { return std::to_string(n) + " bytes"; }
 
+std::string seconds_text(uint64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", ns / 1e9);
+  return text;
+}
+
 }  // namespace
 
 std::string_view java_event_name(JavaProfileKind kind) {
@@ -133,7 +139,7 @@ void add_java_profile(const JavaEvents& events, JavaProfileKind kind, const Java
     }
   };
   if (options.live_only)
-    add_sites(events.live_alloc_sites());
+    add_sites(events.live_alloc_sites(options.min_age_ns, options.end_ns));
   else
     add_sites(events.alloc_sites());
 }
@@ -156,6 +162,9 @@ std::vector<std::pair<std::string, std::string>> java_profile_info(const JavaEve
         info.emplace_back("live", "not recorded: the agent did not follow objects (option live)");
       else if (events.live_end() == "gc")
         info.emplace_back("live", "objects left after a full GC at the end");
+      else if (events.live_end() == "none" && options.min_age_ns)
+        info.emplace_back("live", "objects not yet collected at the end and allocated at least " +
+                                      seconds_text(options.min_age_ns) + " before it (no GC forced)");
       else if (events.live_end() == "none")
         info.emplace_back("live", "objects not yet collected at the end, garbage included (no final GC: the JVM "
                                   "exited with a collector other than G1, where one would hang the exit)");

@@ -38,6 +38,8 @@ struct JavaProfileOptions {
   bool thread_frames = false;  // "[name tid=N]" under the process frame
   bool pid_frames = false;     // root "comm (pid)" instead of "comm"
   NativeNamer name_native;     // unset: native frames are "libfoo.so+0x1234"
+  uint64_t min_age_ns = 0;       // live_only: and allocated at least this long before end_ns
+  uint64_t end_ns = UINT64_MAX;  // the recording's end (CLOCK_MONOTONIC, the A lines' clock)
 };
 
 // A NativeNamer through `symbolizer`: the file through /proc/PID/root

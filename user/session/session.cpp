@@ -357,7 +357,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     // Java allocations and monitor contention come from the agents.
     if (event->java_profile) {
       JavaProfileOptions jopts{view.live_only, config_.thread_frames, config_.pid_frames,
-                               java_native_namer(symbolizer_)};
+                               java_native_namer(symbolizer_), view.min_age_ns, stopped_ ? stop_ns_ : UINT64_MAX};
       for (const Collector::JavaStream& j : collector_.java_streams()) {
         // Built per JVM, so each stack is known to be its process's.
         flamegraph::Profile jvm;
