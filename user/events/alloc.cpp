@@ -36,11 +36,6 @@ std::string live_text(const Resolved& s) {
   return ", not collected by the end and allocated at least " + s.settings.min_age + " before it";
 }
 
-std::vector<std::pair<std::string, std::string>> info(const Resolved& s) {
-  if (s.settings.min_age.empty()) return {};
-  return {{"min-age", s.settings.min_age}};
-}
-
 std::string summary(const Resolved& s, const Outcome& o) {
   return summary_line(o, "%.1f MiB allocated by Java code, estimated from samples every %llu bytes%s",
                       o.total / 1048576.0, static_cast<unsigned long long>(s.settings.alloc_interval),
@@ -57,7 +52,7 @@ extern const Event kAlloc = {
     .agent_options = agent_options,
     .java_profile = JavaProfileKind::AllocBytes,
     .view = view,
-    .info = info,
+    .info = live_info,
     .summary = summary,
     .check = check,
 };

@@ -99,6 +99,9 @@ struct Event {
   std::expected<void, std::string> (*check)(const Resolved& s, const Scope& scope) = nullptr;
 };
 
+// The graph info of an allocation event's --live settings: its min-age.
+std::vector<std::pair<std::string, std::string>> live_info(const Resolved& s);
+
 // A summary line: `o`'s label in its column, then the printf-formatted rest.
 std::string summary_line(const Outcome& o, const char* format, ...) __attribute__((format(printf, 2, 3)));
 

@@ -183,11 +183,6 @@ std::string live_text(const Resolved& s) {
   return ", still allocated at the end and allocated at least " + s.settings.min_age + " before it";
 }
 
-std::vector<std::pair<std::string, std::string>> info(const Resolved& s) {
-  if (s.settings.min_age.empty()) return {};
-  return {{"min-age", s.settings.min_age}};
-}
-
 std::string summary(const Resolved& s, const Outcome& o) {
   return summary_line(o, "%.1f MiB in %llu samples (one per %llu bytes allocated)%s", o.total / 1048576.0,
                       static_cast<unsigned long long>(o.records),
@@ -204,7 +199,7 @@ extern const Event kMalloc = {
     .settings = kAllocInterval | kLive | kMinAge,
     .configure = configure,
     .view = view,
-    .info = info,
+    .info = live_info,
     .summary = summary,
 };
 

@@ -59,6 +59,11 @@ std::expected<void, std::string> check_setting(const Flag& flag, const char* nam
 
 std::span<const Event* const> all() { return kAll; }
 
+std::vector<std::pair<std::string, std::string>> live_info(const Resolved& s) {
+  if (s.settings.min_age.empty()) return {};
+  return {{"min-age", s.settings.min_age}};
+}
+
 std::string summary_line(const Outcome& o, const char* format, ...) {
   char rest[256];
   va_list args;
