@@ -47,7 +47,12 @@ pct=5
 ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a / b }')
 truth_ratio=$(awk -v a="$slept" -v b="$waited" 'BEGIN { printf "%.3f", a / b }')
 echo "blocked_in_nanosleep:blocked_in_read = $ratio (expect 3 +- $pct%; the workload measured $truth_ratio)"
-awk -v r="$truth_ratio" 'BEGIN { exit !(r >= 2.97 && r <= 3.03) }' || fail "the workload's own split is $truth_ratio, not 3:1: $(cat "$TMP/out")"
+# The truth's own slack is the sleeper's last wakeup, late by up to 56 ms
+# of its 4.7 s in CI's 5.10 guest (3.036): 1% here, 3% emulated.
+truth_pct=1
+[[ ${EMBER_EMULATED:-} ]] && truth_pct=3
+awk -v r="$truth_ratio" -v p="$truth_pct" 'BEGIN { exit !(r >= 3 * (1 - p / 100) && r <= 3 * (1 + p / 100)) }' ||
+	fail "the workload's own split is $truth_ratio, not 3:1 +- $truth_pct%: $(cat "$TMP/out")"
 awk -v r="$ratio" -v p="$pct" 'BEGIN { exit !(r >= 3 * (1 - p / 100) && r <= 3 * (1 + p / 100)) }' ||
 	fail "blocked_in_nanosleep:blocked_in_read = $(ms "$a"):$(ms "$b") ms = $ratio, not 3 +- $pct% (measured $(ms "$slept"):$(ms "$waited") ms); heaviest stacks:
 $(stacks)
