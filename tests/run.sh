@@ -181,15 +181,24 @@ fi
 if [[ $matrix_log ]]; then
 	echo "== kernel matrix (tests/kernels/matrix.sh, from ${SECONDS}s)"
 	wait "$matrix_pid"
+	lanes=0
 	while IFS= read -r line; do
 		echo "$line"
 		if [[ $line =~ ^kernel\ ([^ ]+).*:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
 			passed=$((passed + BASH_REMATCH[2])) failed=$((failed + BASH_REMATCH[3])) skipped=$((skipped + BASH_REMATCH[4]))
 			(( BASH_REMATCH[3] )) && failures+=("kernel ${BASH_REMATCH[1]}")
+			lanes=$((lanes + 1))
 		elif [[ $line =~ ^kernel\ [^\ ]+:\ skipped: ]]; then
 			skipped=$((skipped + 1))
+			lanes=$((lanes + 1))
 		fi
-	done <"$matrix_log"
+	done < <(cat "$matrix_log" 2>/dev/null)
+	# A matrix that left no lane's line (its log gone, the script killed)
+	# proved nothing: a failure, not a silent pass.
+	if ((lanes == 0)); then
+		failed=$((failed + 1))
+		failures+=("kernel matrix (no results)")
+	fi
 	rm -f "$matrix_log"
 fi
 
