@@ -218,6 +218,15 @@ TEST_CASE("unwinder: a frame outside every mapping is code mapped since, unless 
   CHECK(frames[1] == kUnmapped);
   CHECK(stop == EMBER_STOP_FP_END);
 
+  // A wild frame pointer at the top of the address space: no read wraps
+  // around into the copy (this once read far outside it and crashed).
+  for (uint64_t wild : {~uint64_t{0} - 15, ~uint64_t{0} - 7, ~uint64_t{0}}) {
+    CAPTURE(wild);
+    std::tie(n, stop) = unwinder->unwind_copy(kPid, stack_copy(kNoTable + 0x10, kSp, wild, {0, kUnmapped}), frames);
+    CHECK(n == 1);
+    CHECK(stop == EMBER_STOP_NOT_LOADED);
+  }
+
   // A process with more mappings than its entry holds: the leaf may be in
   // one left out, walked by frame pointers too.
   std::vector<symbolizer::Mapping> many;

@@ -516,8 +516,9 @@ std::pair<size_t, uint8_t> Unwinder::unwind_copy(uint32_t pid, std::span<const _
   const ember_unwind_process& process = *found->second.entry;
   const uint64_t stack = copy[EMBER_COPY_SP], words = copy.size() - EMBER_COPY_HEADER;
   // A read past the copy: the stack went on beyond what the kernel copied.
+  // (Written without address + 8, which wraps for a wild frame pointer.)
   auto read = [&](uint64_t address, uint64_t& value) {
-    if (address < stack || address + 8 > stack + words * 8) return false;
+    if (address < stack || words * 8 < 8 || address - stack > words * 8 - 8) return false;
     std::memcpy(&value, reinterpret_cast<const uint8_t*>(copy.data() + EMBER_COPY_HEADER) + (address - stack), 8);
     return true;
   };
