@@ -151,7 +151,7 @@ int BPF_KPROBE(ember_calloc, __u64 count, __u64 size)
 SEC("uprobe")
 int BPF_KPROBE(ember_realloc, __u64 ptr, __u64 size)
 {
-	if (malloc_live && ptr)
+	if (malloc_live && ptr && armed)
 		forget_block(ptr);
 	return on_alloc(ctx, size, &malloc_pending);
 }
@@ -197,7 +197,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 ptr, void *pendi
 		return 0;
 	weight = *pending;
 	bpf_map_delete_elem(pending_calls, &tid);
-	if (!ptr || ptr == (__u64)-1)
+	if (!ptr || ptr == (__u64)-1 || !armed)
 		return 0;
 	{
 		__u32 zero = 0, *count = bpf_map_lookup_elem(&malloc_ids, &zero);
@@ -229,11 +229,13 @@ int BPF_KRETPROBE(ember_mmap_return, __u64 ptr)
 }
 
 /* free, and munmap: a mapping is live until its start is unmapped (an
- * munmap of part of it leaves it counted). */
+ * munmap of part of it leaves it counted). Once disarmed (the recording
+ * stopped), what was live stays so: the probes are detached one by one,
+ * over a second of a busy machine, while the program goes on freeing. */
 SEC("uprobe")
 int BPF_KPROBE(ember_free, __u64 ptr)
 {
-	if (ptr)
+	if (ptr && armed)
 		forget_block(ptr);
 	return 0;
 }

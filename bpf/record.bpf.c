@@ -19,7 +19,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 wakeup_bytes = 0;
 const volatile __u32 kernel_walk_bytes = EMBER_MAX_STACK_DEPTH * sizeof(__u64);
 
-bool armed = false;
+bool armed = false;  /* set once every program is attached, cleared at the stop */
 __u32 seen_generation = 0;
 
 struct counters_map counters SEC(".maps");

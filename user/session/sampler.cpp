@@ -312,6 +312,9 @@ void Sampler::poll(int timeout_ms) {
 }
 
 void Sampler::stop() {
+  // Nothing after the stop counts, though the probes go one by one: with
+  // --live, a block freed meanwhile was still live at the stop.
+  __atomic_store_n(&state_->skel->bss->armed, false, __ATOMIC_RELEASE);
   for (const auto& part : state_->parts) part->detach();
   for (bpf_link* l : state_->links) bpf_link__destroy(l);
   state_->links.clear();

@@ -85,7 +85,8 @@ class Sampler {
   // Waits up to timeout_ms (less if the ring fills up), then delivers every
   // queued sample to the handler.
   void poll(int timeout_ms);
-  // Stops sampling (closes the perf events); poll() still drains what is queued.
+  // Stops sampling (disarms the programs, then detaches them); poll() still
+  // drains what is queued, and live_allocations() is what was live at the stop.
   void stop();
   SamplerCounters counters() const;
   // --live: ids of the sampled allocations not freed (yet).
