@@ -198,6 +198,12 @@ total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
 blocked_within() {
 	awk -v v="$1" -v off="$2" -v r="$3" -v p="$4" 'BEGIN { exit !(v >= (off - r) * (1 - p / 100) && v <= off * (1 + p / 100)) }'
 }
+# leak_suspects REPORT: the sites an `ember report` of a --live recording
+# lists as leak suspects, fastest first, one a line (its columns: kept/min,
+# live and old, each a number and a unit, then fit and samples).
+leak_suspects() {
+	awk 'on && NF >= 9 { s = $9; for (i = 10; i <= NF; i++) s = s " " $i; print s } /kept\/min +live/ { on = 1 }' "$1"
+}
 assert_contains() { grep -qE -- "$2" "$1" || fail "${3:-$1 has no line matching /$2/}"; }
 assert_absent() { ! grep -qE -- "$2" "$1" || fail "${3:-$1 has a line matching /$2/}"; }
 

@@ -22,7 +22,7 @@ aged() {
 	jvm=$!
 	BACKGROUND+=($jvm)
 	# --alloc-interval 1024: every 16 KiB buffer is a sample of its own size.
-	"$EMBER" record -p "$jvm" -e alloc --live --alloc-interval 1024 "$@" -o "$TMP/$label.folded" \
+	"$EMBER" record -p "$jvm" -e alloc --live --alloc-interval 1024 "$@" -o "$TMP/$label.html" \
 		--progress-fd 3 3>"$TMP/$label.progress" 2>"$TMP/$label.err" &
 	rec=$!
 	wait_sampling "$rec" "$TMP/$label.progress"
@@ -33,6 +33,17 @@ aged() {
 	wait "$rec" || fail "$label: ember exited $?: $(cat "$TMP/$label.err")"
 	kill "$jvm"
 	wait "$jvm" 2>/dev/null || true
+	"$EMBER" convert "$TMP/$label.html" -o "$TMP/$label.folded" 2>"$TMP/err" || fail "$label: convert: $(cat "$TMP/err")"
+	"$EMBER" report "$TMP/$label.html" >"$TMP/$label.report" 2>&1 || fail "$label: report: $(cat "$TMP/$label.report")"
+}
+# The first leak suspect of a recording's report: the leak's buffers, kept
+# all along (the requests only since their last drop).
+first_suspect_is_leak() {
+	local suspects
+	suspects=$(leak_suspects "$TMP/$1.report")
+	echo "$1: leak suspects: ${suspects//$'\n'/; }"
+	[[ $suspects == "byte[] ← AgingSites.leak"* ]] || fail "$1: the first leak suspect is not the leak: $(cat "$TMP/$1.report")"
+	[[ $suspects != *AgingSites.request* ]] || fail "$1: requests in flight are leak suspects: $(cat "$TMP/$1.report")"
 }
 field() { awk -v k="$1" '/^done/ { for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' "$2"; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
@@ -46,6 +57,7 @@ echo "--live: requests $(mib "$requests") MiB (the JVM held $(mib $((in_flight *
 grep 'live' "$TMP/live.err" | grep -i jvm | head -3
 within "$requests" 3 $((in_flight * size)) || fail "--live: requests $requests bytes, the JVM held $((in_flight * size)) ±3%"
 ((requests > leak)) || fail "--live: the requests ($requests bytes) do not outweigh the leak ($leak): the JVM ran unlike its design"
+first_suspect_is_leak live
 
 aged old --min-age 3s
 leak_old=$(field leak_old "$TMP/old.out")
@@ -57,6 +69,7 @@ old_requests=$(weight "$TMP/old.folded" ';AgingSites\.request_\[[ji0]\];byte\[\]
 ((old_requests * 100 <= requests)) ||
 	fail "--min-age 3s kept $old_requests bytes of requests (--live: $requests), none older than 2 s: $(grep request_ "$TMP/old.folded" | cut -c1-300)"
 within "$leak" 2 $((leak_old * size)) || fail "--min-age 3s: leak $leak bytes, the JVM's $((leak_old * size)) ±2%"
+first_suspect_is_leak old
 assert_contains "$TMP/old.err" "not collected by the end and allocated at least 3s before it"
 assert_contains "$TMP/old.err" "allocated at least 3 s before it \(no GC forced\)"
 true

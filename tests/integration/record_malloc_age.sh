@@ -19,13 +19,21 @@ mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 # within(V, LOW_PCT, HIGH_PCT, OF): V within [OF - LOW%, OF + HIGH%].
 within() { awk -v v="$1" -v lo="$2" -v hi="$3" -v e="$4" 'BEGIN { exit !(v >= e * (1 - lo / 100) && v <= e * (1 + hi / 100)) }'; }
 
-record -o "$TMP/live.folded" >"$TMP/live.out" 2>"$TMP/live.err" || fail "ember exited $?: $(cat "$TMP/live.err")"
+record -o "$TMP/live.html" >"$TMP/live.out" 2>"$TMP/live.err" || fail "ember exited $?: $(cat "$TMP/live.err")"
+"$EMBER" convert "$TMP/live.html" -o "$TMP/live.folded" 2>"$TMP/err" || fail "convert: $(cat "$TMP/err")"
 cache_truth=$(truth cache_bytes "$TMP/live.out")
 leak=$(weight "$TMP/live.folded" ';leak_here [0-9]+$')
 cache=$(weight "$TMP/live.folded" ';cache_fill [0-9]+$')
 echo "--live: cache_fill $(mib "$cache") MiB (the cache held $(mib "$cache_truth")), leak_here $(mib "$leak") MiB"
 within "$cache" 2 2 "$cache_truth" || fail "--live: cache_fill $cache bytes, the cache held $cache_truth ±2%"
 ((cache > leak)) || fail "--live: the cache ($cache bytes) does not outweigh the leak ($leak): the workload ran unlike its design"
+# The page's timeline says when each live block was allocated: the leak's
+# kept all along, the cache's since its last emptying only.
+"$EMBER" report "$TMP/live.html" >"$TMP/live.report" 2>&1 || fail "report: $(cat "$TMP/live.report")"
+suspects=$(leak_suspects "$TMP/live.report")
+echo "--live: leak suspects: ${suspects//$'\n'/; }"
+[[ $suspects == "leak_here ← main"* ]] || fail "--live: the first leak suspect is not leak_here: $(cat "$TMP/live.report")"
+[[ $suspects != *cache_fill* ]] || fail "--live: the cache, emptied every 3 s, is a leak suspect: $(cat "$TMP/live.report")"
 
 record --min-age 3s -o "$TMP/old.folded" >"$TMP/old.out" 2>"$TMP/old.err" || fail "ember exited $?: $(cat "$TMP/old.err")"
 leak_truth=$(truth leak_old_bytes "$TMP/old.out")

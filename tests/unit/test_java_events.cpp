@@ -94,6 +94,43 @@ TEST_CASE("java events: allocation samples, frees, contention, names") {
         "java;App.main_[j];App.make_[j];App$Big " + bytes(10, 1000, 2) + "\n");
 }
 
+TEST_CASE("java events: live objects on a timeline, by allocation time, adding up to each site") {
+  // Samples of 10-byte objects at 1000-byte intervals weigh 1000.5 bytes
+  // each: rounded per site, the timeline's shares must still add up.
+  std::string stream =
+      "# ember-jitmap 1 pid 42\n"
+      "O alloc-interval 1000\nO live-max 32768\n"
+      "M 1 App.leak\nM 2 App.keep\nK 1 byte[]\nT 7 main\n";
+  for (int i = 0; i < 25; ++i) {
+    int method = i % 3 ? 1 : 2;
+    stream += "A " + std::to_string(1000 + 100 * i) + " 7 10 1 " + std::to_string(i + 1) + " " +
+              std::to_string(method) + "\n";
+  }
+  stream += "F 4000 4\nO live-end none\n";  // sample 4 (App.keep's, at 1300) collected
+  JavaEvents events;
+  events.feed(stream);
+  REQUIRE(events.stats().bad_lines == 0);
+  JavaProfileOptions live;
+  live.live_only = true;
+  live.start_ns = 500;
+  auto profile = ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, live);
+  REQUIRE(profile.stacks().size() == 2);
+  REQUIRE(profile.timeline.size() == 24);
+  std::vector<uint64_t> sums(profile.stacks().size());
+  for (const auto& t : profile.timeline) sums[t.stack] += t.weight;
+  for (size_t i = 0; i < sums.size(); ++i) CHECK(sums[i] == profile.stacks()[i].weight);
+  CHECK(profile.timeline.front().time_ns == 500);  // 1000, from the start at 500
+  CHECK(profile.timeline.back().time_ns == 2900);
+  CHECK(std::is_sorted(profile.timeline.begin(), profile.timeline.end(),
+                       [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; }));
+  // Without a start: no timeline; not live: none either.
+  live.start_ns = 0;
+  CHECK(ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, live).timeline.empty());
+  live.live_only = false;
+  live.start_ns = 500;
+  CHECK(ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, live).timeline.empty());
+}
+
 TEST_CASE("java events: profiles of bytes, objects, live objects, lock time") {
   JavaEvents events;
   events.feed(kStream);

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "flamegraph/input.h"
+#include "flamegraph/leaks.h"
 #include "flamegraph/output.h"
 #include "flamegraph/table.h"
 #include "user/fleet/spool_profile.h"
@@ -134,6 +135,7 @@ int run_report(const std::string& in, size_t rows, const std::string& event) {
   auto profile = read(in, event);
   if (!profile) return fail(profile.error());
   flamegraph::write_report(*profile, rows, std::cout);
+  if (flamegraph::is_live_profile(*profile)) flamegraph::write_leak_suspects(*profile, rows, std::cout);
   return 0;
 }
 

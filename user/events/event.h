@@ -99,7 +99,8 @@ struct Event {
   std::expected<void, std::string> (*check)(const Resolved& s, const Scope& scope) = nullptr;
 };
 
-// The graph info of an allocation event's --live settings: its min-age.
+// The graph info of an allocation event's --live settings: "live", and
+// "min-age" in seconds ("30 s"), which flamegraph/leaks.cpp reads back.
 std::vector<std::pair<std::string, std::string>> live_info(const Resolved& s);
 
 // A summary line: `o`'s label in its column, then the printf-formatted rest.

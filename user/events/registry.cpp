@@ -60,8 +60,14 @@ std::expected<void, std::string> check_setting(const Flag& flag, const char* nam
 std::span<const Event* const> all() { return kAll; }
 
 std::vector<std::pair<std::string, std::string>> live_info(const Resolved& s) {
-  if (s.settings.min_age.empty()) return {};
-  return {{"min-age", s.settings.min_age}};
+  if (!s.settings.live) return {};
+  std::vector<std::pair<std::string, std::string>> info = {{"live", "still allocated at the end"}};
+  if (s.min_age_ns) {
+    char age[32];
+    std::snprintf(age, sizeof age, "%g s", s.min_age_ns / 1e9);
+    info.emplace_back("min-age", age);
+  }
+  return info;
 }
 
 std::string summary_line(const Outcome& o, const char* format, ...) {

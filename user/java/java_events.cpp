@@ -1,5 +1,6 @@
 #include "user/java/java_events.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iterator>
@@ -223,7 +224,7 @@ void JavaEvents::line(std::string_view s) {
       ++stats_.alloc_samples;
       if (stacks_[stack].truncated) ++stats_.truncated_stacks;
       if (e != 0) {
-        followed_[e] = Followed{site, w, a};
+        followed_[e] = LiveAllocation{site, w, a};
         ++stats_.live_followed;
       } else if (live_) {
         ++stats_.live_untracked;
@@ -259,16 +260,17 @@ void JavaEvents::line(std::string_view s) {
   ++stats_.bad_lines;
 }
 
-std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHash> JavaEvents::live_alloc_sites(
-    uint64_t min_age_ns, uint64_t end_ns) const {
-  std::unordered_map<Site, AllocWeight, SiteHash> out;
-  for (const auto& [sample, f] : followed_) {
-    if (f.time_ns > end_ns || end_ns - f.time_ns < min_age_ns) continue;
-    AllocWeight& w = out[f.site];
-    w.samples += f.weight.samples;
-    w.bytes += f.weight.bytes;
-    w.objects += f.weight.objects;
-  }
+std::vector<JavaEvents::LiveAllocation> JavaEvents::live_allocations(uint64_t min_age_ns, uint64_t end_ns) const {
+  std::vector<std::pair<uint64_t, const LiveAllocation*>> kept;  // by sample number
+  for (const auto& [sample, f] : followed_)
+    if (f.time_ns <= end_ns && end_ns - f.time_ns >= min_age_ns) kept.emplace_back(sample, &f);
+  // Ties in sample order: the same sums, in the same order, every time.
+  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+    return a.second->time_ns != b.second->time_ns ? a.second->time_ns < b.second->time_ns : a.first < b.first;
+  });
+  std::vector<LiveAllocation> out;
+  out.reserve(kept.size());
+  for (const auto& [sample, f] : kept) out.push_back(*f);
   return out;
 }
 

@@ -72,13 +72,18 @@ class JavaEvents {
   // (what is alive is a fact of the whole stream).
   void next_window();
 
-  // Allocation sites over the stream (since next_window), and those whose followed
-  // samples are still alive (F lines subtract; with `live` only) and were
-  // allocated at least `min_age_ns` before `end_ns` (CLOCK_MONOTONIC, the A
-  // lines' clock).
+  // A followed sample still alive (with `live` only: F lines take them out).
+  struct LiveAllocation {
+    Site site;
+    AllocWeight weight;
+    uint64_t time_ns;  // of its allocation (CLOCK_MONOTONIC, the A lines' clock)
+  };
+
+  // Allocation sites over the stream (since next_window).
   const std::unordered_map<Site, AllocWeight, SiteHash>& alloc_sites() const { return alloc_; }
-  std::unordered_map<Site, AllocWeight, SiteHash> live_alloc_sites(uint64_t min_age_ns = 0,
-                                                                   uint64_t end_ns = UINT64_MAX) const;
+  // The followed samples still alive that were allocated at least
+  // `min_age_ns` before `end_ns`, oldest first.
+  std::vector<LiveAllocation> live_allocations(uint64_t min_age_ns = 0, uint64_t end_ns = UINT64_MAX) const;
   const std::unordered_map<Site, LockWeight, SiteHash>& lock_sites() const { return lock_; }
 
   const Stack& stack(uint32_t id) const { return stacks_[id]; }
@@ -123,11 +128,6 @@ class JavaEvents {
   struct StackHash {
     size_t operator()(const Stack& s) const;
   };
-  struct Followed {
-    Site site;
-    AllocWeight weight;
-    uint64_t time_ns;  // of its allocation
-  };
   struct NativeStackHash {
     size_t operator()(const std::vector<NativeFrame>& s) const;
   };
@@ -149,7 +149,7 @@ class JavaEvents {
   std::map<uint64_t, uint32_t> mapped_;      // start -> library, for those mapped now (no overlaps)
   std::unordered_map<Site, AllocWeight, SiteHash> alloc_;
   std::unordered_map<Site, LockWeight, SiteHash> lock_;
-  std::unordered_map<uint64_t, Followed> followed_;  // live samples by number
+  std::unordered_map<uint64_t, LiveAllocation> followed_;  // live samples by number
   uint64_t alloc_interval_ = 0, lock_interval_ = 0;
   bool live_ = false;
   std::string live_end_;

@@ -129,19 +129,46 @@ void add_java_profile(const JavaEvents& events, JavaProfileKind kind, const Java
     }
     return;
   }
-  auto add_sites = [&](const auto& sites) {
+  auto weight_of = [&](const JavaEvents::AllocWeight& w) {
+    return kind == JavaProfileKind::AllocBytes ? w.bytes : w.objects;
+  };
+  std::unordered_map<JavaEvents::Site, uint32_t, JavaEvents::SiteHash> stack_of;
+  auto add_sites = [&](const std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHash>& sites) {
     NativeNames native_names = name_native_frames(events, sites, process.pid, options, profile);
     for (const auto& [site, w] : sites) {
-      uint64_t weight = rounded(kind == JavaProfileKind::AllocBytes ? w.bytes : w.objects);
+      uint64_t weight = rounded(weight_of(w));
       if (weight == 0) continue;
       site_frames(events, site, root_id, options, native_names, profile, frames);
-      profile.add(frames, weight);
+      stack_of[site] = profile.add(frames, weight);
     }
   };
-  if (options.live_only)
-    add_sites(events.live_alloc_sites(options.min_age_ns, options.end_ns));
-  else
+  if (!options.live_only) {
     add_sites(events.alloc_sites());
+    return;
+  }
+  // Summed oldest first, and each allocation's share on the timeline is
+  // the step its rounded running sum takes: the shares add up to the
+  // site's rounded weight exactly.
+  std::vector<JavaEvents::LiveAllocation> live = events.live_allocations(options.min_age_ns, options.end_ns);
+  std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHash> sites;
+  std::vector<std::pair<uint64_t, uint64_t>> steps;  // per allocation: its site's rounded sum before and after
+  steps.reserve(live.size());
+  for (const auto& a : live) {
+    JavaEvents::AllocWeight& w = sites[a.site];
+    uint64_t before = rounded(weight_of(w));
+    w.samples += a.weight.samples;
+    w.bytes += a.weight.bytes;
+    w.objects += a.weight.objects;
+    steps.emplace_back(before, rounded(weight_of(w)));
+  }
+  add_sites(sites);
+  if (!options.start_ns) return;
+  for (size_t i = 0; i < live.size(); ++i) {
+    auto stack = stack_of.find(live[i].site);
+    if (stack == stack_of.end() || steps[i].second == steps[i].first) continue;
+    uint64_t t = live[i].time_ns > options.start_ns ? live[i].time_ns - options.start_ns : 0;
+    profile.timeline.push_back({t, steps[i].second - steps[i].first, stack->second});
+  }
 }
 
 std::vector<std::pair<std::string, std::string>> java_profile_info(const JavaEvents& events, JavaProfileKind kind,

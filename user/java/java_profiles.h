@@ -40,6 +40,9 @@ struct JavaProfileOptions {
   NativeNamer name_native;     // unset: native frames are "libfoo.so+0x1234"
   uint64_t min_age_ns = 0;       // live_only: and allocated at least this long before end_ns
   uint64_t end_ns = UINT64_MAX;  // the recording's end (CLOCK_MONOTONIC, the A lines' clock)
+  // live_only: the recording's start on the same clock, from which the
+  // profile's timeline counts when each live weight was allocated (0: no timeline).
+  uint64_t start_ns = 0;
 };
 
 // A NativeNamer through `symbolizer`: the file through /proc/PID/root
@@ -62,7 +65,8 @@ std::string_view java_unit(JavaProfileKind kind);
 
 // Adds one JVM's events of `kind` to `profile` (which may hold other JVMs'
 // already: equal stacks merge). Weights are rounded estimates; a site whose
-// estimate rounds to 0 is left out.
+// estimate rounds to 0 is left out. Live allocations with a start_ns are
+// timed too: appended to the timeline, oldest first.
 void add_java_profile(const java::JavaEvents& events, JavaProfileKind kind, const JavaProcess& process,
                       const JavaProfileOptions& options, flamegraph::Profile& profile);
 

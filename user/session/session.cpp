@@ -357,21 +357,31 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     // Java allocations and monitor contention come from the agents.
     if (event->java_profile) {
       JavaProfileOptions jopts{view.live_only, config_.thread_frames, config_.pid_frames,
-                               java_native_namer(symbolizer_), view.min_age_ns, stopped_ ? stop_ns_ : UINT64_MAX};
+                               java_native_namer(symbolizer_), view.min_age_ns, stopped_ ? stop_ns_ : UINT64_MAX,
+                               static_cast<uint64_t>(window_start_s_ * 1e9)};
+      bool untimed = false;  // a JVM's weights without times: a timeline would miss them
       for (const Collector::JavaStream& j : collector_.java_streams()) {
         // Built per JVM, so each stack is known to be its process's.
         flamegraph::Profile jvm;
         add_java_profile(*j.events, *event->java_profile, {j.pid, j.name}, jopts, jvm);
-        // The agents count these without times: a timeline would miss them.
-        if (!jvm.stacks().empty()) profile.timeline.clear();
+        // The agents count these without times, but the live objects' allocations.
+        untimed = untimed || (!jvm.stacks().empty() && jvm.timeline.empty());
+        std::vector<uint32_t> stack_in_profile;
         for (const flamegraph::Stack& s : jvm.stacks()) {
-          profile.add_from(jvm, s.frames, s.weight);
+          stack_in_profile.push_back(profile.add_from(jvm, s.frames, s.weight));
           if (each_stack) each_stack(v, j.pid, j.name, jvm, s.frames, s.weight);
         }
+        if (!untimed)
+          for (const flamegraph::Timed& t : jvm.timeline)
+            profile.timeline.push_back({t.time_ns - (profile.time_step_ns ? t.time_ns % profile.time_step_ns : 0),
+                                        t.weight, stack_in_profile[t.stack]});
         // What the agent could not follow or lost: in the graph and the summary.
         for (auto& [key, value] : java_profile_info(*j.events, *event->java_profile, jopts))
           window.java_notes.push_back("JVM " + std::to_string(j.pid) + " " + view.name + ": " + key + " " + value);
       }
+      if (untimed) profile.timeline.clear();
+      std::stable_sort(profile.timeline.begin(), profile.timeline.end(),
+                       [](const flamegraph::Timed& a, const flamegraph::Timed& b) { return a.time_ns < b.time_ns; });
     }
     profile.info = {{"samples", std::to_string(stats.samples)},
                     {"lost", std::to_string(window.counters.lost)},
