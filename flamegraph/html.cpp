@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "flamegraph/gzip.h"
+#include "flamegraph/leaks.h"
 #include "flamegraph/protobuf.h"
 
 extern "C" const char ember_flamegraph_html[];
@@ -402,6 +403,52 @@ std::string data_head(const Profile& profile, const HtmlOptions& options) {
   return out;
 }
 
+// A live profile's leak suspects (flamegraph/leaks.h), for the page's
+// Leaks panel: ",\"leaks\":{...}", or nothing for a profile that is not
+// live or has no timeline. Each suspect's site as the report names it, and
+// the frame the panel searches for: its innermost function (in Java, not
+// the allocated class).
+std::string leaks_json(const Profile& profile) {
+  if (!is_live_profile(profile) || profile.timeline.empty()) return "";
+  LeakSuspects found = find_leak_suspects(profile);
+  std::string out = ",\"leaks\":{\"young_ms\":";
+  append_uint(out, found.young_ns / 1'000'000);
+  out += ",\"span_ms\":";
+  append_uint(out, found.span_ns / 1'000'000);
+  out += ",\"fit\":";
+  out += std::to_string(kSteadyFit);
+  out += ",\"suspects\":[";
+  for (size_t i = 0; i < found.suspects.size(); ++i) {
+    const LeakSuspect& s = found.suspects[i];
+    if (i) out += ',';
+    out += "{\"site\":";
+    append_json_string(out, site_name(profile, s.stack));
+    std::string_view function;
+    const std::vector<FrameId>& frames = profile.stacks()[s.stack].frames;
+    for (auto f = frames.rbegin(); f != frames.rend() && function.empty(); ++f)
+      if (FrameKind k = profile.frames()[*f].kind; k != FrameKind::Alloc && k != FrameKind::Process && k != FrameKind::Thread)
+        function = profile.frames()[*f].name;
+    out += ",\"function\":";
+    append_json_string(out, function);
+    out += ",\"live\":";
+    append_uint(out, s.live);
+    out += ",\"old\":";
+    append_uint(out, s.old);
+    char numbers[96];
+    std::snprintf(numbers, sizeof numbers, ",\"rate_per_s\":%.6g,\"fit\":%.4f,\"records\":%u", s.rate_per_s, s.fit,
+                  s.records);
+    out += numbers;
+    out += ",\"curve\":[";
+    for (size_t c = 0; c < s.curve.size(); ++c) {
+      if (c) out += ',';
+      append_uint(out, s.curve[c]);
+    }
+    out += "]}";
+  }
+  out += "]}";
+  return out;
+}
+
 // `field` (a JSON name) holding base64 of the gzip of `tables`, and the end
 // of the object data_head began.
 void append_packed(std::string& out, std::string_view field, const std::string& tables) {
@@ -423,6 +470,7 @@ std::string data_json(const Profile& profile, const HtmlOptions& options, const 
   if (!options.base && !profile.timeline.empty()) pack_timeline(tables, profile, written);
   else tables.varint(0);
   std::string out = data_head(profile, options);
+  if (!options.base) out += leaks_json(profile);
   append_packed(out, "tables", tables.str());
   return out;
 }
