@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 #include <fcntl.h>
@@ -109,6 +112,30 @@ const PerfMapEntry* PerfMap::find(uint64_t address) const {
   if (it == entries.begin()) return nullptr;
   --it;
   return address < it->start + it->size ? &*it : nullptr;
+}
+
+std::string process_start_text(uint32_t pid) {
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // Fields after the name, which may hold spaces and parentheses: state is
+  // the 3rd, starttime the 22nd.
+  size_t name_end = stat.rfind(") ");
+  if (name_end == std::string::npos) return "";
+  std::istringstream fields(stat.substr(name_end + 2));
+  std::string field;
+  for (int i = 3; i < 22 && fields >> field;) ++i;
+  unsigned long long ticks = 0;
+  if (!(fields >> ticks)) return "";
+  std::ifstream boot_file("/proc/stat");
+  std::string line;
+  unsigned long long boot = 0;
+  while (std::getline(boot_file, line))
+    if (line.starts_with("btime ")) boot = std::stoull(line.substr(6));
+  long hz = sysconf(_SC_CLK_TCK);
+  if (!boot || hz <= 0) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(boot) + static_cast<double>(ticks) / hz);
+  return text;
 }
 
 std::string_view own_vdso_image() {

@@ -1,5 +1,6 @@
 // Parsers for the text files that describe a process's address space:
-// /proc/PID/maps and the JIT symbol files /tmp/perf-PID.map.
+// /proc/PID/maps and the JIT symbol files /tmp/perf-PID.map; and when a
+// process started, from /proc.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,12 @@ std::optional<std::vector<Mapping>> read_proc_maps(const std::string& path);
 // The vDSO this process maps: every process of this kernel maps the same
 // image (the same for 64-bit processes). Empty if it cannot be found.
 std::string_view own_vdso_image();
+
+// When process `pid` started, "1764571212.34" (Unix seconds, to the
+// clock tick: its /proc/PID/stat start after the boot time of /proc/stat):
+// with the pid, what tells a process from a later one given the same pid.
+// Empty if it is gone.
+std::string process_start_text(uint32_t pid);
 
 struct PerfMapEntry {
   uint64_t start = 0, size = 0;

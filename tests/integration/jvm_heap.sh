@@ -114,6 +114,18 @@ if [ "$(id -u)" = 0 ] && [ -e /sys/kernel/btf/vmlinux ]; then
 	assert_contains "$TMP/sites" '^  HeapLeak\$Payload: 100% HeapLeak.main$'
 	assert_contains "$TMP/sites" '^  byte\[\]: (8[5-9]|9[0-9]|100)% HeapLeak\$Payload.<init> ← HeapLeak.main'
 	echo "allocation sites: the payloads from HeapLeak.main, their bytes from Payload.<init>"
+	# A recording is of one JVM, as it ran then: another's, or one whose
+	# pid a later JVM took (its start time edited in the page), is refused.
+	"$EMBER" jvm "$jvm" --heap --alloc "$TMP/alloc.pb.gz" >/dev/null 2>"$TMP/err" && fail "another JVM's recording was accepted"
+	assert_contains "$TMP/err" "alloc.pb.gz is a recording of JVM $late \\(started [0-9.]+\\), not of JVM $jvm: record this one"
+	"$EMBER" convert "$TMP/alloc.pb.gz" -o "$TMP/alloc.html" 2>/dev/null || fail "convert to html"
+	sed -E 's/"jvms":"([0-9]+) \(started [0-9.]+\)"/"jvms":"\1 (started 1000000000.00)"/' "$TMP/alloc.html" >"$TMP/restarted.html"
+	"$EMBER" jvm "$late" --heap --alloc "$TMP/restarted.html" >/dev/null 2>"$TMP/err" && fail "a restarted JVM's recording was accepted"
+	assert_contains "$TMP/err" "JVM $late restarted since .*restarted.html was recorded \\(the JVM recorded started at 2001-09-09 01:46:40 UTC, this one at 20[0-9-]+ [0-9:]+ UTC\\)"
+	"$EMBER" convert "$TMP/alloc.pb.gz" -o "$TMP/alloc.folded" 2>/dev/null || fail "convert to folded"
+	"$EMBER" jvm "$late" --heap -n 1 --alloc "$TMP/alloc.folded" >/dev/null 2>"$TMP/err" || fail "--alloc folded: $(cat "$TMP/err")"
+	assert_contains "$TMP/err" "alloc.folded does not say which JVM it recorded"
+	echo "another JVM's recording and a restarted one's refused; folded stacks taken with a word"
 else
 	echo "allocation sites skipped: ember record needs root and BTF"
 fi

@@ -28,14 +28,15 @@ int fail(const std::string& message) {
   return 1;
 }
 
-std::string utc_now() {
-  time_t now = time(nullptr);
+std::string utc_text(time_t t) {
   struct tm tm {};
-  gmtime_r(&now, &tm);
+  gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
   return buf;
 }
+
+std::string utc_now() { return utc_text(time(nullptr)); }
 
 std::expected<void, std::string> check_attachable(pid_t pid, std::string_view what) {
   // The attach layer's own message also offers -agentpath, which is for

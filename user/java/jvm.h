@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <ctime>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -47,9 +49,10 @@ int run_heap(const JvmOptions& options);
 int run_track(const JvmOptions& options);
 
 // Shared by the modes of `ember jvm`: "ember: MESSAGE" on stderr, and 1
-// (the exit status); the time now as saved files and pages give it
-// ("2026-11-27 01:52:26 UTC").
+// (the exit status); a time, and the time now, as saved files and pages
+// give it ("2026-11-27 01:52:26 UTC").
 int fail(const std::string& message);
+std::string utc_text(time_t t);
 std::string utc_now();
 // Fails for a JVM that refuses attach (-XX:+DisableAttachMechanism), naming
 // the option that needs it (`what`: "--heap").

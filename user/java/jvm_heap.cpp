@@ -9,11 +9,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
+#include "symbolizer/proc_maps.h"
 #include "user/java/agent_dir.h"
 #include "user/heap/heap_graph.h"
 #include "user/heap/heap_report.h"
@@ -92,6 +94,41 @@ std::string snapshot_comment(std::string_view text) {
   return line.starts_with(kOurs) ? std::string(line.substr(kOurs.size())) : "";
 }
 
+// Whether `recording` (read from `path`) is of JVM `pid` as it runs now:
+// its "jvms" note lists the JVMs it recorded, each with when it started
+// (a pid is given again after its process exits). Folded stacks keep no
+// notes: taken as this JVM's, with a word on stderr.
+std::expected<void, std::string> recorded_this_jvm(const flamegraph::Profile& recording, const std::string& path,
+                                                   pid_t pid) {
+  const std::string* jvms = nullptr;
+  for (const auto& [key, value] : recording.info)
+    if (key == "jvms") jvms = &value;
+  if (!jvms) {
+    std::fprintf(stderr, "ember: %s does not say which JVM it recorded (folded stacks keep no notes): taken as JVM %d's\n",
+                 path.c_str(), static_cast<int>(pid));
+    return {};
+  }
+  // "123 (started 1764571212.34), 456 (started ...)"
+  const std::string prefix = std::to_string(pid);
+  for (size_t at = 0; at < jvms->size();) {
+    size_t end = jvms->find(", ", at);
+    std::string_view entry = std::string_view(*jvms).substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? jvms->size() : end + 2;
+    if (!entry.starts_with(prefix) || (entry.size() > prefix.size() && entry[prefix.size()] != ' ')) continue;
+    size_t started = entry.find("(started ");
+    if (started == std::string_view::npos) return {};
+    std::string then(entry.substr(started + 9, entry.size() - started - 10));
+    std::string now = symbolizer::process_start_text(static_cast<uint32_t>(pid));
+    if (now.empty() || now == then) return {};
+    return std::unexpected("JVM " + prefix + " restarted since " + path + " was recorded (the JVM recorded started at " +
+                           utc_text(std::atoll(then.c_str())) + ", this one at " + utc_text(std::atoll(now.c_str())) +
+                           "): its objects are not the ones recorded; record it again with ember record -p " + prefix +
+                           " -e alloc --live");
+  }
+  return std::unexpected(path + " is a recording of JVM " + *jvms + ", not of JVM " + prefix +
+                         ": record this one with ember record -p " + prefix + " -e alloc --live");
+}
+
 }  // namespace
 
 int run_heap(const JvmOptions& o) {
@@ -113,6 +150,7 @@ int run_heap(const JvmOptions& o) {
     auto read = flamegraph::read_profile(o.alloc);
     if (!read) return fail(o.alloc + ": " + read.error());
     alloc = std::move(read->profile);
+    if (auto same = recorded_this_jvm(*alloc, o.alloc, o.pid); !same) return fail(same.error());
   }
   if (!o.save.empty())
     if (auto w = flamegraph::check_writable(o.save); !w) return fail(w.error());

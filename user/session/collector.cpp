@@ -9,6 +9,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "symbolizer/proc_maps.h"
 #include "user/session/symbol_frames.h"
 
 namespace ember {
@@ -218,6 +219,7 @@ void Collector::watch_jvm(uint32_t pid, int jitmap_fd, std::string name, StreamF
   jvm.file = std::move(name);
   jvm.files = std::move(files);
   jvm.frame_pointers = frame_pointers;
+  if (jvm.started.empty()) jvm.started = symbolizer::process_start_text(pid);
 }
 
 void Collector::read_stream(Jvm& jvm) {
@@ -553,7 +555,7 @@ std::vector<Collector::JavaStream> Collector::java_streams() const {
   for (const auto& [pid, jvm] : jvms_) {
     auto name = process_name_.find(pid);
     out.push_back({pid, name == process_name_.end() ? "java" : names_[name->second], &jvm.events,
-                   jvm.map.frames_unavailable(), jvm.map.interpreter_methods_unavailable()});
+                   jvm.map.frames_unavailable(), jvm.map.interpreter_methods_unavailable(), jvm.started});
   }
   return out;
 }

@@ -180,6 +180,7 @@ class Collector {
     const java::JavaEvents* events;
     std::string frames_unavailable;  // see JitMap::frames_unavailable
     std::string interpreter_methods_unavailable;  // see JitMap::interpreter_methods_unavailable
+    std::string started;  // when the JVM started (symbolizer::process_start_text), "" if unknown
   };
   std::vector<JavaStream> java_streams() const;
 
@@ -246,6 +247,7 @@ class Collector {
     std::string file;  // the stream's file fd reads
     StreamFiles files;
     bool frame_pointers = true;
+    std::string started;  // see JavaStream
     symbolizer::JitMap map;
     java::JavaEvents events;  // allocation samples, monitor contention (same stream)
     uint64_t code_version = 0;      // of `map`, as last given to on_jit_code

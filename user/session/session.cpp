@@ -355,12 +355,15 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     profile.duration_ns = static_cast<uint64_t>(window.seconds * 1e9);
     CollectorStats stats = collector_.stats();
     // Java allocations and monitor contention come from the agents.
+    std::string jvms;  // which JVMs they came from: `ember jvm --alloc` checks it is theirs
     if (event->java_profile) {
       JavaProfileOptions jopts{view.live_only, config_.thread_frames, config_.pid_frames,
                                java_native_namer(symbolizer_), view.min_age_ns, stopped_ ? stop_ns_ : UINT64_MAX,
                                static_cast<uint64_t>(window_start_s_ * 1e9)};
       bool untimed = false;  // a JVM's weights without times: a timeline would miss them
       for (const Collector::JavaStream& j : collector_.java_streams()) {
+        if (!jvms.empty()) jvms += ", ";
+        jvms += std::to_string(j.pid) + (j.started.empty() ? "" : " (started " + j.started + ")");
         // Built per JVM, so each stack is known to be its process's.
         flamegraph::Profile jvm;
         add_java_profile(*j.events, *event->java_profile, {j.pid, j.name}, jopts, jvm);
@@ -394,6 +397,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
       auto extra = event->info(resolved);
       profile.info.insert(profile.info.begin() + 5, extra.begin(), extra.end());
     }
+    if (!jvms.empty()) profile.info.emplace_back("jvms", jvms);
     if (view.unit == "samples") profile.period_ns = 1'000'000'000ull / config_.settings.frequency;
     window.graphs.push_back({event, view, std::move(profile), stats});
   }
