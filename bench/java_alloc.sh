@@ -7,6 +7,9 @@
 #          nearer a busy service)
 #   lock:  tests/java/Contention.java, two threads on one monitor with
 #          ~20 us critical sections, and eight with tiny ones
+# alloc,live,nogc is what `record -e alloc --live --min-age` runs: the
+# same following of objects (the ages come from the A lines' times, which
+# every stream has), without the full GC at the end.
 # Each runs without the agent, with the agent writing only its code map
 # (what any `ember record` of a JVM costs), and with the events on, the
 # settings interleaved run by run. Figures against the run without the
@@ -37,7 +40,7 @@ run() {
 	{ time "${JAVA[@]}" "${agent[@]}" "$@" >"$T/out"; } 2>"$T/time"
 	local events=0
 	[ -f "$T/map" ] && events=$(grep -c '^[AC] ' "$T/map" || true)
-	awk -v e="$events" 'NR == FNR { n = $2; next } { printf "%d %d %d\n", n, 1000 * ($1 + $2), e }' "$T/out" "$T/time"
+	awk -v e="$events" 'NR == FNR { n = $2; next } { printf "%.0f %.0f %.0f\n", n, 1000 * ($1 + $2), e }' "$T/out" "$T/time"
 }
 
 # bench LABEL "OPTIONS..." CLASS ARGS...: interleaved runs, one row per option set.
@@ -54,16 +57,16 @@ bench() {
 	for s in none "${settings[@]}"; do
 		awk -v l="$label" -v s="$s" -v n="${work[$s]}" -v c="${cpu[$s]}" -v e="${events[$s]}" \
 			-v bn="${work[none]}" -v bc="${cpu[none]}" -v secs="$((SECS * REPS))" -v reps="$REPS" 'BEGIN {
-			if (s == "none") { printf "%-30s %-16s %12d %10s %9s %9s %9s\n", l, s, n / reps, "-", "-", "-", "-"; exit }
+			if (s == "none") { printf "%-30s %-16s %12.0f %10s %9s %9s %9s\n", l, s, n / reps, "-", "-", "-", "-"; exit }
 			lost = (bn - n) / bn
-			printf "%-30s %-16s %12d %9.2f%% %8.2f%% %9d %9s\n", l, s, n / reps, 100 * lost,
+			printf "%-30s %-16s %12.0f %9.2f%% %8.2f%% %9.0f %9s\n", l, s, n / reps, 100 * lost,
 				100 * (c / n - bc / bn) / (bc / bn), e / secs, e ? sprintf("%.2f", 1e6 * lost / (e / secs)) : "-" }'
 	done
 }
 
 echo "bench: $(nproc) CPUs, $SECS s x $REPS runs per setting, $(java -version 2>&1 | head -1)"
 printf '\n%-30s %-16s %12s %10s %9s %9s %9s\n' workload agent "work/run" throughput cpu/work events/s us/event
-bench "AllocRatio (work 0)" "code-map alloc alloc,live alloc=65536" AllocRatio "$SECS" 0
-bench "AllocRatio (work 100)" "code-map alloc alloc,live" AllocRatio "$SECS" 100
+bench "AllocRatio (work 0)" "code-map alloc alloc,live alloc,live,nogc alloc=65536" AllocRatio "$SECS" 0
+bench "AllocRatio (work 100)" "code-map alloc alloc,live alloc,live,nogc" AllocRatio "$SECS" 100
 bench "Contention (2 x 20000/2000)" "code-map lock" Contention "$SECS" 20000 2000 2
 bench "Contention (8 x 200/200)" "code-map lock lock=0" Contention "$SECS" 200 200 8
