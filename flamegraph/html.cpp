@@ -406,8 +406,7 @@ std::string data_head(const Profile& profile, const HtmlOptions& options) {
 // A live profile's leak suspects (flamegraph/leaks.h), for the page's
 // Leaks panel: ",\"leaks\":{...}", or nothing for a profile that is not
 // live or has no timeline. Each suspect's site as the report names it, and
-// the frame the panel searches for: its innermost function (in Java, not
-// the allocated class).
+// the function the panel searches for.
 std::string leaks_json(const Profile& profile) {
   if (!is_live_profile(profile) || profile.timeline.empty()) return "";
   LeakSuspects found = find_leak_suspects(profile);
@@ -423,13 +422,8 @@ std::string leaks_json(const Profile& profile) {
     if (i) out += ',';
     out += "{\"site\":";
     append_json_string(out, site_name(profile, s.stack));
-    std::string_view function;
-    const std::vector<FrameId>& frames = profile.stacks()[s.stack].frames;
-    for (auto f = frames.rbegin(); f != frames.rend() && function.empty(); ++f)
-      if (FrameKind k = profile.frames()[*f].kind; k != FrameKind::Alloc && k != FrameKind::Process && k != FrameKind::Thread)
-        function = profile.frames()[*f].name;
     out += ",\"function\":";
-    append_json_string(out, function);
+    append_json_string(out, site_function(profile, s.stack));
     out += ",\"live\":";
     append_uint(out, s.live);
     out += ",\"old\":";

@@ -108,17 +108,42 @@ LeakSuspects find_leak_suspects(const Profile& profile) {
   return out;
 }
 
+namespace {
+
+bool pseudo(FrameKind k) { return k == FrameKind::Process || k == FrameKind::Thread; }
+
+// A frame of the program's own language: Java, Python, JavaScript.
+bool language(FrameKind k) {
+  return k == FrameKind::Jit || k == FrameKind::Inlined || k == FrameKind::Interpreted || k == FrameKind::Python ||
+         k == FrameKind::JavaScript;
+}
+
+}  // namespace
+
 std::string site_name(const Profile& profile, uint32_t stack, size_t depth) {
+  std::vector<const Frame*> inner;  // innermost first, pseudo-frames left out
+  for (auto it = profile.stacks()[stack].frames.rbegin(); it != profile.stacks()[stack].frames.rend(); ++it)
+    if (!pseudo(profile.frames()[*it].kind)) inner.push_back(&profile.frames()[*it]);
+  if (inner.empty()) return "[no frames]";
+  // Under an interpreter's own frames (CPython's, V8's), the program's
+  // innermost functions say where: the runtime's in between are skipped.
+  size_t first_language = 1;
+  while (first_language < inner.size() && !language(inner[first_language]->kind)) ++first_language;
+  bool skip = first_language > 1 && first_language < inner.size() && !language(inner[0]->kind) &&
+              inner[0]->kind != FrameKind::Alloc;
+  std::string out = inner[0]->name;
+  for (size_t i = skip ? first_language : 1, named = 1; i < inner.size() && named < depth; ++i, ++named)
+    out += (skip && i == first_language ? " ← … ← " : " ← ") + inner[i]->name;
+  return out;
+}
+
+std::string site_function(const Profile& profile, uint32_t stack) {
   const std::vector<FrameId>& frames = profile.stacks()[stack].frames;
-  std::string out;
-  size_t named = 0;
-  for (auto it = frames.rbegin(); it != frames.rend() && named < depth; ++it) {
-    const Frame& f = profile.frames()[*it];
-    if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;
-    if (named++) out += " ← ";
-    out += f.name;
-  }
-  return out.empty() ? "[no frames]" : out;
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it)
+    if (language(profile.frames()[*it].kind)) return profile.frames()[*it].name;
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it)
+    if (FrameKind k = profile.frames()[*it].kind; !pseudo(k) && k != FrameKind::Alloc) return profile.frames()[*it].name;
+  return "";
 }
 
 void write_leak_suspects(const Profile& profile, size_t rows, std::ostream& out) {

@@ -49,8 +49,15 @@ bool is_live_profile(const Profile& profile);
 LeakSuspects find_leak_suspects(const Profile& profile);
 
 // A site's innermost `depth` frames (pseudo-frames left out), innermost
-// first, joined by " ← ".
+// first, joined by " ← "; where an interpreter's native frames lie
+// between the allocating function and the program's (Python, JavaScript),
+// they are skipped: "_PyBytes_Resize ← … ← copyfile ← do_GET".
 std::string site_name(const Profile& profile, uint32_t stack, size_t depth = 3);
+
+// The function to look for in the graph: the innermost of the program's
+// language (Java, Python, JavaScript) if any, else the innermost but the
+// allocated class.
+std::string site_function(const Profile& profile, uint32_t stack);
 
 // The suspects as a text table (ember report), the first `rows` of them,
 // or why there are none.

@@ -122,3 +122,29 @@ TEST_CASE("leak suspects: none in a profile without times or not live", "[leaks]
   cpu.info = {{"samples", "1"}};
   CHECK_FALSE(is_live_profile(cpu));
 }
+
+TEST_CASE("leak suspects: a site named by the program's own functions under an interpreter's", "[leaks]") {
+  Profile p;
+  FrameId proc = p.intern({"python3", FrameKind::Process, {}});
+  FrameId boot = p.intern({"Thread.run (threading.py)", FrameKind::Python, {}});
+  FrameId get = p.intern({"do_GET (server.py)", FrameKind::Python, {}});
+  FrameId copy = p.intern({"copyfile (serve.py)", FrameKind::Python, {}});
+  FrameId eval = p.intern({"_PyEval_EvalFrameDefault", FrameKind::Native, "python3"});
+  FrameId resize = p.intern({"_PyBytes_Resize", FrameKind::Native, "python3"});
+  uint32_t py = p.add(std::vector<FrameId>{proc, boot, get, copy, eval, resize}, 10);
+  CHECK(site_name(p, py) == "_PyBytes_Resize ← … ← copyfile (serve.py) ← do_GET (server.py)");
+  CHECK(site_function(p, py) == "copyfile (serve.py)");
+
+  // Java: the class, then the methods, as they come.
+  FrameId leak = p.intern({"Cache.leak", FrameKind::Jit, {}}), main = p.intern({"Cache.main", FrameKind::Interpreted, {}});
+  FrameId bytes = p.intern({"byte[]", FrameKind::Alloc, {}});
+  uint32_t java = p.add(std::vector<FrameId>{proc, main, leak, bytes}, 10);
+  CHECK(site_name(p, java) == "byte[] ← Cache.leak ← Cache.main");
+  CHECK(site_function(p, java) == "Cache.leak");
+
+  // Native code alone: its innermost frames.
+  FrameId m = p.intern({"main", FrameKind::Native, "app"}), here = p.intern({"leak_here", FrameKind::Native, "app"});
+  uint32_t c = p.add(std::vector<FrameId>{proc, m, here}, 10);
+  CHECK(site_name(p, c) == "leak_here ← main");
+  CHECK(site_function(p, c) == "leak_here");
+}
