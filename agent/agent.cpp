@@ -72,6 +72,13 @@ LiveObjects g_live;  // guarded by g_writer's lock
 // What the callbacks do; read on every event, changed by start().
 std::atomic<bool> g_alloc_on{false}, g_live_on{false}, g_lock_on{false};
 std::atomic<bool> g_live_end_gc{true};  // the live stream's end may force a full GC (no `nogc`)
+// Garbage collections finished since the agent loaded (GarbageCollectionFinish,
+// where only atomics are allowed), and the count the stream last said
+// (guarded by g_writer's lock; kNoGcs: none said, or not counting).
+constexpr uint64_t kNoGcs = ~uint64_t{0};
+std::atomic<uint64_t> g_gcs{0};
+std::atomic<bool> g_counting_gcs{false};
+uint64_t g_gcs_written = kNoGcs;
 std::atomic<uint64_t> g_lock_interval{0};
 std::atomic<uint64_t> g_lock_short_waits{0};  // ns of waits under the interval, for sampling them
 std::atomic<uint32_t> g_lock_epoch{0};        // bumped when lock events are turned on
@@ -444,6 +451,19 @@ void write_event(JNIEnv* jni, jthread thread, const JavaStack& stack, char* sig,
   if (sig) g_jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
 }
 
+void JNICALL on_gc_finish(jvmtiEnv*) { g_gcs.fetch_add(1, std::memory_order_relaxed); }
+
+// With the writer locked: an O gcs line if collections ran since the last.
+void note_gcs() {
+  if (!g_counting_gcs.load(std::memory_order_relaxed)) return;
+  uint64_t n = g_gcs.load(std::memory_order_relaxed);
+  if (n == g_gcs_written) return;
+  char value[24];
+  std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(n));
+  g_writer.option(protocol::setting::kGcs, value);
+  g_gcs_written = n;
+}
+
 // With the writer locked: F lines for the followed objects the GC freed.
 void sweep_live(JNIEnv* jni, uint64_t now) {
   g_last_sweep_ns = now;
@@ -474,6 +494,7 @@ void JNICALL on_sampled_object_alloc(jvmtiEnv*, JNIEnv* jni, jthread thread, job
       if (now - g_last_sweep_ns >= (g_live.full() ? kLiveFullSweepNs : kLiveSweepNs)) sweep_live(jni, now);
       uint64_t n = g_next_sample.fetch_add(1, std::memory_order_relaxed);
       if (g_live.add(jni, object, n)) sample = n;  // else: untracked, the reader counts them
+      note_gcs();
     }
     g_writer.alloc(now, current_tid(), static_cast<uint64_t>(size), class_id, sample, ids, stack.count,
                    stack.truncated, native.frames, native.count);
@@ -744,8 +765,11 @@ void end_java_events(JNIEnv* jni, bool final_gc) {
     if (live) sweep_live(jni, monotonic_ns());
     g_live.clear(jni);
   }
-  if (live)
+  if (live) {
+    note_gcs();
     g_writer.option(protocol::setting::kLiveEnd, collected ? protocol::setting::kEndGc : protocol::setting::kEndNone);
+  }
+  if (g_counting_gcs.exchange(false)) set_event(JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH);
   if (alloc || lock) {
     if (uint64_t n = g_reentered.exchange(0)) g_writer.counter(protocol::counter::kReentered, n);
     if (uint64_t n = g_writer.write_errors()) g_writer.counter(protocol::counter::kWriteErrorBytes, n);
@@ -772,12 +796,20 @@ void start_java_events(const Options& o) {
     bool ok = add_capability([](jvmtiCapabilities& c) { c.can_generate_sampled_object_alloc_events = 1; },
                              "sampled object allocation events (JDK 11 or later needed)") &&
               g_jvmti->SetHeapSamplingInterval(static_cast<jint>(o.alloc)) == JVMTI_ERROR_NONE;
+    // Live objects' ages in collections survived: counted from now.
+    bool gcs = ok && o.live &&
+               add_capability([](jvmtiCapabilities& c) { c.can_generate_garbage_collection_events = 1; },
+                              "garbage collection events") &&
+               set_event(JVMTI_ENABLE, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH);
     g_writer.lock();
     std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(o.alloc));
     g_writer.option(ok ? protocol::setting::kAllocInterval : protocol::setting::kAllocUnavailable, value);
     if (ok && o.live) {
       std::snprintf(value, sizeof value, "%u", LiveObjects::kMaxTracked);
       g_writer.option(protocol::setting::kLiveMax, value);
+      g_counting_gcs = gcs;
+      g_gcs_written = kNoGcs;
+      note_gcs();
     }
     g_writer.commit();
     g_writer.unlock();
@@ -878,6 +910,7 @@ jint init_jvmti(JavaVM* vm) {
   callbacks.MonitorContendedEnter = on_monitor_contended_enter;
   callbacks.MonitorContendedEntered = on_monitor_contended_entered;
   callbacks.VMDeath = on_vm_death;
+  callbacks.GarbageCollectionFinish = on_gc_finish;
   callbacks.VMInit = on_vm_init;
   callbacks.ClassPrepare = on_class_prepare;
   g_jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);

@@ -132,6 +132,14 @@
 //                                  frame in that file: it is mapped at
 //                                  [start, end), address - bias is the address
 //                                  in the file's symbol table;
+//                                  gcs <n> (with live): the JVM's garbage
+//                                  collections (JVMTI GarbageCollectionFinish:
+//                                  its stop-the-world ones) since the agent
+//                                  loaded, written when it changed before the
+//                                  next A line and before live-end; an object
+//                                  still followed at the end has survived the
+//                                  ones after its A line (none are written
+//                                  when the JVM refused the GC events);
 //                                  frames-unavailable <entry> (no G lines);
 //                                  interpreter-method-slot <n> (decimal): an
 //                                  interpreted frame's Method* is at rbp + 8n;
@@ -203,7 +211,7 @@ inline constexpr char kAllocInterval[] = "alloc-interval", kAllocUnavailable[] =
                       kLiveMax[] = "live-max", kLiveEnd[] = "live-end", kLockInterval[] = "lock-interval",
                       kLockUnavailable[] = "lock-unavailable", kNativeLibrary[] = "native-library",
                       kFramesUnavailable[] = "frames-unavailable", kMethodSlot[] = "interpreter-method-slot",
-                      kMethodsUnavailable[] = "interpreter-methods-unavailable";
+                      kMethodsUnavailable[] = "interpreter-methods-unavailable", kGcs[] = "gcs";
 // live-end values.
 inline constexpr char kEndGc[] = "gc", kEndNone[] = "none";
 }  // namespace setting

@@ -64,8 +64,14 @@ LeakSuspects find_leak_suspects(const Profile& profile) {
   LeakSuspects out;
   const uint64_t duration = duration_of(profile);
   if (!is_live_profile(profile) || profile.timeline.empty() || duration == 0) return out;
-  out.young_ns = duration / 4;
-  if (const std::string* age = info_value(profile, "min-age")) out.young_ns = std::strtod(age->c_str(), nullptr) * 1e9;
+  const std::string* age = info_value(profile, "min-age");
+  out.young_ns = age ? static_cast<uint64_t>(std::strtod(age->c_str(), nullptr) * 1e9) : duration / 4;
+  // Kept by collections survived (Java's --min-gcs): young is what came
+  // after the youngest kept, whenever the collections ran.
+  if (info_value(profile, "min-gcs")) {
+    uint64_t after_last = duration - std::min(duration, profile.timeline.back().time_ns + profile.time_step_ns + 1);
+    out.young_ns = age ? std::max(out.young_ns, after_last) : after_last;
+  }
   if (out.young_ns >= duration) return out;
   out.span_ns = duration - out.young_ns;
 

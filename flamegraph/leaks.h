@@ -31,7 +31,8 @@ struct LeakSuspect {
 
 struct LeakSuspects {
   // Only allocations at least this old at the end are fitted: younger ones
-  // may be in flight. The profile's --min-age, else a quarter of its length.
+  // may be in flight. The profile's --min-age, else a quarter of its
+  // length; with --min-gcs, from the youngest allocation it kept.
   uint64_t young_ns = 0;
   uint64_t span_ns = 0;  // the fitted span: from the start to young_ns before the end
   std::vector<LeakSuspect> suspects;  // fastest first

@@ -72,4 +72,24 @@ within "$leak" 2 $((leak_old * size)) || fail "--min-age 3s: leak $leak bytes, t
 first_suspect_is_leak old
 assert_contains "$TMP/old.err" "not collected by the end and allocated at least 3s before it"
 assert_contains "$TMP/old.err" "allocated at least 3 s before it \(no GC forced\)"
+
+# --min-gcs: by collections survived (the agent counts the JVM's
+# stop-the-world ones, young and full, and says how many). Requests in
+# flight at the end came after the last drop and its System.gc(), within
+# 2 s: they have seen the young collections of those 2 s, about a seventh
+# of the run's. Half of the plain run's count keeps none of them, and the
+# leak's older half or so.
+gcs=$(sed -nE 's/.*JVM [0-9]+ alloc: collections ([0-9]+)$/\1/p' "$TMP/live.err" | head -1)
+[[ $gcs =~ ^[0-9]+$ ]] || fail "--live: no count of collections in $(grep -i jvm "$TMP/live.err")"
+half=$(((gcs + 1) / 2))
+aged gcs --min-gcs "$half"
+gc_requests=$(weight "$TMP/gcs.folded" ';AgingSites\.request_\[[ji0]\];byte\[\] [0-9]+$')
+gc_leak=$(weight "$TMP/gcs.folded" ';AgingSites\.leak_\[[ji0]\];byte\[\] [0-9]+$')
+leak_all=$(awk -v l="$(field leak_old "$TMP/gcs.out")" -v s=$size 'BEGIN { print l * s }')
+echo "--live --min-gcs $half (of $gcs collections in the plain run): requests $(mib "$gc_requests") MiB, leak $(mib "$gc_leak") MiB"
+((gc_requests * 100 <= requests)) || fail "--min-gcs $half kept $gc_requests bytes of requests (--live: $requests)"
+((gc_leak > 0)) || fail "--min-gcs $half kept nothing of the leak: $(grep -i 'jvm' "$TMP/gcs.err")"
+first_suspect_is_leak gcs
+assert_contains "$TMP/gcs.err" "not collected by the end and through at least $half collections$"
+assert_contains "$TMP/gcs.err" "not yet collected at the end and through at least $half collections \(no GC forced\)"
 true

@@ -131,6 +131,40 @@ TEST_CASE("java events: live objects on a timeline, by allocation time, adding u
   CHECK(ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, live).timeline.empty());
 }
 
+TEST_CASE("java events: live objects by the collections they survived") {
+  // Three objects followed: before the 2nd collection counted, between the
+  // 4th and 5th, after the 5th; "O gcs" lines only grow (an older count
+  // written late by another thread is ignored).
+  JavaEvents events;
+  events.feed(
+      "# ember-jitmap 1 pid 42\nO alloc-interval 1000\nO live-max 32768\nO gcs 1\n"
+      "M 1 App.keep\nK 1 byte[]\n"
+      "A 100 7 10 1 1 1\nO gcs 4\nO gcs 3\nA 200 7 10 1 2 1\nO gcs 5\nA 300 7 10 1 3 1\nO gcs 7\n"
+      "O live-end none\n");
+  REQUIRE(events.stats().bad_lines == 0);
+  REQUIRE(events.gcs() == 7u);
+  auto kept = [&](uint64_t min_gcs) { return events.live_allocations(0, UINT64_MAX, min_gcs).size(); };
+  CHECK(kept(0) == 3);
+  CHECK(kept(2) == 3);  // the last one has seen 7 - 5
+  CHECK(kept(3) == 2);
+  CHECK(kept(6) == 1);  // the first: 7 - 1
+  CHECK(kept(7) == 0);
+  // A stream without gcs lines (an older agent): nothing is old enough.
+  JavaEvents old;
+  old.feed("# ember-jitmap 1 pid 42\nO alloc-interval 1000\nO live-max 32768\nM 1 App.keep\nK 1 byte[]\n"
+           "A 100 7 10 1 1 1\n");
+  CHECK_FALSE(old.gcs());
+  CHECK(old.live_allocations(0, UINT64_MAX, 1).empty());
+  CHECK(old.live_allocations().size() == 1);
+  JavaProfileOptions live;
+  live.live_only = true;
+  live.min_gcs = 1;
+  bool says = false;
+  for (const auto& [k, v] : ember::java_profile_info(old, JavaProfileKind::AllocBytes, live))
+    says |= k == "collections" && v.find("--min-gcs keeps nothing") != std::string::npos;
+  CHECK(says);
+}
+
 TEST_CASE("java events: profiles of bytes, objects, live objects, lock time") {
   JavaEvents events;
   events.feed(kStream);

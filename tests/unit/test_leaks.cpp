@@ -108,6 +108,19 @@ TEST_CASE("leak suspects: --min-age sets what is young; too few samples tell not
   CHECK(out.str().find("nothing allocated before the last 30 s") != std::string::npos);
 }
 
+TEST_CASE("leak suspects: with --min-gcs, young is what came after the youngest kept", "[leaks]") {
+  LiveRecording r;
+  r.profile.info.emplace_back("min-gcs", "20");
+  uint32_t leak = r.site("leak_here");
+  for (int i = 0; i < 100; ++i) r.allocate(leak, i * kSecond / 10, 1000);  // kept: the first 10 s of 20
+  Profile p = r.done();
+  LeakSuspects found = find_leak_suspects(p);
+  CHECK(found.span_ns == 9'900'000'001);  // up to the last kept, at 9.9 s
+  REQUIRE(found.suspects.size() == 1);
+  CHECK(found.suspects[0].fit > 0.99);
+  CHECK(found.suspects[0].rate_per_s == Approx(10000).epsilon(0.05));
+}
+
 TEST_CASE("leak suspects: none in a profile without times or not live", "[leaks]") {
   LiveRecording r;
   r.allocate(r.site("leak_here"), kSecond, 1);

@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   record->add_option("--min-age", rec.session.settings.min_age,
                      "malloc, alloc with --live: only allocations at least this old at the end (30s, 5m): what "
                      "stays, not what is in flight (Java: no full GC forced at the end)");
+  record->add_option("--min-gcs", rec.session.settings.min_gcs,
+                     "alloc with --live: only Java objects that survived at least this many garbage collections by "
+                     "the end (no full GC forced)");
   record->add_flag("--waker", rec.session.settings.waker,
                    "offcpu, lock: each blocked stack with the stack of whoever woke it, above a '--' frame "
                    "(as BCC's offwaketime)");

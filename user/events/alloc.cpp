@@ -18,7 +18,7 @@ std::string agent_options(const Resolved& s) {
   std::string options = std::string(",") + args::kAlloc + "=" + std::to_string(s.settings.alloc_interval);
   if (s.settings.live) options += std::string(",") + args::kLive;
   // The ages tell what stays: no full GC forced on the JVM at the end.
-  if (s.settings.live && s.min_age_ns) options += std::string(",") + args::kNoGc;
+  if (s.settings.live && (s.min_age_ns || s.settings.min_gcs)) options += std::string(",") + args::kNoGc;
   return options;
 }
 
@@ -27,13 +27,17 @@ EventView view(const Resolved& s) {
   v.kinds = 0;
   v.live_only = s.settings.live;
   v.min_age_ns = s.min_age_ns;
+  v.min_gcs = s.settings.min_gcs;
   return v;
 }
 
 std::string live_text(const Resolved& s) {
   if (!s.settings.live) return "";
-  if (s.settings.min_age.empty()) return ", still alive at the end";
-  return ", not collected by the end and allocated at least " + s.settings.min_age + " before it";
+  if (s.settings.min_age.empty() && !s.settings.min_gcs) return ", still alive at the end";
+  std::string text = ", not collected by the end";
+  if (!s.settings.min_age.empty()) text += " and allocated at least " + s.settings.min_age + " before it";
+  if (s.settings.min_gcs) text += " and through at least " + std::to_string(s.settings.min_gcs) + " collections";
+  return text;
 }
 
 std::string summary(const Resolved& s, const Outcome& o) {
@@ -48,7 +52,7 @@ extern const Event kAlloc = {
     .name = "alloc",
     .help = "bytes allocated by Java code, from ember's agent",
     .unit = "bytes",
-    .settings = kAllocInterval | kLive | kMinAge,
+    .settings = kAllocInterval | kLive | kMinAge | kMinGcs,
     .agent_options = agent_options,
     .java_profile = JavaProfileKind::AllocBytes,
     .view = view,

@@ -30,6 +30,7 @@ struct Settings {
   uint64_t alloc_interval = 512 * 1024;  // a sample per this many bytes allocated
   bool live = false;                     // allocations: only those not freed by the end
   std::string min_age;                   // with live: only those at least this old by then; empty: any age
+  uint64_t min_gcs = 0;                  // with live, Java: only objects that survived this many collections
   bool waker = false;                    // blocks: each with its waker's stacks
 };
 
@@ -40,6 +41,7 @@ enum Setting : uint32_t {
   kLive = 1u << 3,
   kWaker = 1u << 4,
   kMinAge = 1u << 5,
+  kMinGcs = 1u << 6,
 };
 
 // What a recording samples: the events' needs depend on it.

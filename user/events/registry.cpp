@@ -25,7 +25,8 @@ constexpr Flag kFlags[] = {{kFrequency, "-F", "frequency"},
                            {kAllocInterval, "--alloc-interval", "interval"},
                            {kLive, "--live", "live"},
                            {kWaker, "--waker", "waker"},
-                           {kMinAge, "--min-age", "min_age"}};
+                           {kMinAge, "--min-age", "min_age"},
+                           {kMinGcs, "--min-gcs", "min_gcs"}};
 
 // The events of the registry that take `setting`, as "-e a (or -e b)".
 std::string takers(Setting setting) {
@@ -67,6 +68,7 @@ std::vector<std::pair<std::string, std::string>> live_info(const Resolved& s) {
     std::snprintf(age, sizeof age, "%g s", s.min_age_ns / 1e9);
     info.emplace_back("min-age", age);
   }
+  if (s.settings.min_gcs) info.emplace_back("min-gcs", std::to_string(s.settings.min_gcs));
   return info;
 }
 
@@ -162,6 +164,12 @@ std::expected<Plan, std::string> plan(const std::vector<std::string>& names, con
     return std::unexpected("--min-age applies to allocations still live: add " + takers(kMinAge) + " with --live");
   if (!settings.min_age.empty() && !settings.live)
     return std::unexpected("--min-age keeps the allocations still live at the end that are at least that old: add --live");
+  if (settings.min_gcs && !(taken & kMinGcs))
+    return std::unexpected("--min-gcs applies to Java objects still live (C and C++ blocks are not collected): add " +
+                           takers(kMinGcs) + " with --live");
+  if (settings.min_gcs && !settings.live)
+    return std::unexpected("--min-gcs keeps the Java objects still live at the end that survived that many collections: "
+                           "add --live");
 
   plan.min_block_ns = taken & kMinBlock ? *parse_duration_ns(settings.min_block) : 0;
   plan.min_age_ns = settings.min_age.empty() ? 0 : *parse_duration_ns(settings.min_age);

@@ -187,6 +187,7 @@ void JavaEvents::line(std::string_view s) {
       else if (key == setting::kLockInterval && numeric) lock_interval_ = v;
       else if (key == setting::kLiveMax) live_ = true;
       else if (key == setting::kLiveEnd) live_end_ = std::string(value);
+      else if (key == setting::kGcs && numeric) gcs_ = std::max(gcs_.value_or(0), v);
       else if (key == setting::kAllocUnavailable) unavailable_.push_back("alloc");
       else if (key == setting::kLockUnavailable) unavailable_.push_back("lock");
       else if (key == setting::kNativeLibrary && !add_library(value)) break;
@@ -224,7 +225,7 @@ void JavaEvents::line(std::string_view s) {
       ++stats_.alloc_samples;
       if (stacks_[stack].truncated) ++stats_.truncated_stacks;
       if (e != 0) {
-        followed_[e] = LiveAllocation{site, w, a};
+        followed_[e] = LiveAllocation{site, w, a, gcs_.value_or(0)};
         ++stats_.live_followed;
       } else if (live_) {
         ++stats_.live_untracked;
@@ -260,10 +261,14 @@ void JavaEvents::line(std::string_view s) {
   ++stats_.bad_lines;
 }
 
-std::vector<JavaEvents::LiveAllocation> JavaEvents::live_allocations(uint64_t min_age_ns, uint64_t end_ns) const {
+std::vector<JavaEvents::LiveAllocation> JavaEvents::live_allocations(uint64_t min_age_ns, uint64_t end_ns,
+                                                                    uint64_t min_gcs) const {
+  if (min_gcs && !gcs_) return {};
+  const uint64_t gcs = gcs_.value_or(0);
   std::vector<std::pair<uint64_t, const LiveAllocation*>> kept;  // by sample number
   for (const auto& [sample, f] : followed_)
-    if (f.time_ns <= end_ns && end_ns - f.time_ns >= min_age_ns) kept.emplace_back(sample, &f);
+    if (f.time_ns <= end_ns && end_ns - f.time_ns >= min_age_ns && gcs - f.gcs_at >= min_gcs)
+      kept.emplace_back(sample, &f);
   // Ties in sample order: the same sums, in the same order, every time.
   std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
     return a.second->time_ns != b.second->time_ns ? a.second->time_ns < b.second->time_ns : a.first < b.first;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -77,13 +78,16 @@ class JavaEvents {
     Site site;
     AllocWeight weight;
     uint64_t time_ns;  // of its allocation (CLOCK_MONOTONIC, the A lines' clock)
+    uint64_t gcs_at;   // the collections the stream had counted by its A line
   };
 
   // Allocation sites over the stream (since next_window).
   const std::unordered_map<Site, AllocWeight, SiteHash>& alloc_sites() const { return alloc_; }
   // The followed samples still alive that were allocated at least
-  // `min_age_ns` before `end_ns`, oldest first.
-  std::vector<LiveAllocation> live_allocations(uint64_t min_age_ns = 0, uint64_t end_ns = UINT64_MAX) const;
+  // `min_age_ns` before `end_ns` and have survived at least `min_gcs`
+  // collections (none if the stream counted none), oldest first.
+  std::vector<LiveAllocation> live_allocations(uint64_t min_age_ns = 0, uint64_t end_ns = UINT64_MAX,
+                                               uint64_t min_gcs = 0) const;
   const std::unordered_map<Site, LockWeight, SiteHash>& lock_sites() const { return lock_; }
 
   const Stack& stack(uint32_t id) const { return stacks_[id]; }
@@ -103,6 +107,9 @@ class JavaEvents {
   // "none" (no GC: garbage not yet collected is left too), or "" (not yet,
   // or not live).
   const std::string& live_end() const { return live_end_; }
+  // The JVM's collections the stream counted (O gcs lines; with live), or
+  // nothing: an agent before them, or a JVM that refused the GC events.
+  std::optional<uint64_t> gcs() const { return gcs_; }
   // "alloc" or "lock" when the agent could not turn them on in this JVM.
   const std::vector<std::string>& unavailable() const { return unavailable_; }
 
@@ -153,6 +160,7 @@ class JavaEvents {
   uint64_t alloc_interval_ = 0, lock_interval_ = 0;
   bool live_ = false;
   std::string live_end_;
+  std::optional<uint64_t> gcs_;
   std::vector<std::string> unavailable_;
   Stats stats_;
 };

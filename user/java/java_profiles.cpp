@@ -149,7 +149,8 @@ void add_java_profile(const JavaEvents& events, JavaProfileKind kind, const Java
   // Summed oldest first, and each allocation's share on the timeline is
   // the step its rounded running sum takes: the shares add up to the
   // site's rounded weight exactly.
-  std::vector<JavaEvents::LiveAllocation> live = events.live_allocations(options.min_age_ns, options.end_ns);
+  std::vector<JavaEvents::LiveAllocation> live =
+      events.live_allocations(options.min_age_ns, options.end_ns, options.min_gcs);
   std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHash> sites;
   std::vector<std::pair<uint64_t, uint64_t>> steps;  // per allocation: its site's rounded sum before and after
   steps.reserve(live.size());
@@ -189,14 +190,25 @@ std::vector<std::pair<std::string, std::string>> java_profile_info(const JavaEve
         info.emplace_back("live", "not recorded: the agent did not follow objects (option live)");
       else if (events.live_end() == "gc")
         info.emplace_back("live", "objects left after a full GC at the end");
-      else if (events.live_end() == "none" && options.min_age_ns)
-        info.emplace_back("live", "objects not yet collected at the end and allocated at least " +
-                                      seconds_text(options.min_age_ns) + " before it (no GC forced)");
+      else if (events.live_end() == "none" && (options.min_age_ns || options.min_gcs))
+        info.emplace_back("live", "objects not yet collected at the end" +
+                                      (options.min_age_ns ? " and allocated at least " +
+                                                                seconds_text(options.min_age_ns) + " before it"
+                                                          : std::string()) +
+                                      (options.min_gcs ? " and through at least " + std::to_string(options.min_gcs) +
+                                                             " collections"
+                                                       : std::string()) +
+                                      " (no GC forced)");
       else if (events.live_end() == "none")
         info.emplace_back("live", "objects not yet collected at the end, garbage included (no final GC: the JVM "
                                   "exited with a collector other than G1, where one would hang the exit)");
       else
         info.emplace_back("live", "objects not yet collected so far, garbage included (the stream has not ended)");
+      if (options.min_gcs && !events.gcs())
+        info.emplace_back("collections", "not counted by this JVM's agent (an older one, or the JVM refused its GC "
+                                         "events): --min-gcs keeps nothing");
+      else if (events.gcs())
+        add("collections", *events.gcs());
       add("live samples", s.live_followed - s.freed);
       add("freed samples", s.freed);
       // Not followed: they cannot be called live or freed, so they are left

@@ -39,6 +39,7 @@ struct JavaProfileOptions {
   bool pid_frames = false;     // root "comm (pid)" instead of "comm"
   NativeNamer name_native;     // unset: native frames are "libfoo.so+0x1234"
   uint64_t min_age_ns = 0;       // live_only: and allocated at least this long before end_ns
+  uint64_t min_gcs = 0;          // live_only: and through at least this many collections (JavaEvents::gcs)
   uint64_t end_ns = UINT64_MAX;  // the recording's end (CLOCK_MONOTONIC, the A lines' clock)
   // live_only: the recording's start on the same clock, from which the
   // profile's timeline counts when each live weight was allocated (0: no timeline).

@@ -358,7 +358,8 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     std::string jvms;  // which JVMs they came from: `ember jvm --alloc` checks it is theirs
     if (event->java_profile) {
       JavaProfileOptions jopts{view.live_only, config_.thread_frames, config_.pid_frames,
-                               java_native_namer(symbolizer_), view.min_age_ns, stopped_ ? stop_ns_ : UINT64_MAX,
+                               java_native_namer(symbolizer_), view.min_age_ns, view.min_gcs,
+                               stopped_ ? stop_ns_ : UINT64_MAX,
                                static_cast<uint64_t>(window_start_s_ * 1e9)};
       bool untimed = false;  // a JVM's weights without times: a timeline would miss them
       for (const Collector::JavaStream& j : collector_.java_streams()) {
