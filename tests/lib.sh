@@ -104,6 +104,23 @@ wait_sampling() {
 	fail "ember ($pid) not sampling after $seconds s"
 }
 
+# record_go_done LABEL OUT EMBER_RECORD_ARGS...: `ember record` in the
+# background (its stderr in $TMP/LABEL.err); once it samples, touches
+# $TMP/go for a workload waiting on it, and stops ember (SIGINT) once the
+# workload's OUT has a line "done ...", within 120 s.
+record_go_done() {
+	local label=$1 out=$2 rec
+	shift 2
+	"$EMBER" record "$@" --progress-fd 3 3>"$TMP/$label.progress" 2>"$TMP/$label.err" &
+	rec=$!
+	wait_sampling "$rec" "$TMP/$label.progress"
+	touch "$TMP/go"
+	for _ in $(seq 1200); do grep -q '^done' "$out" && break; sleep 0.1; done
+	grep -q '^done' "$out" || fail "$label: the workload did not finish in 120 s: $(tail -3 "$out")"
+	kill -INT "$rec"
+	wait "$rec" || fail "$label: ember exited $?: $(cat "$TMP/$label.err")"
+}
+
 # cpu_ticks PID: the CPU time process PID used so far, in clock ticks (its
 # utime and stime; 0 once it is gone). Its name, which may hold spaces and
 # parentheses, ends at the last ") ". Builtins only: record_for_cpu calls

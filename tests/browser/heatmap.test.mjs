@@ -11,7 +11,7 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assert, check, decodeStacks, failed, hueOf, launch, pixelAt, pixelRow, readEmbeddedData, settle, waitReady, watch } from './lib.mjs';
+import { assert, check, decodeStacks, failed, hueOf, openPage, pixelAt, pixelRow, readEmbeddedData, settle, waitReady } from './lib.mjs';
 import { packTables } from './tables.mjs';
 
 const args = { file: process.argv[2], screenshot: null };
@@ -33,12 +33,7 @@ const lastA = Math.max(...entries.filter((e) => e.a).map((e) => e.t));
 const firstB = Math.min(...entries.filter((e) => e.b).map((e) => e.t));
 const end = Math.max(...entries.map((e) => e.t));
 
-const browser = await launch();
-const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-const dialogs = [], errors = [];
-watch(page, dialogs, errors);
-await page.goto('file://' + args.file);
-await waitReady(page);
+const { browser, page, dialogs, errors } = await openPage(args.file);
 const canvas = page.locator('#heat-canvas');
 let box = null;
 

@@ -8,7 +8,7 @@
 // whose leak FUNCTION (leak_here) must come first. The share is computed
 // here from the page's own stacks. CPU: a page that is not of live
 // allocations, which has no Leaks button.
-import { assert, check, escapeRegExp, failed, labelledStacks, launch, matchedShare, readEmbeddedData, settle, waitReady, watch } from './lib.mjs';
+import { assert, check, escapeRegExp, failed, labelledStacks, matchedShare, openPage, readEmbeddedData, settle, waitReady } from './lib.mjs';
 
 const args = { file: process.argv[2], leak: process.argv[3], screenshot: null, plain: null };
 for (let i = 4; i < process.argv.length; i++) {
@@ -20,12 +20,7 @@ const data = readEmbeddedData(args.file);
 const stacks = labelledStacks(data, data.stacks);
 const re = new RegExp('^' + escapeRegExp(args.leak) + '$');
 
-const browser = await launch();
-const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-const dialogs = [], errors = [];
-watch(page, dialogs, errors);
-await page.goto('file://' + args.file);
-await waitReady(page);
+const { browser, page, dialogs, errors } = await openPage(args.file);
 
 await check('the Leaks button opens the panel with the leak first', async () => {
   assert(await page.locator('#leak-btn').isVisible(), 'no Leaks button on a --live page');

@@ -47,6 +47,18 @@ export function watch(page, dialogs, pageErrors) {
   page.on('console', (m) => { if (m.type() === 'error') pageErrors.push('console: ' + m.text()); });
 }
 
+// A browser with one 1280x800 page on `file`, ready, its dialogs and errors
+// recorded: { browser, page, dialogs, errors }.
+export async function openPage(file) {
+  const browser = await launch();
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const dialogs = [], errors = [];
+  watch(page, dialogs, errors);
+  await page.goto('file://' + file);
+  await waitReady(page);
+  return { browser, page, dialogs, errors };
+}
+
 export async function waitReady(page) {
   await page.waitForSelector('body[data-state]', { timeout: 30000 });
   const st = await page.evaluate(() => document.body.dataset.state);

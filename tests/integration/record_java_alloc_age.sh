@@ -15,22 +15,14 @@ size=16400
 # aged LABEL RECORD_ARGS...: AgingSites run for 13.5 s once ember samples,
 # ember stopped at its "done"; the JVM's line in $TMP/LABEL.out.
 aged() {
-	local label=$1 jvm rec
+	local label=$1 jvm
 	shift
 	rm -f "$TMP/go"
 	java -cp "$TMP/classes" AgingSites "$TMP/go" 13.5 3 2000 >"$TMP/$label.out" 2>&1 &
 	jvm=$!
 	BACKGROUND+=($jvm)
 	# --alloc-interval 1024: every 16 KiB buffer is a sample of its own size.
-	"$EMBER" record -p "$jvm" -e alloc --live --alloc-interval 1024 "$@" -o "$TMP/$label.html" \
-		--progress-fd 3 3>"$TMP/$label.progress" 2>"$TMP/$label.err" &
-	rec=$!
-	wait_sampling "$rec" "$TMP/$label.progress"
-	touch "$TMP/go"
-	for _ in $(seq 1200); do grep -q '^done' "$TMP/$label.out" && break; sleep 0.1; done
-	grep -q '^done' "$TMP/$label.out" || fail "$label: AgingSites did not finish in 120 s: $(cat "$TMP/$label.out")"
-	kill -INT "$rec"
-	wait "$rec" || fail "$label: ember exited $?: $(cat "$TMP/$label.err")"
+	record_go_done "$label" "$TMP/$label.out" -p "$jvm" -e alloc --live --alloc-interval 1024 "$@" -o "$TMP/$label.html"
 	kill "$jvm"
 	wait "$jvm" 2>/dev/null || true
 	"$EMBER" convert "$TMP/$label.html" -o "$TMP/$label.folded" 2>"$TMP/err" || fail "$label: convert: $(cat "$TMP/err")"

@@ -16,20 +16,13 @@ within() { awk -v v="$1" -v p="$2" -v e="$3" 'BEGIN { exit !(v >= e * (1 - p / 1
 # leaking LABEL RECORD_ARGS...: the workload leaking for 3 s of 7 once ember
 # samples, ember stopped at its "done"; its line in $TMP/LABEL.out.
 leaking() {
-	local label=$1 rec
+	local label=$1
 	shift
 	rm -f "$TMP/go"
 	start_ready "$TMP/$label.out" /usr/bin/python3 "$WORKLOAD" "$TMP/go" 3 7 || fail "$label: the workload did not start"
 	# --alloc-interval 1: every allocation is a sample of its own size.
-	"$EMBER" record -p "$ready_pid" -e malloc --live --alloc-interval 1 "$@" -o "$TMP/$label.folded" \
-		--progress-fd 3 3>"$TMP/$label.progress" 2>"$TMP/$label.err" &
-	rec=$!
-	wait_sampling "$rec" "$TMP/$label.progress"
-	touch "$TMP/go"
-	for _ in $(seq 1200); do grep -q '^done' "$TMP/$label.out" && break; sleep 0.1; done
-	grep -q '^done' "$TMP/$label.out" || fail "$label: the workload did not finish in 120 s"
-	kill -INT "$rec"
-	wait "$rec" || fail "$label: ember exited $?: $(cat "$TMP/$label.err")"
+	record_go_done "$label" "$TMP/$label.out" -p "$ready_pid" -e malloc --live --alloc-interval 1 "$@" \
+		-o "$TMP/$label.folded"
 	kill "$ready_pid"
 }
 # A bytearray's block, under the Python function that made it.
