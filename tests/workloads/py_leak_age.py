@@ -1,8 +1,9 @@
 """A slow leak among a busy cache, in Python, for -e malloc --live
 --min-age: once the file GO exists, 16 KiB bytearrays (allocated by
 CPython through the C library's malloc: above pymalloc's 512 bytes) go
-into a cache that keeps the newest 1000 (under half a second's worth:
-every block in it is young), and every 10th turn one goes into a list
+into a cache that keeps the newest 1000 and none older than a second
+(on the host 1000 are under half a second's worth; an emulated guest
+runs slower: the age bound keeps every block in it young), and every 10th turn one goes into a list
 never emptied, from leak_here, for LEAK seconds. At RUN seconds it prints
 "done leaked BYTES" (the leak's bytes as malloc was asked for them) and
 goes on filling the cache, without leaking, until killed: the recording
@@ -21,8 +22,11 @@ MALLOC_BYTES = BLOCK + 1
 
 
 def cache_fill(cache):
+    now = time.monotonic()
     for _ in range(10):
-        cache.append(bytearray(BLOCK))
+        cache.append((now, bytearray(BLOCK)))
+    while cache and now - cache[0][0] > 1:
+        cache.popleft()
 
 
 def leak_here(leak):
