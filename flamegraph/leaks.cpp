@@ -17,12 +17,6 @@ constexpr size_t kSteps = 30;
 constexpr uint32_t kMinRecords = 5;
 constexpr size_t kMinSteps = 3;
 
-const std::string* info_value(const Profile& profile, std::string_view key) {
-  for (const auto& [k, v] : profile.info)
-    if (k == key) return &v;
-  return nullptr;
-}
-
 // The recording's length: the profile's, else up to its last timed weight.
 uint64_t duration_of(const Profile& profile) {
   uint64_t last = profile.timeline.empty() ? 0 : profile.timeline.back().time_ns + profile.time_step_ns;
@@ -58,17 +52,17 @@ std::string scaled(double value, const std::string& unit) {
 
 }  // namespace
 
-bool is_live_profile(const Profile& profile) { return info_value(profile, "live") != nullptr; }
+bool is_live_profile(const Profile& profile) { return profile.info_value("live") != nullptr; }
 
 LeakSuspects find_leak_suspects(const Profile& profile) {
   LeakSuspects out;
   const uint64_t duration = duration_of(profile);
   if (!is_live_profile(profile) || profile.timeline.empty() || duration == 0) return out;
-  const std::string* age = info_value(profile, "min-age");
+  const std::string* age = profile.info_value("min-age");
   out.young_ns = age ? static_cast<uint64_t>(std::strtod(age->c_str(), nullptr) * 1e9) : duration / 4;
   // Kept by collections survived (Java's --min-gcs): young is what came
   // after the youngest kept, whenever the collections ran.
-  if (info_value(profile, "min-gcs")) {
+  if (profile.info_value("min-gcs")) {
     uint64_t after_last = duration - std::min(duration, profile.timeline.back().time_ns + profile.time_step_ns + 1);
     out.young_ns = age ? std::max(out.young_ns, after_last) : after_last;
   }

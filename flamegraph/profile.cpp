@@ -43,6 +43,12 @@ uint32_t Profile::add_from(const Profile& other, std::span<const FrameId> frames
   return add(here, weight);
 }
 
+const std::string* Profile::info_value(std::string_view key) const {
+  for (const auto& [k, v] : info)
+    if (k == key) return &v;
+  return nullptr;
+}
+
 uint32_t Profile::add(std::span<const FrameId> frames, uint64_t weight) {
   if (weight == 0) return kNoStack;
   stack_index_.reserve_one(stacks_.size(), [&](uint32_t i) { return stack_hash(stacks_[i].frames); });

@@ -88,6 +88,8 @@ class Profile {
   const std::vector<Frame>& frames() const { return frames_; }
   const std::vector<Stack>& stacks() const { return stacks_; }
   uint64_t total() const { return total_; }
+  // The info value of `key`, nullptr if it has none.
+  const std::string* info_value(std::string_view key) const;
   // Stacks ordered by their frame ids: deterministic output, shared prefixes adjacent.
   std::vector<const Stack*> sorted_stacks() const;
 

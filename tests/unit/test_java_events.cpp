@@ -131,6 +131,18 @@ TEST_CASE("java events: live objects on a timeline, by allocation time, adding u
   CHECK(ember::java_profile(events, JavaProfileKind::AllocBytes, JavaProcess{42, "java"}, live).timeline.empty());
 }
 
+TEST_CASE("java events: the jvms note, written and read back") {
+  std::string note = ember::jvms_note_entry(123, "1764571212.34") + ", " + ember::jvms_note_entry(1234, "") + ", " +
+                     ember::jvms_note_entry(45, "1764571300.00");
+  CHECK(note == "123 (started 1764571212.34), 1234, 45 (started 1764571300.00)");
+  CHECK(ember::jvm_started_in_note(note, 123) == "1764571212.34");
+  CHECK(ember::jvm_started_in_note(note, 1234) == "");   // listed, no time
+  CHECK(ember::jvm_started_in_note(note, 45) == "1764571300.00");
+  CHECK_FALSE(ember::jvm_started_in_note(note, 12));     // a prefix of 123 and 1234 is not them
+  CHECK_FALSE(ember::jvm_started_in_note(note, 4));
+  CHECK_FALSE(ember::jvm_started_in_note("", 1));
+}
+
 TEST_CASE("java events: live objects by the collections they survived") {
   // Three objects followed: before the 2nd collection counted, between the
   // 4th and 5th, after the 5th; "O gcs" lines only grow (an older count

@@ -98,6 +98,23 @@ std::string seconds_text(uint64_t ns) {
 
 }  // namespace
 
+std::string jvms_note_entry(uint32_t pid, const std::string& started) {
+  return std::to_string(pid) + (started.empty() ? "" : " (started " + started + ")");
+}
+
+std::optional<std::string> jvm_started_in_note(std::string_view note, uint32_t pid) {
+  const std::string id = std::to_string(pid), time = " (started ";
+  for (size_t at = 0; at < note.size();) {
+    size_t end = std::min(note.find(", ", at), note.size());
+    std::string_view entry = note.substr(at, end - at);
+    at = end + 2;
+    if (entry == id) return "";
+    if (entry.starts_with(id + time) && entry.ends_with(')'))
+      return std::string(entry.substr(id.size() + time.size(), entry.size() - id.size() - time.size() - 1));
+  }
+  return std::nullopt;
+}
+
 std::string_view java_event_name(JavaProfileKind kind) {
   switch (kind) {
     case JavaProfileKind::AllocBytes: return "alloc";
@@ -190,23 +207,21 @@ std::vector<std::pair<std::string, std::string>> java_profile_info(const JavaEve
         info.emplace_back("live", "not recorded: the agent did not follow objects (option live)");
       else if (events.live_end() == "gc")
         info.emplace_back("live", "objects left after a full GC at the end");
-      else if (events.live_end() == "none" && (options.min_age_ns || options.min_gcs))
-        info.emplace_back("live", "objects not yet collected at the end" +
-                                      (options.min_age_ns ? " and allocated at least " +
-                                                                seconds_text(options.min_age_ns) + " before it"
-                                                          : std::string()) +
-                                      (options.min_gcs ? " and through at least " + std::to_string(options.min_gcs) +
-                                                             " collections"
-                                                       : std::string()) +
-                                      " (no GC forced)");
+      else if (events.live_end() == "none" && (options.min_age_ns || options.min_gcs)) {
+        std::string kept = "objects not yet collected at the end";
+        if (options.min_age_ns) kept += " and allocated at least " + seconds_text(options.min_age_ns) + " before it";
+        if (options.min_gcs) kept += " and through at least " + std::to_string(options.min_gcs) + " collections";
+        info.emplace_back("live", kept + " (no GC forced)");
+      }
       else if (events.live_end() == "none")
         info.emplace_back("live", "objects not yet collected at the end, garbage included (no final GC: the JVM "
                                   "exited with a collector other than G1, where one would hang the exit)");
       else
         info.emplace_back("live", "objects not yet collected so far, garbage included (the stream has not ended)");
       if (options.min_gcs && !events.gcs())
-        info.emplace_back("collections", "not counted by this JVM's agent (an older one, or the JVM refused its GC "
-                                         "events): --min-gcs keeps nothing");
+        info.emplace_back("collections", "not counted by this JVM's agent (an older one loaded by an earlier ember, "
+                                         "or the JVM refused its GC events: see its stderr): --min-gcs keeps nothing; "
+                                         "restart the JVM for this ember's agent, or use --min-age");
       else if (events.gcs())
         add("collections", *events.gcs());
       add("live samples", s.live_followed - s.freed);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -60,6 +61,14 @@ struct JavaProcess {
   uint32_t pid = 0;
   std::string name;  // comm
 };
+
+// The graph note "jvms": which JVMs a recording's Java graphs came from,
+// each with when it started (symbolizer::process_start_text; a pid is
+// given again after its process exits): "123 (started 1764571212.34), 456".
+// A JVM's entry, to be joined with ", "; and, read back, when JVM `pid`
+// started: nothing if the note does not list it, "" if it has no time.
+std::string jvms_note_entry(uint32_t pid, const std::string& started);
+std::optional<std::string> jvm_started_in_note(std::string_view note, uint32_t pid);
 
 std::string_view java_event_name(JavaProfileKind kind);
 std::string_view java_unit(JavaProfileKind kind);

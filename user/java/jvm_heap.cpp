@@ -21,6 +21,7 @@
 #include "user/heap/heap_report.h"
 #include "user/java/java.h"
 #include "user/java/java_attach.h"
+#include "user/java/java_profiles.h"
 #include "user/java/jvm.h"
 
 namespace ember {
@@ -100,33 +101,23 @@ std::string snapshot_comment(std::string_view text) {
 // notes: taken as this JVM's, with a word on stderr.
 std::expected<void, std::string> recorded_this_jvm(const flamegraph::Profile& recording, const std::string& path,
                                                    pid_t pid) {
-  const std::string* jvms = nullptr;
-  for (const auto& [key, value] : recording.info)
-    if (key == "jvms") jvms = &value;
+  const std::string* jvms = recording.info_value("jvms");
   if (!jvms) {
     std::fprintf(stderr, "ember: %s does not say which JVM it recorded (folded stacks keep no notes): taken as JVM %d's\n",
                  path.c_str(), static_cast<int>(pid));
     return {};
   }
-  // "123 (started 1764571212.34), 456 (started ...)"
-  const std::string prefix = std::to_string(pid);
-  for (size_t at = 0; at < jvms->size();) {
-    size_t end = jvms->find(", ", at);
-    std::string_view entry = std::string_view(*jvms).substr(at, end == std::string::npos ? std::string::npos : end - at);
-    at = end == std::string::npos ? jvms->size() : end + 2;
-    if (!entry.starts_with(prefix) || (entry.size() > prefix.size() && entry[prefix.size()] != ' ')) continue;
-    size_t started = entry.find("(started ");
-    if (started == std::string_view::npos) return {};
-    std::string then(entry.substr(started + 9, entry.size() - started - 10));
-    std::string now = symbolizer::process_start_text(static_cast<uint32_t>(pid));
-    if (now.empty() || now == then) return {};
-    return std::unexpected("JVM " + prefix + " restarted since " + path + " was recorded (the JVM recorded started at " +
-                           utc_text(std::atoll(then.c_str())) + ", this one at " + utc_text(std::atoll(now.c_str())) +
-                           "): its objects are not the ones recorded; record it again with ember record -p " + prefix +
-                           " -e alloc --live");
-  }
-  return std::unexpected(path + " is a recording of JVM " + *jvms + ", not of JVM " + prefix +
-                         ": record this one with ember record -p " + prefix + " -e alloc --live");
+  const std::string id = std::to_string(pid);
+  std::optional<std::string> then = jvm_started_in_note(*jvms, static_cast<uint32_t>(pid));
+  if (!then)
+    return std::unexpected(path + " is a recording of JVM " + *jvms + ", not of JVM " + id +
+                           ": record this one with ember record -p " + id + " -e alloc --live");
+  std::string now = symbolizer::process_start_text(static_cast<uint32_t>(pid));
+  if (then->empty() || now.empty() || now == *then) return {};
+  return std::unexpected("JVM " + id + " restarted since " + path + " was recorded (the JVM recorded started at " +
+                         utc_text(std::atoll(then->c_str())) + ", this one at " + utc_text(std::atoll(now.c_str())) +
+                         "): its objects are not the ones recorded; record it again with ember record -p " + id +
+                         " -e alloc --live");
 }
 
 }  // namespace

@@ -290,8 +290,7 @@ void Recorder::finish(ResultInfo& result, int wait_status, const std::string& er
   result.unit = profile.unit;
   result.total = profile.total();
   result.seconds = profile.duration_ns / 1e9;
-  for (const auto& [key, value] : profile.info)
-    if (key == "samples") result.samples = std::strtoull(value.c_str(), nullptr, 10);
+  if (const std::string* samples = profile.info_value("samples")) result.samples = std::strtoull(samples->c_str(), nullptr, 10);
   flamegraph::HtmlOptions html;
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", result.seconds);

@@ -364,7 +364,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
       bool untimed = false;  // a JVM's weights without times: a timeline would miss them
       for (const Collector::JavaStream& j : collector_.java_streams()) {
         if (!jvms.empty()) jvms += ", ";
-        jvms += std::to_string(j.pid) + (j.started.empty() ? "" : " (started " + j.started + ")");
+        jvms += jvms_note_entry(j.pid, j.started);
         // Built per JVM, so each stack is known to be its process's.
         flamegraph::Profile jvm;
         add_java_profile(*j.events, *event->java_profile, {j.pid, j.name}, jopts, jvm);
