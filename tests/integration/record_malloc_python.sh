@@ -32,7 +32,7 @@ leaking live
 cache=$(weight "$TMP/live.folded" "$(block_of cache_fill)")
 cache_truth=$((1000 * 16385))
 echo "--live: cache_fill's bytearrays $(mib "$cache") MiB (the cache holds $(mib "$cache_truth"))"
-# An emulated guest fills fewer in the cache's second: there, some at least.
+# An emulated guest fills fewer in the cache's 1.5 s: there, some at least.
 if [[ ${EMBER_EMULATED:-} ]]; then
 	((cache >= 16385)) || fail "--live: none of the cache's bytearrays"
 else
@@ -45,4 +45,4 @@ leak=$(weight "$TMP/old.folded" "$(block_of leak_here)")
 cache=$(weight "$TMP/old.folded" "$(block_of cache_fill)")
 echo "--live --min-age 2s: leak_here $(mib "$leak") MiB (leaked: $(mib "$leak_truth") MiB), cache_fill's bytearrays $cache bytes"
 ((leak == leak_truth)) || fail "--min-age 2s: leak_here $leak bytes, the workload leaked $leak_truth"
-((cache == 0)) || fail "--min-age 2s: $cache bytes of the cache's bytearrays, all younger than a second"
+((cache == 0)) || fail "--min-age 2s: $cache bytes of the cache's bytearrays, all younger than 1.5 s"

@@ -1,7 +1,7 @@
 """A slow leak among a busy cache, in Python, for -e malloc --live
 --min-age: once the file GO exists, 16 KiB bytearrays (allocated by
 CPython through the C library's malloc: above pymalloc's 512 bytes) go
-into a cache that keeps the newest 1000 and none older than a second
+into a cache that keeps the newest 1000 and none older than 1.5 s
 (on the host 1000 are under half a second's worth; an emulated guest
 runs slower: the age bound keeps every block in it young), and every 10th turn one goes into a list
 never emptied, from leak_here, for LEAK seconds. At RUN seconds it prints
@@ -25,7 +25,7 @@ def cache_fill(cache):
     now = time.monotonic()
     for _ in range(10):
         cache.append((now, bytearray(BLOCK)))
-    while cache and now - cache[0][0] > 1:
+    while cache and now - cache[0][0] > 1.5:
         cache.popleft()
 
 
