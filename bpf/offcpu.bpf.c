@@ -163,6 +163,42 @@ static __always_inline void send_woken(struct ember_sample *block, struct task_s
 	ember_release_scratch(slot);
 }
 
+/* Sends thread `task`'s block `s`, `off` ns long, and clears it. */
+static __always_inline void end_block(struct ember_sample *s, struct task_struct *task, __u64 off)
+{
+	if (off >= min_block_ns || s->kind == EMBER_KIND_PREEMPTED) {
+		s->weight = off;
+		if (offcpu_waker && s->waker == EMBER_WAKER_SEEN)
+			send_woken(s, task);
+		else
+			send(s, 0, false);
+	}
+	s->time_ns = 0;
+	s->waker = EMBER_WAKER_NONE;
+}
+
+/* The current task's CPU time; a block keeps it in its weight until it
+ * ends. Brought up to date as the task leaves the CPU, before the switch's
+ * tracepoint, and as it exits. */
+static __always_inline __u64 cpu_time(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, se.sum_exec_runtime);
+}
+
+/* The current task, `t`, runs with a block of its `s` still open: the
+ * switch back to it passed no sched_switch tracepoint. The 6.18 kernels of
+ * these Firecracker (PVM) guests do that several times a minute, most often
+ * as a task woken onto an idle CPU runs, and bpftrace's tracepoint misses
+ * the same switches. It ran for its CPU time's growth since; the rest of
+ * the span was off CPU, in the block (or preempted after it). */
+static __always_inline void end_unseen_block(struct ember_sample *s, struct task_struct *t)
+{
+	__u64 span = bpf_ktime_get_ns() - s->time_ns, ran = cpu_time(t) - s->weight;
+
+	COUNT(offcpu_unseen_ends);
+	end_block(s, t, ran < span ? span - ran : 0);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -176,8 +212,12 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 		 * reached yet), a thread stays runnable: no wakeup will come. */
 		bool runnable = preempt || task_state(prev) == 0;
 
+		s = bpf_map_lookup_elem(&offcpu_start, &tid);
+		if (s && s->time_ns)
+			end_unseen_block(s, prev);
 		if (!runnable || offcpu_preempted) {
-			s = thread_entry(&offcpu_start, tid);
+			if (!s)
+				s = thread_entry(&offcpu_start, tid);
 			/* The record is built in the thread's entry; the slot
 			 * holds the walk. */
 			slot = s ? ember_claim_scratch() : -1;
@@ -188,7 +228,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 				s->waker = offcpu_waker && !runnable ? EMBER_WAKER_UNSEEN : EMBER_WAKER_NONE;
 				barrier();
 				take_stacks(ctx, (struct stack_start){}, s, slot, pid, tid, true, false);
-				s->weight = 0;
+				s->weight = cpu_time(prev);
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
 				s->wait = runnable ? EMBER_WAIT_OTHER : wait_of();
 				ember_release_scratch(slot);
@@ -199,19 +239,8 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 	}
 	/* next runs again: its time off CPU is over. */
 	s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
-	if (s && s->time_ns) {
-		__u64 off = bpf_ktime_get_ns() - s->time_ns;
-
-		if (off >= min_block_ns || s->kind == EMBER_KIND_PREEMPTED) {
-			s->weight = off;
-			if (offcpu_waker && s->waker == EMBER_WAKER_SEEN)
-				send_woken(s, next);
-			else
-				send(s, 0, false);
-		}
-		s->time_ns = 0;
-		s->waker = EMBER_WAKER_NONE;
-	}
+	if (s && s->time_ns)
+		end_block(s, next, bpf_ktime_get_ns() - s->time_ns);
 	return 0;
 }
 
@@ -255,12 +284,16 @@ int BPF_PROG(ember_waking, struct task_struct *p)
 	return 0;
 }
 
-/* A thread's entries go with it. */
+/* A thread's entries go with it; a block still open as it exits ended
+ * unseen. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ember_offcpu_exit, struct task_struct *task)
 {
 	__u32 tid = task->pid;
+	struct ember_sample *s = bpf_map_lookup_elem(&offcpu_start, &tid);
 
+	if (s && s->time_ns)
+		end_unseen_block(s, task);
 	bpf_map_delete_elem(&offcpu_start, &tid);
 	if (offcpu_waker)
 		bpf_map_delete_elem(&waker_stacks, &tid);

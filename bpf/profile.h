@@ -86,6 +86,7 @@ struct ember_counters {
 	__u64 targets_full;     /* children not followed: target_pids full */
 	__u64 mappings_lost;    /* exit mappings dropped: exits ring buffer full */
 	__u64 offcpu_untracked; /* switches out not recorded: offcpu_start full */
+	__u64 offcpu_unseen_ends; /* blocks whose switch back passed no tracepoint */
 	__u64 malloc_live_full; /* sampled allocations not tracked: live_allocs full */
 	__u64 waker_untracked;  /* --waker: wakers seen whose stacks could not be stored */
 	__u64 scratch_busy;     /* records not built: every scratch slot of the CPU in use */

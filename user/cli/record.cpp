@@ -354,6 +354,9 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
                   [](const WindowGraph& g) { return g.view.kinds & 1u << EMBER_KIND_BLOCKED; }))
     std::fprintf(stderr, "  untracked   %llu  (switches off CPU not recorded: the off-CPU table was full)\n",
                  n(counters.offcpu_untracked));
+  if (counters.offcpu_unseen_ends)
+    std::fprintf(stderr, "              %llu  (blocks whose end the kernel's switch tracepoint did not show: sized from CPU time)\n",
+                 n(counters.offcpu_unseen_ends));
   for (const WindowGraph& g : w.graphs)
     if (g.view.waker)
       std::fprintf(stderr,

@@ -337,6 +337,7 @@ SamplerCounters Sampler::counters() const {
     sum.targets_full += c.targets_full;
     sum.mappings_lost += c.mappings_lost;
     sum.offcpu_untracked += c.offcpu_untracked;
+    sum.offcpu_unseen_ends += c.offcpu_unseen_ends;
     sum.malloc_untracked += c.malloc_live_full;
     sum.waker_untracked += c.waker_untracked;
     sum.scratch_busy += c.scratch_busy;

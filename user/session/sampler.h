@@ -59,6 +59,7 @@ struct SamplerCounters {
   uint64_t targets_full = 0;  // child processes not followed: map full
   uint64_t mappings_lost = 0;  // mappings of exiting processes dropped: ring full
   uint64_t offcpu_untracked = 0;  // switches out not recorded: the off-CPU table was full
+  uint64_t offcpu_unseen_ends = 0;  // blocks ended without a switch's tracepoint, sized from CPU time
   uint64_t malloc_untracked = 0;  // --live: sampled allocations not tracked, table full
   uint64_t waker_untracked = 0;   // --waker: wakeups whose waker's stacks could not be stored
   uint64_t unwind_unsupported = 0;  // frames with CFI the unwinder cannot apply

@@ -42,6 +42,7 @@ SamplerCounters operator-(const SamplerCounters& a, const SamplerCounters& b) {
   d.targets_full = a.targets_full - b.targets_full;
   d.mappings_lost = a.mappings_lost - b.mappings_lost;
   d.offcpu_untracked = a.offcpu_untracked - b.offcpu_untracked;
+  d.offcpu_unseen_ends = a.offcpu_unseen_ends - b.offcpu_unseen_ends;
   d.malloc_untracked = a.malloc_untracked - b.malloc_untracked;
   d.waker_untracked = a.waker_untracked - b.waker_untracked;
   d.unwind_unsupported = a.unwind_unsupported - b.unwind_unsupported;
