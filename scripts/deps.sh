@@ -68,7 +68,8 @@ fi
 old_emulators() {
 	local p v
 	for p in "${emulators[@]}"; do
-		v=$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null | sed -n 's/^install ok installed //p')
+		# (dpkg-query fails for a package never installed: not an error here)
+		v=$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null | sed -n 's/^install ok installed //p' || true)
 		[ -n "$v" ] && dpkg --compare-versions "$v" ge "$emulators_min" || echo "$p${v:+ $v}"
 	done
 }

@@ -27,21 +27,30 @@ echo "$windows windows"
 # samples at 999 Hz in all, however busy the machine is, each named. How
 # many children a 0.4 s window holds depends on the load (about 200 on an
 # idle machine, 4 in one window of a CI run beside the kernel matrix's
-# emulators), not the share of their samples that churn_child_work gets
-# (the rest: their start in ld.so, the parent's forks): 0.55-0.63 a window
-# on an idle machine. Each window but the last (cut when the command ended)
-# with 20 or more of process_churn's samples names a third of them.
-short=0 judged=0 named=0
-for f in $(ls "$TMP"/w.[0-9]*.folded | head -n -1); do
+# emulators), and the share of their samples that churn_child_work gets
+# (the rest: their start in ld.so, the parent's forks) on the host: 0.55-
+# 0.63 on an idle Intel one, 0.25 where ld.so's cpuid calls trap (AMD under
+# PVM). Each window but the last (cut when the command ended) with 20 or
+# more of process_churn's samples names at least half the run's share: a
+# session that stopped naming new processes' frames falls far below.
+short=0 judged=0 named=0 named_judged=0 all_judged=0
+windows_list=$(ls "$TMP"/w.[0-9]*.folded | head -n -1)
+for f in $windows_list; do
 	n=$(weight "$f" ';main;churn_child_work(;[^;]*)* [0-9]+$')
 	all=$(weight "$f" '^process_churn;')
 	named=$((named + n))
 	((all >= 20)) || continue
-	judged=$((judged + 1))
-	((n * 3 >= all)) || { echo "$f: $n of process_churn's $all samples in churn_child_work"; short=$((short + 1)); }
+	echo "$n $all" >>"$TMP/shares"
+	named_judged=$((named_judged + n)) all_judged=$((all_judged + all))
 done
+((all_judged > 0)) || fail "no window held 20 of process_churn's samples"
+echo "churn_child_work: $named_judged of $all_judged samples in the windows judged"
+while read -r n all; do
+	judged=$((judged + 1))
+	((n * all_judged * 2 >= all * named_judged)) || { echo "$n of process_churn's $all samples in churn_child_work"; short=$((short + 1)); }
+done <"$TMP/shares"
 echo "$named samples in churn_child_work (20,000 children of 1 ms of CPU each); $judged windows with 20 samples or more"
-((short == 0)) || fail "$short of $judged windows name under a third of the short-lived processes' samples"
+((short == 0)) || fail "$short of $judged windows name under half the run's share of the short-lived processes' samples"
 ((named >= 17000 && named <= 23000)) || fail "$named samples name churn_child_work, not 20,000 +-15%"
 
 # Flat: RSS and open files over the run, after a warm-up of 5 s (kernel
