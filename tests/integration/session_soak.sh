@@ -32,11 +32,12 @@ echo "$windows windows"
 # 0.63 on an idle Intel one, 0.25 where ld.so's cpuid calls trap (AMD under
 # PVM). Each window but the last (cut when the command ended) with 20 or
 # more of process_churn's samples names at least half the run's share: a
-# session that stopped naming new processes' frames falls far below.
+# session that stopped naming new processes' frames falls far below. (How
+# many of those stacks reach main is record_short_lived's to judge.)
 short=0 judged=0 named=0 named_judged=0 all_judged=0
 windows_list=$(ls "$TMP"/w.[0-9]*.folded | head -n -1)
 for f in $windows_list; do
-	n=$(weight "$f" ';main;churn_child_work(;[^;]*)* [0-9]+$')
+	n=$(weight "$f" '^process_churn;(.*;)?churn_child_work(;[^;]*)* [0-9]+$')
 	all=$(weight "$f" '^process_churn;')
 	named=$((named + n))
 	((all >= 20)) || continue
