@@ -23,6 +23,7 @@ exits=$(awk '/^  exits /{print $2}' "$TMP/err")
 grep -E '^cpu_split \(' "$TMP/out.folded" | grep -v 'execve' >"$TMP/split.folded"
 all=$(total "$TMP/split.folded")
 named=$(weight "$TMP/split.folded" ';main;run_split;hot_[ab];work_unit [0-9]+$')
+in_work=$(weight "$TMP/split.folded" ';work_unit [0-9]+$')
 user=$(weight "$TMP/split.folded" ';main;')
 # A frame named module+offset is a file the symbolizer could not read.
 # Stacks holding [unknown] frames are a frame-pointer walk straying into
@@ -32,8 +33,11 @@ user=$(weight "$TMP/split.folded" ';main;')
 grep -v '\[unknown\]' "$TMP/split.folded" >"$TMP/walked.folded"
 unknown=$(weight "$TMP/walked.folded" '\+0x[0-9a-f]+;|\+0x[0-9a-f]+ [0-9]+$')
 procs=$(grep -oE '^cpu_split \([0-9]+\)' "$TMP/split.folded" | sort -u | wc -l)
-echo "80 processes of 10 ms: $procs sampled, $all samples, $user in main, $named in work_unit, $unknown unnamed; $exits exit-time mappings"
+echo "80 processes of 10 ms: $procs sampled, $all samples, $user in main, $in_work in work_unit ($named from main), $unknown unnamed; $exits exit-time mappings"
 (( procs >= 60 )) || fail "only $procs of 80 processes sampled"
 (( all >= 400 )) || fail "only $all samples of cpu_split at 999 Hz"
 (( unknown == 0 )) || fail "$unknown of $all samples have frames in files not read: $(grep -E '\+0x[0-9a-f]+' "$TMP/walked.folded" | head -3)"
-(( named * 100 >= all * 85 )) || fail "only $named of $all samples reach work_unit"
+# Each process spends 10 ms in work_unit and the rest starting: 1-2 ms on
+# an idle Intel host, 3 ms where ld.so's cpuid calls trap (AMD under PVM).
+(( in_work * 2 >= all )) || fail "only $in_work of $all samples in work_unit"
+(( named * 100 >= in_work * 85 )) || fail "only $named of $in_work samples in work_unit reach it from main"
