@@ -163,15 +163,19 @@ static __always_inline void send_woken(struct ember_sample *block, struct task_s
 	ember_release_scratch(slot);
 }
 
-/* Sends thread `task`'s block `s`, `off` ns long, and clears it. */
-static __always_inline void end_block(struct ember_sample *s, struct task_struct *task, __u64 off)
+/* Sends thread `task`'s block `s`, `off` ns long, with its waker's stacks
+ * if `with_waker`, and clears it. */
+static __always_inline void end_block(struct ember_sample *s, struct task_struct *task, __u64 off, bool with_waker)
 {
 	if (off >= min_block_ns || s->kind == EMBER_KIND_PREEMPTED) {
 		s->weight = off;
-		if (offcpu_waker && s->waker == EMBER_WAKER_SEEN)
+		if (with_waker && offcpu_waker && s->waker == EMBER_WAKER_SEEN) {
 			send_woken(s, task);
-		else
+		} else {
+			if (s->waker == EMBER_WAKER_SEEN)
+				s->waker = EMBER_WAKER_UNSEEN;
 			send(s, 0, false);
+		}
 	}
 	s->time_ns = 0;
 	s->waker = EMBER_WAKER_NONE;
@@ -190,13 +194,15 @@ static __always_inline __u64 cpu_time(struct task_struct *t)
  * these Firecracker (PVM) guests do that several times a minute, most often
  * as a task woken onto an idle CPU runs, and bpftrace's tracepoint misses
  * the same switches. It ran for its CPU time's growth since; the rest of
- * the span was off CPU, in the block (or preempted after it). */
+ * the span was off CPU, in the block (or preempted after it). Sent without
+ * its waker's stacks: joining them here too made the program more than
+ * 5.10's verifier takes. */
 static __always_inline void end_unseen_block(struct ember_sample *s, struct task_struct *t)
 {
 	__u64 span = bpf_ktime_get_ns() - s->time_ns, ran = cpu_time(t) - s->weight;
 
 	COUNT(offcpu_unseen_ends);
-	end_block(s, t, ran < span ? span - ran : 0);
+	end_block(s, t, ran < span ? span - ran : 0, false);
 }
 
 SEC("tp_btf/sched_switch")
@@ -240,7 +246,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 	/* next runs again: its time off CPU is over. */
 	s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 	if (s && s->time_ns)
-		end_block(s, next, bpf_ktime_get_ns() - s->time_ns);
+		end_block(s, next, bpf_ktime_get_ns() - s->time_ns, true);
 	return 0;
 }
 
