@@ -216,16 +216,24 @@ for run in nofp fp perf; do
 	chain $run exception-unwinder 90 "$T;exception_thread;exception_catch_loop;exception_level1;exception_level2(;exception_level3;exception_thrower([.]cold)?;cxa_throw;|([.]cold)?;Unwind_Resume(;|$))"
 done
 # --- samples in the PLT entry itself: no frame there, the return address
-# on top of the stack (a frame-pointer walk would lose plt_loop). A fifth
-# of the thread's ~700 samples; at least 50 however the timer falls.
+# on top of the stack (a frame-pointer walk would lose plt_loop). How many
+# land in the entry depends on the CPU: a fifth of the thread's ~700 on an
+# Intel host, a twentieth on AMD EPYC under PVM. perf, on the same run,
+# says how many to expect: each build has at least a third of its count.
+plt_samples() {
+	awk '{ c = $NF } /;mixlib_step@plt [0-9]+$/ { n += c; if ($0 ~ /;start_thread;plt_thread;plt_loop;mixlib_step@plt /) k += c }
+		END { printf "%d %d\n", k, n }'
+}
+read -r _ expected < <(plt_samples <"$TMP/perf.folded")
+echo "perf: $expected samples in mixlib_step@plt"
+(( expected >= 15 )) || fail "perf, the reference, has only $expected samples in mixlib_step@plt: too few to judge"
 for run in nofp fp; do
-	grep -E "^[^;]* \(${!run}\);" "$TMP/ember.folded" |
-		awk '{ c = $NF } /;mixlib_step@plt [0-9]+$/ { n += c; if ($0 ~ /;start_thread;plt_thread;plt_loop;mixlib_step@plt /) k += c }
-			END { printf "%d %d\n", k, n }' >"$TMP/plt.$run"
+	grep -E "^[^;]* \(${!run}\);" "$TMP/ember.folded" | plt_samples >"$TMP/plt.$run"
 	read -r k n <"$TMP/plt.$run"
 	echo "$run: $n samples in mixlib_step@plt, $(pct "$k" "$n")% under plt_thread;plt_loop"
-	(( n >= 50 )) || fail "$run: only $n samples in mixlib_step@plt (expected ~140): its PLT entry is not named, or not sampled"
-	(( k * 100 >= n * 98 )) || fail "$run: $k of $n samples in mixlib_step@plt step to plt_loop and plt_thread; heaviest:
+	(( n * 3 >= expected )) || fail "$run: only $n samples in mixlib_step@plt (perf: $expected): its PLT entry is not named, or not sampled"
+	# 98%, or all but one of the few an AMD host has
+	(( k * 100 >= n * 98 || n - k <= 1 )) || fail "$run: $k of $n samples in mixlib_step@plt step to plt_loop and plt_thread; heaviest:
 $(grep ';mixlib_step@plt ' "$TMP/ember.folded" | heaviest /dev/stdin)"
 done
 echo "signal frames (between signal_victim_work and the handler):"

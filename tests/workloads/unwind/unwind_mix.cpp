@@ -17,7 +17,8 @@
  *                  while the exception unwinds through it);exception_level3;
  *                  exception_thrower;__cxa_throw;<libgcc's unwinder>
  *   mix-plt        plt_thread;plt_loop;mixlib_step@plt (its PLT entry: a
- *                  fifth of the thread's samples) or mixlib_step
+ *                  fifth of the thread's samples on Intel, a twentieth on
+ *                  AMD EPYC) or mixlib_step
  * Built twice (tests/integration/unwind_native.sh compares the two):
  * -O2 -fomit-frame-pointer and -O2 -fno-omit-frame-pointer.
  * Usage: unwind_mix [seconds] [--wait]: seconds of CPU time per thread
