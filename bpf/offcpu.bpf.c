@@ -234,6 +234,9 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 				s->waker = offcpu_waker && !runnable ? EMBER_WAKER_UNSEEN : EMBER_WAKER_NONE;
 				barrier();
 				take_stacks(ctx, (struct stack_start){}, s, slot, pid, tid, true, false);
+				/* Off CPU from now, not from before the walk: the walk
+				 * is the thread's CPU time, slow in an emulated guest. */
+				s->time_ns = bpf_ktime_get_ns();
 				s->weight = cpu_time(prev);
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
 				s->wait = runnable ? EMBER_WAIT_OTHER : wait_of();
