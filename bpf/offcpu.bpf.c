@@ -190,13 +190,15 @@ static __always_inline __u64 cpu_time(struct task_struct *t)
 }
 
 /* The current task, `t`, runs with a block of its `s` still open: the
- * switch back to it passed no sched_switch tracepoint. The 6.18 kernels of
- * these Firecracker (PVM) guests do that several times a minute, most often
- * as a task woken onto an idle CPU runs, and bpftrace's tracepoint misses
- * the same switches. It ran for its CPU time's growth since; the rest of
- * the span was off CPU, in the block (or preempted after it). Sent without
- * its waker's stacks: joining them here too made the program more than
- * 5.10's verifier takes. */
+ * switch back to it passed no sched_switch tracepoint. The 6.18 kernel of
+ * these Firecracker (PVM) guests does that to kernel threads woken onto an
+ * idle CPU (30 to 50 a minute on an idle host) and, more rarely, to a busy
+ * workload's threads; bpftrace's tracepoint misses the same switches. The
+ * thread ran for its CPU time's growth since; the rest of the span was off
+ * CPU, in the block. Looked for at every switch out, preempted ones too, so
+ * that no later time off CPU joins the span. Sent without its waker's
+ * stacks: joining them here too made the program more than 5.10's verifier
+ * takes. */
 static __always_inline void end_unseen_block(struct ember_sample *s, struct task_struct *t)
 {
 	__u64 span = bpf_ktime_get_ns() - s->time_ns, ran = cpu_time(t) - s->weight;

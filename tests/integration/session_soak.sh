@@ -35,20 +35,19 @@ echo "$windows windows"
 # session that stopped naming new processes' frames falls far below. (How
 # many of those stacks reach main is record_short_lived's to judge.)
 short=0 judged=0 named=0 named_judged=0 all_judged=0
-windows_list=$(ls "$TMP"/w.[0-9]*.folded | head -n -1)
-for f in $windows_list; do
+for f in $(ls "$TMP"/w.[0-9]*.folded | head -n -1); do
 	n=$(weight "$f" '^process_churn;(.*;)?churn_child_work(;[^;]*)* [0-9]+$')
 	all=$(weight "$f" '^process_churn;')
 	named=$((named + n))
 	((all >= 20)) || continue
-	echo "$n $all" >>"$TMP/shares"
+	echo "$f $n $all" >>"$TMP/shares"
 	named_judged=$((named_judged + n)) all_judged=$((all_judged + all))
 done
 ((all_judged > 0)) || fail "no window held 20 of process_churn's samples"
 echo "churn_child_work: $named_judged of $all_judged samples in the windows judged"
-while read -r n all; do
+while read -r f n all; do
 	judged=$((judged + 1))
-	((n * all_judged * 2 >= all * named_judged)) || { echo "$n of process_churn's $all samples in churn_child_work"; short=$((short + 1)); }
+	((n * all_judged * 2 >= all * named_judged)) || { echo "$f: $n of process_churn's $all samples in churn_child_work"; short=$((short + 1)); }
 done <"$TMP/shares"
 echo "$named samples in churn_child_work (20,000 children of 1 ms of CPU each); $judged windows with 20 samples or more"
 ((short == 0)) || fail "$short of $judged windows name under half the run's share of the short-lived processes' samples"

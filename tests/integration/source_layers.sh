@@ -59,9 +59,10 @@ while IFS=: read -r file _ line; do
 done < <(grep -nE '^#include "' --include='*.h' --include='*.c' --include='*.cpp' -r agent bpf flamegraph symbolizer unwind user)
 
 ((checked > 100)) || fail "only $checked includes across folders: the scan found too little"
-new=$(comm -13 <(sort <<<"$known") <(sort <<<"${found%$'\n'}"))
-gone=$(comm -23 <(sort <<<"$known") <(sort <<<"${found%$'\n'}"))
-echo "$checked includes across folders; $(grep -c . <<<"${found%$'\n'}") still upward (issue 42)"
+found=$(sort <<<"${found%$'\n'}")
+new=$(comm -13 <(sort <<<"$known") - <<<"$found")
+gone=$(comm -23 <(sort <<<"$known") - <<<"$found")
+echo "$checked includes across folders; $(grep -c . <<<"$found") still upward (issue 42)"
 [ -z "$new" ] || fail "includes that run up a layer or into a sibling command (docs/architecture.md): $new"
 [ -z "$gone" ] || fail "moved since, take them off this script's list: $gone"
 true
