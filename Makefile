@@ -81,10 +81,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
 
 # The libraries, one per folder, each built once as a static archive; a
 # program links the archives it needs and takes from each only the objects
-# it uses. Layers: cli -> serve, fleet -> net, session -> events, java,
-# runtimes -> heap, symbolizer, unwind -> flamegraph (session and events,
-# session and java use each other's types, so they link as one group).
-LIBS := serve fleet net session events java runtimes heap symbolizer unwind flamegraph
+# it uses, in the layers of docs/architecture.md: cli -> serve -> fleet ->
+# net, session -> events -> java, runtimes, host -> heap, symbolizer,
+# unwind -> flamegraph.
+LIBS := serve fleet net session events java runtimes host heap symbolizer unwind flamegraph
 SRC_flamegraph := $(wildcard flamegraph/*.cpp)
 SRC_symbolizer := $(wildcard symbolizer/*.cpp)
 SRC_unwind := $(wildcard unwind/*.cpp)
@@ -93,6 +93,7 @@ SRC_events := $(wildcard user/events/*.cpp)
 SRC_java := $(wildcard user/java/*.cpp)
 SRC_heap := $(wildcard user/heap/*.cpp)
 SRC_runtimes := $(wildcard user/runtimes/*.cpp)
+SRC_host := $(wildcard user/host/*.cpp)
 SRC_serve := $(wildcard user/serve/*.cpp)
 SRC_fleet := $(wildcard user/fleet/*.cpp)
 SRC_net := $(wildcard user/net/*.cpp)

@@ -556,32 +556,21 @@ bool is_otlp(std::string_view bytes) {
   return any && r.ok();
 }
 
-std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::string_view event,
-                                                std::vector<std::string>* events) {
-  std::string inflated;
-  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
-    auto r = gunzip(bytes);
-    if (!r) return std::unexpected("otlp: " + r.error());
-    inflated = std::move(*r);
-    bytes = inflated;
-  }
-  std::vector<std::string_view> resources;
-  std::string_view dictionary;
-  Reader r(bytes);
-  int f, w;
-  while (r.next(f, w)) {
-    if (f == field::kResourceProfiles && w == kLen) resources.push_back(r.bytes());
-    else if (f == field::kDictionary && w == kLen) dictionary = r.bytes();
-    else r.skip(w);
-  }
-  if (!r.ok()) return std::unexpected("otlp: corrupt or truncated protobuf");
-  auto tables = read_dictionary(dictionary);
-  if (!tables) return std::unexpected(tables.error());
-  const ReadTables& t = *tables;
+namespace {
 
-  // Every profile, and each resource's process.
+// The profiles of an OTLP request, and each resource's process:
+// "comm (pid)", or empty.
+struct OtlpResources {
   std::vector<ReadProfile> profiles;
-  std::vector<std::string> process_names;  // per resource: "comm (pid)", or empty
+  std::vector<std::string> process_names;  // per resource
+};
+
+std::expected<OtlpResources, std::string> read_resources(const std::vector<std::string_view>& resources,
+                                                         const ReadTables& t) {
+  OtlpResources read;
+  std::vector<ReadProfile>& profiles = read.profiles;
+  std::vector<std::string>& process_names = read.process_names;
+  int f, w;
   for (std::string_view rp : resources) {
     std::string_view comm, path;
     int64_t pid = 0;
@@ -623,41 +612,16 @@ std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::str
     if (comm.empty()) comm = path.substr(path.rfind('/') + 1);
     process_names.push_back(comm.empty() ? std::string() : process_frame_name(comm, static_cast<uint64_t>(pid)));
   }
-  if (profiles.empty()) return std::unexpected("otlp: no profiles in it");
+  return read;
+}
 
-  std::vector<std::string> found;
-  for (const ReadProfile& p : profiles)
-    if (std::find(found.begin(), found.end(), p.event) == found.end()) found.push_back(p.event);
-  std::string wanted = event.empty() ? found.front() : std::string(event);
-  if (std::find(found.begin(), found.end(), wanted) == found.end()) {
-    std::string known;
-    for (const std::string& e : found) known += (known.empty() ? "" : ", ") + e;
-    return std::unexpected("otlp: no profile of event '" + wanted + "' in it; it holds " + known);
-  }
-  if (events) *events = found;
-
-  Profile out;
-  const ReadProfile* first = nullptr;
-  uint64_t start = UINT64_MAX, end = 0;
-  for (const ReadProfile& p : profiles) {
-    if (p.event != wanted) continue;
-    if (!first) first = &p;
-    start = std::min(start, p.time_ns);
-    end = std::max(end, p.time_ns + p.duration_ns);
-  }
-  out.event = wanted;
-  out.unit = first->unit;
-  out.period_ns = first->period_ns;
-  out.start_unix_ns = start;
-  out.duration_ns = end - start;
-  for (uint64_t a : first->attributes)
-    if (a < t.attributes.size() && t.attributes[a].first == kComment)
-      for (std::string_view line : t.attributes[a].second.list) {
-        size_t colon = line.find(": ");
-        if (colon != std::string_view::npos && colon > 0)
-          out.info.emplace_back(line.substr(0, colon), line.substr(colon + 2));
-      }
-
+// The samples of `wanted`'s profiles added to `out`, under their process
+// and thread frames, with a timeline (times since `start`) if every one
+// has times.
+std::expected<void, std::string> add_samples(const ReadTables& t, const OtlpResources& read, const std::string& wanted,
+                                             uint64_t start, Profile& out) {
+  const std::vector<std::string>& process_names = read.process_names;
+  int f, w;
   // Frames are made once per location, process and thread, not per sample.
   std::vector<std::optional<std::vector<FrameId>>> location_frames(t.locations.size());  // root first
   auto frames_of = [&](uint64_t id) -> std::expected<const std::vector<FrameId>*, std::string> {
@@ -695,7 +659,7 @@ std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::str
   std::vector<FrameId> frames;
   std::vector<uint64_t> attributes, values, timestamps;
   bool timed = true;  // every sample so far had times
-  for (const ReadProfile& p : profiles) {
+  for (const ReadProfile& p : read.profiles) {
     if (p.event != wanted) continue;
     for (std::string_view raw : p.samples) {
       uint64_t stack = 0;
@@ -770,6 +734,73 @@ std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::str
   if (!timed) out.timeline.clear();
   std::stable_sort(out.timeline.begin(), out.timeline.end(),
                    [](const Timed& a, const Timed& b) { return a.time_ns < b.time_ns; });
+  return {};
+}
+
+}  // namespace
+
+std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::string_view event,
+                                                std::vector<std::string>* events) {
+  std::string inflated;
+  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
+    auto r = gunzip(bytes);
+    if (!r) return std::unexpected("otlp: " + r.error());
+    inflated = std::move(*r);
+    bytes = inflated;
+  }
+  std::vector<std::string_view> resources;
+  std::string_view dictionary;
+  Reader r(bytes);
+  int f, w;
+  while (r.next(f, w)) {
+    if (f == field::kResourceProfiles && w == kLen) resources.push_back(r.bytes());
+    else if (f == field::kDictionary && w == kLen) dictionary = r.bytes();
+    else r.skip(w);
+  }
+  if (!r.ok()) return std::unexpected("otlp: corrupt or truncated protobuf");
+  auto tables = read_dictionary(dictionary);
+  if (!tables) return std::unexpected(tables.error());
+  const ReadTables& t = *tables;
+
+  auto read = read_resources(resources, t);
+  if (!read) return std::unexpected(read.error());
+  const std::vector<ReadProfile>& profiles = read->profiles;
+  if (profiles.empty()) return std::unexpected("otlp: no profiles in it");
+
+  std::vector<std::string> found;
+  for (const ReadProfile& p : profiles)
+    if (std::find(found.begin(), found.end(), p.event) == found.end()) found.push_back(p.event);
+  std::string wanted = event.empty() ? found.front() : std::string(event);
+  if (std::find(found.begin(), found.end(), wanted) == found.end()) {
+    std::string known;
+    for (const std::string& e : found) known += (known.empty() ? "" : ", ") + e;
+    return std::unexpected("otlp: no profile of event '" + wanted + "' in it; it holds " + known);
+  }
+  if (events) *events = found;
+
+  Profile out;
+  const ReadProfile* first = nullptr;
+  uint64_t start = UINT64_MAX, end = 0;
+  for (const ReadProfile& p : profiles) {
+    if (p.event != wanted) continue;
+    if (!first) first = &p;
+    start = std::min(start, p.time_ns);
+    end = std::max(end, p.time_ns + p.duration_ns);
+  }
+  out.event = wanted;
+  out.unit = first->unit;
+  out.period_ns = first->period_ns;
+  out.start_unix_ns = start;
+  out.duration_ns = end - start;
+  for (uint64_t a : first->attributes)
+    if (a < t.attributes.size() && t.attributes[a].first == kComment)
+      for (std::string_view line : t.attributes[a].second.list) {
+        size_t colon = line.find(": ");
+        if (colon != std::string_view::npos && colon > 0)
+          out.info.emplace_back(line.substr(0, colon), line.substr(colon + 2));
+      }
+
+  if (auto added = add_samples(t, *read, wanted, start, out); !added) return std::unexpected(added.error());
   return out;
 }
 

@@ -60,108 +60,116 @@ std::string main_binary(std::span<const Profile* const> profiles) {
   return {};
 }
 
-}  // namespace
+bool cpu_time(const Profile& p) { return p.unit == "samples" && p.period_ns > 0; }
 
-std::string encode_pprof(const Profile& profile, size_t* raw_bytes) {
-  const Profile* one[] = {&profile};
-  return encode_pprof(one, raw_bytes);
-}
+// One pprof of several profiles: each profile's sample types side by side
+// (a sample carries values in its own profile's columns and zeros
+// elsewhere), their frames in one table.
+class PprofWriter {
+ public:
+  explicit PprofWriter(std::span<const Profile* const> profiles) : profiles_(profiles) {}
 
-std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_bytes) {
-  std::vector<std::string> strings{""};
-  std::unordered_map<std::string, uint64_t> string_ids{{"", 0}};
-  auto str = [&](const std::string& s) {
-    auto [it, inserted] = string_ids.try_emplace(s, strings.size());
-    if (inserted) strings.push_back(s);
+  std::string write(size_t* raw_bytes) {
+    write_sample_types();
+    write_frames();
+    for (size_t p = 0; p < profiles_.size(); ++p) write_samples(p);
+    write_facts();
+    // The string table goes last: every string is known by now.
+    for (const std::string& s : strings_) out_.bytes(6, s);
+    if (raw_bytes) *raw_bytes = out_.str().size();
+    return gzip(out_.str());
+  }
+
+ private:
+  uint64_t str(const std::string& s) {
+    auto [it, inserted] = string_ids_.try_emplace(s, strings_.size());
+    if (inserted) strings_.push_back(s);
     return it->second;
-  };
+  }
 
-  Writer out;
-  auto value_type = [&](int field, const std::string& type, const std::string& unit) {
+  void value_type(int field, const std::string& type, const std::string& unit) {
     Writer w;
     w.uint(1, str(type));
     w.uint(2, str(unit));
-    out.message(field, w);
-  };
-  // Each profile's sample types, side by side: a sample carries values in
-  // its own profile's columns and zeros elsewhere.
-  std::vector<size_t> first_column;
-  size_t columns = 0;
-  auto cpu_time = [](const Profile& p) { return p.unit == "samples" && p.period_ns > 0; };
-  for (const Profile* p : profiles) {
-    first_column.push_back(columns);
-    if (p->unit == "samples") {
-      value_type(1, profiles.size() == 1 ? "samples" : p->event, "count");
-      if (cpu_time(*p)) value_type(1, "cpu", "nanoseconds");
-      columns += cpu_time(*p) ? 2 : 1;
-    } else {
-      value_type(1, p->event, p->unit == "ns" ? "nanoseconds" : p->unit);
-      columns += 1;
+    out_.message(field, w);
+  }
+
+  void write_sample_types() {
+    for (const Profile* p : profiles_) {
+      first_column_.push_back(columns_);
+      if (p->unit == "samples") {
+        value_type(1, profiles_.size() == 1 ? "samples" : p->event, "count");
+        if (cpu_time(*p)) value_type(1, "cpu", "nanoseconds");
+        columns_ += cpu_time(*p) ? 2 : 1;
+      } else {
+        value_type(1, p->event, p->unit == "ns" ? "nanoseconds" : p->unit);
+        columns_ += 1;
+      }
     }
   }
 
   // A sample's values: `weight` in profile p's columns.
-  auto values_of = [&](size_t p, const Profile& profile, uint64_t weight) {
-    std::vector<uint64_t> values(columns, 0);
-    values[first_column[p]] = weight;
-    if (cpu_time(profile)) values[first_column[p] + 1] = weight * profile.period_ns;
+  std::vector<uint64_t> values_of(size_t p, uint64_t weight) const {
+    std::vector<uint64_t> values(columns_, 0);
+    values[first_column_[p]] = weight;
+    if (cpu_time(*profiles_[p])) values[first_column_[p] + 1] = weight * profiles_[p]->period_ns;
     return values;
-  };
+  }
 
   // Frames of all profiles in one table: locations and functions by frame,
   // mappings by module.
-  std::unordered_map<Frame, uint64_t, Profile::FrameHash> frame_ids;
-  std::vector<std::vector<uint64_t>> location_of(profiles.size());  // per profile: frame id -> location id
-  std::vector<const Frame*> frames;
-  std::set<std::string_view> modules;
-  for (size_t i = 0; i < profiles.size(); ++i)
-    for (const Frame& f : profiles[i]->frames()) {
-      auto [it, inserted] = frame_ids.try_emplace(f, frames.size() + 1);
-      if (inserted) {
-        frames.push_back(&f);
-        if (!f.module.empty()) modules.insert(f.module);
+  void write_frames() {
+    std::unordered_map<Frame, uint64_t, Profile::FrameHash> frame_ids;
+    location_of_.resize(profiles_.size());
+    std::vector<const Frame*> frames;
+    std::set<std::string_view> modules;
+    for (size_t i = 0; i < profiles_.size(); ++i)
+      for (const Frame& f : profiles_[i]->frames()) {
+        auto [it, inserted] = frame_ids.try_emplace(f, frames.size() + 1);
+        if (inserted) {
+          frames.push_back(&f);
+          if (!f.module.empty()) modules.insert(f.module);
+        }
+        location_of_[i].push_back(it->second);
       }
-      location_of[i].push_back(it->second);
+    // Mappings by name, the main binary first; ids in that order.
+    std::vector<std::string_view> mapping_order;
+    std::string main_module = main_binary(profiles_);
+    if (!main_module.empty()) mapping_order.push_back(main_module);
+    for (std::string_view m : modules)
+      if (m != main_module) mapping_order.push_back(m);
+    std::unordered_map<std::string_view, uint64_t> mappings;
+    for (std::string_view m : mapping_order) mappings.emplace(m, mappings.size() + 1);
+    for (std::string_view module : mapping_order) {
+      Writer m;
+      m.uint(1, mappings[module]);
+      m.uint(5, str(std::string(module)));
+      m.uint(7, 1);  // has_functions
+      out_.message(3, m);
     }
-  // Mappings by name, the main binary first; ids in that order.
-  std::vector<std::string_view> mapping_order;
-  std::string main_module = main_binary(profiles);
-  if (!main_module.empty()) mapping_order.push_back(main_module);
-  for (std::string_view m : modules)
-    if (m != main_module) mapping_order.push_back(m);
-  std::unordered_map<std::string_view, uint64_t> mappings;
-  for (std::string_view m : mapping_order) mappings.emplace(m, mappings.size() + 1);
-  for (std::string_view module : mapping_order) {
-    uint64_t id = mappings[module];
-    Writer m;
-    m.uint(1, id);
-    m.uint(5, str(std::string(module)));
-    m.uint(7, 1);  // has_functions
-    out.message(3, m);
-  }
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const Frame& f = *frames[i];
-    if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;  // labels instead
-    Writer fn;
-    fn.uint(1, i + 1);
-    fn.uint(2, str(f.name));
-    fn.uint(3, str(folded_name(f)));
-    out.message(5, fn);
-    Writer line;
-    line.uint(1, i + 1);
-    Writer loc;
-    loc.uint(1, i + 1);
-    if (!f.module.empty()) loc.uint(2, mappings[f.module]);
-    loc.message(4, line);
-    out.message(4, loc);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const Frame& f = *frames[i];
+      if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;  // labels instead
+      Writer fn;
+      fn.uint(1, i + 1);
+      fn.uint(2, str(f.name));
+      fn.uint(3, str(folded_name(f)));
+      out_.message(5, fn);
+      Writer line;
+      line.uint(1, i + 1);
+      Writer loc;
+      loc.uint(1, i + 1);
+      if (!f.module.empty()) loc.uint(2, mappings[f.module]);
+      loc.message(4, line);
+      out_.message(4, loc);
+    }
   }
 
-  const Profile& first = *profiles.front();
-  for (size_t p = 0; p < profiles.size(); ++p) {
-    const Profile& profile = *profiles[p];
-    // A sample per stack; with a timeline, a sample per time, each with a
-    // label "time": nanoseconds since the file's time_nanos (so that
-    // `pprof -tagfocus=time=2s:4s` picks a range).
+  // Profile p's samples: one per stack; with a timeline, one per time, each
+  // with a label "time": nanoseconds since the file's time_nanos (so that
+  // `pprof -tagfocus=time=2s:4s` picks a range).
+  void write_samples(size_t p) {
+    const Profile& profile = *profiles_[p];
     std::vector<std::string> bodies(profile.timeline.empty() ? 0 : profile.stacks().size());
     for (const Stack* s : profile.sorted_stacks()) {
       Writer sample;
@@ -169,7 +177,7 @@ std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_b
       for (auto it = s->frames.rbegin(); it != s->frames.rend(); ++it) {  // leaf first
         const Frame& f = profile.frames()[*it];
         if (f.kind == FrameKind::Process || f.kind == FrameKind::Thread) continue;
-        locations.push_back(location_of[p][*it]);
+        locations.push_back(location_of_[p][*it]);
       }
       sample.packed(1, locations);
       auto label = [&](const std::string& key, const std::string* text, uint64_t num) {
@@ -195,110 +203,133 @@ std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_b
         bodies[s - profile.stacks().data()] = sample.str();
         continue;
       }
-      sample.packed(2, values_of(p, profile, s->weight));
-      out.message(2, sample);
+      sample.packed(2, values_of(p, s->weight));
+      out_.message(2, sample);
     }
+    const Profile& first = *profiles_.front();
     const uint64_t shift = profile.start_unix_ns > first.start_unix_ns ? profile.start_unix_ns - first.start_unix_ns : 0;
     for (const Timed& t : profile.timeline) {
       Writer sample;
       sample.raw(bodies[t.stack]);
-      sample.packed(2, values_of(p, profile, t.weight));
+      sample.packed(2, values_of(p, t.weight));
       Writer l;
       l.uint(1, str("time"));
       l.uint(3, t.time_ns + shift);
       l.uint(4, str("nanoseconds"));
       sample.message(3, l);
-      out.message(2, sample);
+      out_.message(2, sample);
     }
   }
 
-  out.uint(9, first.start_unix_ns);
-  out.uint(10, first.duration_ns);
-  if (cpu_time(first)) {
-    Writer period_type;
-    period_type.uint(1, str("cpu"));
-    period_type.uint(2, str("nanoseconds"));
-    out.message(11, period_type);
-    out.uint(12, first.period_ns);
+  // The first profile's time, period and facts; the default type.
+  void write_facts() {
+    const Profile& first = *profiles_.front();
+    out_.uint(9, first.start_unix_ns);
+    out_.uint(10, first.duration_ns);
+    if (cpu_time(first)) {
+      Writer period_type;
+      period_type.uint(1, str("cpu"));
+      period_type.uint(2, str("nanoseconds"));
+      out_.message(11, period_type);
+      out_.uint(12, first.period_ns);
+    }
+    // The recording's facts (samples, lost, host...) as "key: value"
+    // comments: `pprof -comments` shows them and decode_pprof reads them back.
+    for (const auto& [key, value] : first.info) out_.uint(13, str(key + ": " + value));
+    // The default type: the first profile's first column.
+    out_.uint(14, str(profiles_.size() == 1 && first.unit == "samples" ? "samples" : first.event));
   }
-  // The recording's facts (samples, lost, host...) as "key: value"
-  // comments: `pprof -comments` shows them and decode_pprof reads them back.
-  for (const auto& [key, value] : first.info) out.uint(13, str(key + ": " + value));
-  // The default type: the first profile's first column.
-  out.uint(14, str(profiles.size() == 1 && first.unit == "samples" ? "samples" : first.event));
-  // The string table goes last: every string is known by now.
-  for (const std::string& s : strings) out.bytes(6, s);
-  if (raw_bytes) *raw_bytes = out.str().size();
-  return gzip(out.str());
+
+  std::span<const Profile* const> profiles_;
+  Writer out_;
+  std::vector<std::string> strings_{""};
+  std::unordered_map<std::string, uint64_t> string_ids_{{"", 0}};
+  std::vector<size_t> first_column_;  // per profile: its first column of values
+  size_t columns_ = 0;
+  std::vector<std::vector<uint64_t>> location_of_;  // per profile: frame id -> location id
+};
+
+}  // namespace
+
+std::string encode_pprof(const Profile& profile, size_t* raw_bytes) {
+  const Profile* one[] = {&profile};
+  return encode_pprof(one, raw_bytes);
 }
 
-std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::string_view sample_type,
-                                                 SampleTypes* sample_types) {
-  std::string inflated;
-  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
-    auto r = gunzip(bytes);
-    if (!r) return std::unexpected("pprof: " + r.error());
-    inflated = std::move(*r);
-    bytes = inflated;
-  }
-  struct RawLocation {
+std::string encode_pprof(std::span<const Profile* const> profiles, size_t* raw_bytes) {
+  return PprofWriter(profiles).write(raw_bytes);
+}
+
+namespace {
+
+// A pprof's tables as read, views into its bytes: its samples are read
+// once the tables they name are known.
+struct PprofTables {
+  struct Location {
     uint64_t mapping = 0;
     std::vector<uint64_t> functions;  // innermost first (pprof's line order)
   };
   std::vector<std::string_view> strings;
   std::vector<std::pair<uint64_t, uint64_t>> types;  // sample types: type, unit
-  std::vector<std::string_view> samples;  // read once the tables they name are known
-  std::unordered_map<uint64_t, RawLocation> locations;
+  std::vector<std::string_view> samples;
+  std::unordered_map<uint64_t, Location> locations;
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> functions;  // name, system_name
   std::unordered_map<uint64_t, uint64_t> mappings;                        // id -> filename
   uint64_t default_type = 0, period = 0, time_nanos = 0, duration = 0;
   std::vector<uint64_t> comments;
 
+  std::string_view text(uint64_t i) const { return i < strings.size() ? strings[i] : std::string_view(); }
+};
+
+// Fields `a` and `b` of message `m`, both varints.
+std::pair<uint64_t, uint64_t> varint_pair(std::string_view m, int a, int b) {
+  Reader s(m);
+  std::pair<uint64_t, uint64_t> out{};
+  int f, w;
+  while (s.next(f, w)) {
+    if (f == a && w == kVarint) out.first = s.varint();
+    else if (f == b && w == kVarint) out.second = s.varint();
+    else s.skip(w);
+  }
+  return out;
+}
+
+std::expected<PprofTables, std::string> read_tables(std::string_view bytes) {
+  PprofTables t;
   Reader r(bytes);
   int field, wire;
-  auto pair_of = [](std::string_view m, int a, int b) {
-    Reader s(m);
-    std::pair<uint64_t, uint64_t> out{};
-    int f, w;
-    while (s.next(f, w)) {
-      if (f == a && w == kVarint) out.first = s.varint();
-      else if (f == b && w == kVarint) out.second = s.varint();
-      else s.skip(w);
-    }
-    return out;
-  };
   while (r.next(field, wire)) {
     if (wire != kLen) {
       uint64_t v = wire == kVarint ? r.varint() : (r.skip(wire), 0);
-      if (field == 9) time_nanos = v;
-      if (field == 10) duration = v;
-      if (field == 12) period = v;
-      if (field == 14) default_type = v;
-      if (field == 13 && wire == kVarint) comments.push_back(v);
+      if (field == 9) t.time_nanos = v;
+      if (field == 10) t.duration = v;
+      if (field == 12) t.period = v;
+      if (field == 14) t.default_type = v;
+      if (field == 13 && wire == kVarint) t.comments.push_back(v);
       continue;
     }
     std::string_view m = r.bytes();
     Reader s(m);
     int f, w;
     switch (field) {
-      case 1: types.push_back(pair_of(m, 1, 2)); break;
-      case 2: samples.push_back(m); break;
+      case 1: t.types.push_back(varint_pair(m, 1, 2)); break;
+      case 2: t.samples.push_back(m); break;
       case 3: {
-        auto [id, filename] = pair_of(m, 1, 5);
-        mappings[id] = filename;
+        auto [id, filename] = varint_pair(m, 1, 5);
+        t.mappings[id] = filename;
         break;
       }
       case 4: {
         uint64_t id = 0;
-        RawLocation loc;
+        PprofTables::Location loc;
         while (s.next(f, w)) {
           if (f == 1 && w == kVarint) id = s.varint();
           else if (f == 2 && w == kVarint) loc.mapping = s.varint();
-          else if (f == 4 && w == kLen) loc.functions.push_back(pair_of(s.bytes(), 1, 2).first);
+          else if (f == 4 && w == kLen) loc.functions.push_back(varint_pair(s.bytes(), 1, 2).first);
           else s.skip(w);
         }
         if (!s.ok()) return std::unexpected("pprof: corrupt location");
-        locations[id] = std::move(loc);
+        t.locations[id] = std::move(loc);
         break;
       }
       case 5: {
@@ -310,62 +341,39 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
           else s.skip(w);
         }
         if (!s.ok()) return std::unexpected("pprof: corrupt function");
-        functions[id] = {name, system_name};
+        t.functions[id] = {name, system_name};
         break;
       }
-      case 6: strings.push_back(m); break;
-      case 13: s.repeated(kLen, comments); break;  // packed
+      case 6: t.strings.push_back(m); break;
+      case 13: s.repeated(kLen, t.comments); break;  // packed
       case 11: break;  // period_type: the period's unit, implied by the sample types
       default: break;
     }
   }
   if (!r.ok()) return std::unexpected("pprof: corrupt or truncated protobuf");
-  if (types.empty()) return std::unexpected("pprof: no sample types: not a profile");
-  auto text = [&](uint64_t i) -> std::string_view { return i < strings.size() ? strings[i] : std::string_view(); };
+  if (t.types.empty()) return std::unexpected("pprof: no sample types: not a profile");
+  return t;
+}
 
-  std::vector<std::string> type_names;
-  for (auto [type, unit] : types) type_names.emplace_back(text(type));
-  size_t value_index = types.size() - 1;  // pprof's rule without a default
-  for (size_t i = 0; i < types.size(); ++i)
-    if (sample_type.empty() ? default_type && types[i].first == default_type : type_names[i] == sample_type)
-      value_index = i;
-  if (!sample_type.empty() && type_names[value_index] != sample_type) {
-    std::string known;
-    for (const std::string& t : type_names) known += (known.empty() ? "" : ", ") + t;
-    return std::unexpected("pprof: no sample type '" + std::string(sample_type) + "' in it; it holds " + known);
-  }
-  if (sample_types) *sample_types = {type_names, value_index};
-
-  Profile profile;
-  std::string_view type = text(types[value_index].first), unit = text(types[value_index].second);
-  profile.unit = unit == "count" ? "samples" : unit == "nanoseconds" ? "ns" : std::string(unit);
-  profile.event = type == "samples" ? "cpu-clock" : std::string(type);
-  profile.period_ns = profile.unit == "samples" ? period : 0;
-  profile.start_unix_ns = time_nanos;
-  profile.duration_ns = duration;
-  for (uint64_t c : comments) {
-    std::string_view line = text(c);
-    size_t colon = line.find(": ");
-    if (colon != std::string_view::npos && colon > 0)
-      profile.info.emplace_back(line.substr(0, colon), line.substr(colon + 2));
-  }
-
+// The samples' value `value_index` added to `profile`, under their process
+// and thread frames; their times a timeline if every one has one.
+std::expected<void, std::string> add_samples(const PprofTables& t, size_t value_index, Profile& profile) {
   // Frames are made once per location and per process or thread label,
   // not per sample: a day-long recording has millions of samples.
   std::unordered_map<uint64_t, std::vector<FrameId>> location_frames;  // root first
   auto frames_of = [&](uint64_t id) -> std::expected<const std::vector<FrameId>*, std::string> {
     auto [cached, added] = location_frames.try_emplace(id);
     if (!added) return &cached->second;
-    auto loc = locations.find(id);
-    if (loc == locations.end()) return std::unexpected("pprof: a sample names a missing location");
-    auto mapping = mappings.find(loc->second.mapping);
-    std::string module(mapping == mappings.end() ? std::string_view() : text(mapping->second));
+    auto loc = t.locations.find(id);
+    if (loc == t.locations.end()) return std::unexpected("pprof: a sample names a missing location");
+    auto mapping = t.mappings.find(loc->second.mapping);
+    std::string module(mapping == t.mappings.end() ? std::string_view() : t.text(mapping->second));
     const auto& fns = loc->second.functions;
     for (size_t i = fns.size(); i-- > 0;) {  // outermost line last in pprof
-      auto fn = functions.find(fns[i]);
-      if (fn == functions.end()) return std::unexpected("pprof: a location names a missing function");
-      std::string name(text(fn->second.first));
-      Frame frame = parse_folded_frame(text(fn->second.second), false);
+      auto fn = t.functions.find(fns[i]);
+      if (fn == t.functions.end()) return std::unexpected("pprof: a location names a missing function");
+      std::string name(t.text(fn->second.first));
+      Frame frame = parse_folded_frame(t.text(fn->second.second), false);
       if (frame.name != name) frame = parse_folded_frame(name, false);  // not written by ember
       frame.name = name;
       if (i + 1 < fns.size() && frame.kind == FrameKind::Jit) frame.kind = FrameKind::Inlined;  // inlined into the next line
@@ -379,7 +387,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
   std::vector<FrameId> frames;
   std::vector<uint64_t> location_ids, values;
   bool timed = true;  // every sample so far had a time
-  for (std::string_view raw : samples) {
+  for (std::string_view raw : t.samples) {
     location_ids.clear();
     values.clear();
     uint64_t comm = 0, pid = 0, thread = 0, tid = 0;
@@ -398,7 +406,7 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
           else if (f == 3 && w == kVarint) num = lr.varint();
           else lr.skip(w);
         }
-        std::string_view k = text(key);
+        std::string_view k = t.text(key);
         if (k == "comm") comm = str;
         else if (k == "pid") pid = num;
         else if (k == "thread") thread = str;
@@ -411,18 +419,14 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
     uint64_t v = values[value_index];
     if (static_cast<int64_t>(v) <= 0) continue;
     frames.clear();
-    if (!text(comm).empty()) {
+    if (!t.text(comm).empty()) {
       auto [it, added] = process_frames.try_emplace({comm, pid});
-      if (added) {
-        it->second = profile.intern(Frame{process_frame_name(text(comm), pid), FrameKind::Process, {}});
-      }
+      if (added) it->second = profile.intern(Frame{process_frame_name(t.text(comm), pid), FrameKind::Process, {}});
       frames.push_back(it->second);
     }
-    if (!text(thread).empty()) {
+    if (!t.text(thread).empty()) {
       auto [it, added] = thread_frames.try_emplace({thread, tid});
-      if (added)
-        it->second = profile.intern(
-            Frame{thread_frame_name(text(thread), tid), FrameKind::Thread, {}});
+      if (added) it->second = profile.intern(Frame{thread_frame_name(t.text(thread), tid), FrameKind::Thread, {}});
       frames.push_back(it->second);
     }
     for (auto id = location_ids.rbegin(); id != location_ids.rend(); ++id) {  // root first
@@ -438,6 +442,49 @@ std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::st
   if (!timed) profile.timeline.clear();
   std::stable_sort(profile.timeline.begin(), profile.timeline.end(),
                    [](const Timed& a, const Timed& b) { return a.time_ns < b.time_ns; });
+  return {};
+}
+
+}  // namespace
+
+std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::string_view sample_type,
+                                                 SampleTypes* sample_types) {
+  std::string inflated;
+  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
+    auto r = gunzip(bytes);
+    if (!r) return std::unexpected("pprof: " + r.error());
+    inflated = std::move(*r);
+    bytes = inflated;
+  }
+  auto t = read_tables(bytes);
+  if (!t) return std::unexpected(t.error());
+  std::vector<std::string> type_names;
+  for (auto [type, unit] : t->types) type_names.emplace_back(t->text(type));
+  size_t value_index = t->types.size() - 1;  // pprof's rule without a default
+  for (size_t i = 0; i < t->types.size(); ++i)
+    if (sample_type.empty() ? t->default_type && t->types[i].first == t->default_type : type_names[i] == sample_type)
+      value_index = i;
+  if (!sample_type.empty() && type_names[value_index] != sample_type) {
+    std::string known;
+    for (const std::string& name : type_names) known += (known.empty() ? "" : ", ") + name;
+    return std::unexpected("pprof: no sample type '" + std::string(sample_type) + "' in it; it holds " + known);
+  }
+  if (sample_types) *sample_types = {type_names, value_index};
+
+  Profile profile;
+  std::string_view type = t->text(t->types[value_index].first), unit = t->text(t->types[value_index].second);
+  profile.unit = unit == "count" ? "samples" : unit == "nanoseconds" ? "ns" : std::string(unit);
+  profile.event = type == "samples" ? "cpu-clock" : std::string(type);
+  profile.period_ns = profile.unit == "samples" ? t->period : 0;
+  profile.start_unix_ns = t->time_nanos;
+  profile.duration_ns = t->duration;
+  for (uint64_t c : t->comments) {
+    std::string_view line = t->text(c);
+    size_t colon = line.find(": ");
+    if (colon != std::string_view::npos && colon > 0)
+      profile.info.emplace_back(line.substr(0, colon), line.substr(colon + 2));
+  }
+  if (auto added = add_samples(*t, value_index, profile); !added) return std::unexpected(added.error());
   return profile;
 }
 

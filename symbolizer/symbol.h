@@ -1,7 +1,7 @@
 // What the symbolizer answers for one address: the frames there, or why it
 // has none, as a reason a program can act on (blazesym's shape). The words
 // for people, and the placeholder frames of a profile, are made from it by
-// the caller (user/session/symbol_frames.h), not here.
+// the caller (symbolizer/profile_frames.h), not here.
 #pragma once
 
 #include <cstdint>

@@ -300,7 +300,8 @@ ember_unwind_row row_of(const Rules& rules, bool signal) {
 // `rules`. In an FDE (`initial`: the rules its CIE's program left), each
 // advance of the location calls `rows(from, to, rules)` for the range the
 // rules held over; `loc` ends where the last rules start. False: an
-// instruction the table does not know, or a malformed program.
+// instruction the table does not know, or a malformed program. Long: one
+// case per instruction of the standard's table, in its order.
 template <typename Rows>
 bool run_program(const Cie& cie, const uint8_t* p, const uint8_t* end, Rules& rules, const Rules* initial,
                  uint64_t& loc, Rows&& rows) {

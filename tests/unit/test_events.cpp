@@ -43,10 +43,10 @@ TEST_CASE("events: names are checked and each graph is named as given") {
   CHECK(p->views[0].name == "cpu");
   CHECK(p->views[0].unit == "samples");
   CHECK(p->views[1].unit == "ns");
-  CHECK(find_part<CpuTimer>(p->sampler.parts));
-  REQUIRE(find_part<SchedSwitch>(p->sampler.parts));
-  CHECK(find_part<SchedSwitch>(p->sampler.parts)->min_block_ns == 1000);
-  CHECK(p->sampler.parts.size() == 2);
+  CHECK(find_part<CpuTimer>(p->parts));
+  REQUIRE(find_part<SchedSwitch>(p->parts));
+  CHECK(find_part<SchedSwitch>(p->parts)->min_block_ns == 1000);
+  CHECK(p->parts.size() == 2);
 
   CHECK(plan_of({"bogus"}).error().find("unknown event 'bogus'") != std::string::npos);
   CHECK(plan_of({"offcpu", "offcpu"}).error() == "-e offcpu is given twice");
@@ -108,21 +108,21 @@ TEST_CASE("events: the kernel gets the union of the events' asks") {
   for (auto names : {std::vector<std::string>{"wall", "offcpu"}, std::vector<std::string>{"offcpu", "wall"}}) {
     auto p = plan_of(names, s);
     REQUIRE(p);
-    auto* blocks = find_part<SchedSwitch>(p->sampler.parts);
+    auto* blocks = find_part<SchedSwitch>(p->parts);
     REQUIRE(blocks);
     CHECK(blocks->min_block_ns == 0);
     CHECK(blocks->preempted);
-    CHECK(p->sampler.parts.size() == 2);  // the timer and sched_switch, once each
+    CHECK(p->parts.size() == 2);  // the timer and sched_switch, once each
   }
   auto p = plan_of({"offcpu", "lock", "alloc"}, s);
   REQUIRE(p);
-  REQUIRE(find_part<SchedSwitch>(p->sampler.parts));
-  CHECK(find_part<SchedSwitch>(p->sampler.parts)->min_block_ns == 2'000'000);
-  CHECK(!find_part<CpuTimer>(p->sampler.parts));
-  CHECK(p->sampler.parts.size() == 1);  // alloc: from the agents only
+  REQUIRE(find_part<SchedSwitch>(p->parts));
+  CHECK(find_part<SchedSwitch>(p->parts)->min_block_ns == 2'000'000);
+  CHECK(!find_part<CpuTimer>(p->parts));
+  CHECK(p->parts.size() == 1);  // alloc: from the agents only
   CHECK(p->agent_options == ",lock,alloc=524288");
   CHECK(p->views[1].lock_waits_only);
-  CHECK(find_part<SchedSwitch>(p->sampler.parts)->lock_waits);
+  CHECK(find_part<SchedSwitch>(p->parts)->lock_waits);
   CHECK(p->views[2].kinds == 0);  // from the agents only
 
   std::vector<std::string> warnings;

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "user/session/host.h"
+#include "user/host/host.h"
 
 using namespace ember;
 namespace fs = std::filesystem;

@@ -24,8 +24,8 @@
 #include <sstream>
 #include <thread>
 
+#include "symbolizer/profile_frames.h"
 #include "symbolizer/symbolizer.h"
-#include "user/session/symbol_frames.h"
 
 using namespace ember::symbolizer;
 using ember::symbolizer::FrameKind;

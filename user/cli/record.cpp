@@ -1,13 +1,9 @@
 #include "user/cli/record.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,8 +13,8 @@
 
 #include "flamegraph/output.h"
 #include "user/events/timer.h"
+#include "user/host/host.h"
 #include "user/session/cgroup.h"
-#include "user/session/host.h"
 #include "user/session/record_channel.h"
 #include "user/session/session.h"
 
@@ -67,81 +63,6 @@ void install_stop_handlers() {
 int print_error(const std::string& message) {
   std::fprintf(stderr, "ember: %s\n", message.c_str());
   return 1;
-}
-
-// A command started stopped at a pipe, so it runs only once sampling does.
-struct Child {
-  pid_t pid = -1;
-  int go_fd = -1;    // write a byte to let it exec
-  int error_fd = -1;  // carries errno if exec fails; closed by a good exec
-};
-
-// `env`: variables to set in the command's environment ("NAME=value").
-std::expected<Child, std::string> spawn_held(const std::vector<std::string>& command,
-                                             const std::vector<std::string>& env) {
-  int go[2], err[2];
-  if (pipe2(go, O_CLOEXEC) != 0) return std::unexpected(std::string("pipe: ") + std::strerror(errno));
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    int e = errno;
-    close(go[0]);
-    close(go[1]);
-    return std::unexpected(std::string("pipe: ") + std::strerror(e));
-  }
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    for (int fd : {go[0], go[1], err[0], err[1]}) close(fd);
-    return std::unexpected(std::string("fork: ") + std::strerror(e));
-  }
-  if (pid == 0) {
-    char byte;
-    prctl(PR_SET_NAME, kBeforeExecName);
-    close(go[1]);
-    close(err[0]);
-    if (read(go[0], &byte, 1) != 1) _exit(127);  // ember gave up before starting it
-    std::vector<char*> argv;
-    for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    // Caught signals are reset by exec, ignored ones are not.
-    signal(SIGPIPE, SIG_DFL);
-    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
-    execvp(argv[0], argv.data());
-    int e = errno;
-    (void)!write(err[1], &e, sizeof e);
-    _exit(127);
-  }
-  close(go[0]);
-  close(err[1]);
-  return Child{pid, go[1], err[0]};
-}
-
-// waitpid that outlasts signals (a second Ctrl-C must not lose the status).
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
-// Where execvp finds `name`: itself if it has a slash, else the first
-// executable of that name in $PATH; empty if none.
-std::string find_command(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (size_t start = 0; start <= dirs.size();) {
-    size_t end = std::min(dirs.find(':', start), dirs.size());
-    std::string candidate = (end > start ? dirs.substr(start, end - start) : ".") + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return {};
 }
 
 // With several events, each graph gets its own file (out.html ->
@@ -312,7 +233,7 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
   const SamplerCounters& counters = w.counters;
   const CollectorStats& stats = w.graphs.front().stats;
   bool kernel_hidden = session.kernel_symbols_hidden();
-  bool samples_cpu = find_part<events::CpuTimer>(session.plan().sampler.parts) != nullptr;
+  bool samples_cpu = find_part<events::CpuTimer>(session.plan().parts) != nullptr;
   for (const std::string& warning : w.symbol_warnings) warn(warning);
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", w.seconds);
@@ -422,6 +343,90 @@ void print_summary(const Window& w, Session& session, const std::function<void(c
     print_unwinding(c.unwind, session.unwinder()->stats(), w.unwind_tallies, counters.unwind_unsupported);
 }
 
+// What the user can get wrong in the targets, checked before anything is
+// loaded.
+std::expected<void, std::string> check_targets(const RecordOptions& o) {
+  const SessionConfig& c = o.session;
+  if (!(o.duration >= 0) || std::isinf(o.duration))
+    return std::unexpected("duration must be a number of seconds >= 0");
+  if (o.window > 0 && c.settings.live)
+    return std::unexpected(
+        "--live shows what is still allocated at the end of the recording, which windows do not have: drop "
+        "--live or --window");
+  if (o.all && (!c.pids.empty() || !c.tids.empty() || !c.command.empty() || !c.cgroups.empty()))
+    return std::unexpected("-a profiles every process: drop it, or drop -p, --tid, --cgroup and the command");
+  if (!c.cgroups.empty() && (!c.pids.empty() || !c.tids.empty() || !c.command.empty()))
+    return std::unexpected(
+        "--cgroup selects processes by their cgroup: drop -p, --tid and the command, or --cgroup (--comm narrows "
+        "it)");
+  if (c.command.empty() && !c.pids.empty() && !c.tids.empty())
+    return std::unexpected("give either -p or --tid, not both");
+  if (!c.command.empty() && (!c.pids.empty() || !c.tids.empty()))
+    return std::unexpected("a command (after --) cannot be combined with -p or --tid");
+  for (uint32_t pid : c.pids) {
+    pid_t group = pid > 0 && pid <= INT32_MAX ? thread_group_of(pid) : 0;
+    if (group == 0) return std::unexpected("no process with pid " + std::to_string(pid) + " (-p)");
+    if (group != static_cast<pid_t>(pid))
+      return std::unexpected("pid " + std::to_string(pid) + " is a thread of process " + std::to_string(group) +
+                             ": use --tid " + std::to_string(pid) + ", or -p " + std::to_string(group));
+  }
+  for (uint32_t tid : c.tids)
+    if (tid == 0 || tid > INT32_MAX || thread_group_of(tid) == 0)
+      return std::unexpected("no thread with tid " + std::to_string(tid) + " (--tid)");
+  return {};
+}
+
+// Why a recording ended.
+enum class Ended { Signal, Duration, Command, Targets };
+
+// Records until a stop signal, the duration, the command's exit or the
+// targets' (-p, --tid), writing each --window meanwhile; `windows`: how
+// many were written.
+Ended record_until_done(Session& session, const RecordOptions& o, const std::vector<std::string>& outputs,
+                        record_channel::Writer& channel, const std::function<void(const std::string&)>& warn,
+                        unsigned& windows) {
+  using Clock = std::chrono::steady_clock;
+  auto began = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
+  StatusLine status;
+  // Windows end on a fixed cadence (--window, 2*--window, ...), not a
+  // window after the last cut: cutting takes time, which would add up.
+  double window_ends = o.window;
+  const std::vector<uint32_t>& targets = o.session.pids.empty() ? o.session.tids : o.session.pids;
+  Ended ended = Ended::Signal;
+  while (!g_stop_signal) {
+    // With JVMs, their newly compiled code reaches the unwinder from here:
+    // every 20 ms (javac, compiling all the time: 96% of stacks whole, 89%
+    // at 100 ms, where new code ran on frame pointers until then).
+    session.poll(session.java_streams().empty() ? 100 : 20);
+    if (o.duration > 0 && elapsed() >= o.duration) {
+      ended = Ended::Duration;
+      break;
+    }
+    if (session.command() && session.command()->exited()) {
+      ended = Ended::Command;
+      break;
+    }
+    if (!targets.empty() &&
+        std::none_of(targets.begin(), targets.end(), [](uint32_t id) { return thread_group_of(id) != 0; })) {
+      ended = Ended::Targets;
+      break;
+    }
+    if (o.window > 0 && elapsed() >= window_ends) {
+      if (auto done = cut_window(session, outputs, ++windows, warn); !done) {
+        status.clear();
+        warn(done.error());
+      }
+      while (window_ends <= elapsed()) window_ends += o.window;  // boundaries a slow cut passed
+    }
+    SamplerCounters counters = session.counters();
+    status.update(elapsed(), counters.seen, counters.lost);
+    channel.progress(elapsed(), counters.seen, counters.lost);
+  }
+  status.clear();
+  return ended;
+}
+
 }  // namespace
 
 int run_record(const RecordOptions& o) {
@@ -439,30 +444,9 @@ int run_record(const RecordOptions& o) {
   const SessionConfig& c = o.session;
   std::vector<std::string> outputs;
   for (const std::string& event : c.events) outputs.push_back(output_for(o.output, event, c.events.size()));
-  if (!(o.duration >= 0) || std::isinf(o.duration)) return fail("duration must be a number of seconds >= 0");
-  if (o.window > 0 && c.settings.live)
-    return fail("--live shows what is still allocated at the end of the recording, which windows do not have: drop "
-                "--live or --window");
-  if (o.all && (!c.pids.empty() || !c.tids.empty() || !o.command.empty() || !c.cgroups.empty()))
-    return fail("-a profiles every process: drop it, or drop -p, --tid, --cgroup and the command");
-  if (!c.cgroups.empty() && (!c.pids.empty() || !c.tids.empty() || !o.command.empty()))
-    return fail("--cgroup selects processes by their cgroup: drop -p, --tid and the command, or --cgroup "
-                "(--comm narrows it)");
-  if (o.command.empty() && !c.pids.empty() && !c.tids.empty()) return fail("give either -p or --tid, not both");
-  if (!o.command.empty() && (!c.pids.empty() || !c.tids.empty()))
-    return fail("a command (after --) cannot be combined with -p or --tid");
-  for (uint32_t pid : c.pids) {
-    pid_t group = pid > 0 && pid <= INT32_MAX ? thread_group_of(pid) : 0;
-    if (group == 0) return fail("no process with pid " + std::to_string(pid) + " (-p)");
-    if (group != static_cast<pid_t>(pid))
-      return fail("pid " + std::to_string(pid) + " is a thread of process " + std::to_string(group) +
-                  ": use --tid " + std::to_string(pid) + ", or -p " + std::to_string(group));
-  }
-  for (uint32_t tid : c.tids)
-    if (tid == 0 || tid > INT32_MAX || thread_group_of(tid) == 0)
-      return fail("no thread with tid " + std::to_string(tid) + " (--tid)");
+  if (auto ok = check_targets(o); !ok) return fail(ok.error());
   std::vector<std::string> warnings;
-  auto created = Session::create(c, o.command.empty() ? "" : find_command(o.command[0]), warnings);
+  auto created = Session::create(c, warnings);
   for (const std::string& w : warnings) warn(w);
   if (!created) return fail(created.error());
   Session& session = **created;
@@ -473,90 +457,21 @@ int run_record(const RecordOptions& o) {
 
   // From here on a stop request is honoured, even during JVM attach.
   install_stop_handlers();
-  std::optional<Child> child;
-  if (!o.command.empty()) {
-    std::vector<std::string> env;
-    const char* existing = getenv("JAVA_TOOL_OPTIONS");
-    auto options = session.java_tool_options(existing ? existing : "", o.java_frame_pointers);
-    if (!options) return fail("cannot prepare the Java agent for the command: " + options.error());
-    if (*options) env.push_back("JAVA_TOOL_OPTIONS=" + **options);
-    auto spawned = spawn_held(o.command, env);
-    if (!spawned) return fail("cannot start the command: " + spawned.error());
-    child = *spawned;
-  }
-  auto started = session.start(child ? std::optional<pid_t>(child->pid) : std::nullopt,
-                               [] { return g_stop_signal != 0; });
-  if (!started) {
-    if (child) {
-      close(child->go_fd);  // the child reads EOF and exits 127 without running
-      waitpid(child->pid, nullptr, 0);
-    }
-    return fail(started.error());
-  }
+  if (auto started = session.start([] { return g_stop_signal != 0; }); !started) return fail(started.error());
   for (const std::string& w : session.warnings()) warn(w);
-  session.arm();
-
-  std::optional<int> child_status;
-  if (child) {
-    char go = 1;
-    (void)!write(child->go_fd, &go, 1);
-    close(child->go_fd);
-    int err = 0;
-    if (read(child->error_fd, &err, sizeof err) == sizeof err) {
-      wait_for(child->pid);
-      return fail("cannot run '" + o.command[0] + "': " + std::strerror(err));
-    }
-    close(child->error_fd);
-  }
+  if (auto armed = session.arm(); !armed) return fail(armed.error());
   raise_file_limit();  // after the fork: the command keeps the limits it was given
 
-  using Clock = std::chrono::steady_clock;
-  auto began = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
-  StatusLine status;
-  bool targets_gone = false;
   unsigned windows = 0;  // written so far (--window)
-  // Windows end on a fixed cadence (--window, 2*--window, ...), not a
-  // window after the last cut: cutting takes time, which would add up.
-  double window_ends = o.window;
-  const std::vector<uint32_t>& targets = c.pids.empty() ? c.tids : c.pids;
-  while (!g_stop_signal) {
-    // With JVMs, their newly compiled code reaches the unwinder from here:
-    // every 20 ms (javac, compiling all the time: 96% of stacks whole, 89%
-    // at 100 ms, where new code ran on frame pointers until then).
-    session.poll(session.java_streams().empty() ? 100 : 20);
-    if (o.duration > 0 && elapsed() >= o.duration) break;
-    if (child) {
-      int st = 0;
-      if (waitpid(child->pid, &st, WNOHANG) == child->pid) {
-        child_status = st;
-        break;
-      }
-    }
-    if (!targets.empty() &&
-        std::none_of(targets.begin(), targets.end(), [](uint32_t id) { return thread_group_of(id) != 0; })) {
-      targets_gone = true;
-      break;
-    }
-    if (o.window > 0 && elapsed() >= window_ends) {
-      if (auto done = cut_window(session, outputs, ++windows, warn); !done) {
-        status.clear();
-        warn(done.error());
-      }
-      while (window_ends <= elapsed()) window_ends += o.window;  // boundaries a slow cut passed
-    }
-    SamplerCounters counters = session.counters();
-    status.update(elapsed(), counters.seen, counters.lost);
-    channel.progress(elapsed(), counters.seen, counters.lost);
-  }
-  status.clear();
-  if (targets_gone) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
-  if (g_stop_signal)
+  Ended ended = record_until_done(session, o, outputs, channel, warn, windows);
+  if (ended == Ended::Targets) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
+  if (ended == Ended::Signal)
     std::fprintf(stderr, "ember: SIG%s: stopping, writing what was recorded%s\n", sigabbrev_np(g_stop_signal),
                  g_stop_signal == SIGINT && !g_stop_sent ? " (Ctrl-C again quits without writing)" : "");
   // The terminal signals the whole process group: forward only what was
   // sent to ember alone, or the command would see it twice.
-  if (child && !child_status && g_stop_signal && g_stop_sent) kill(child->pid, g_stop_signal);
+  HeldCommand* command = session.command();
+  if (command && ended == Ended::Signal && g_stop_sent) kill(command->pid(), g_stop_signal);
 
   Window window = session.cut(true);
   std::vector<std::string> files = window_files(outputs, o.window > 0 ? windows + 1 : 0);
@@ -564,7 +479,7 @@ int run_record(const RecordOptions& o) {
   print_summary(window, session, warn);
   for (size_t v = 0; v < window.graphs.size(); ++v) {
     if (!written[v]) {
-      if (child && !child_status) wait_for(child->pid);
+      if (command) command->wait();
       return fail(written[v].error());
     }
     if (v > 0 && files[v] == files[0]) continue;
@@ -582,12 +497,11 @@ int run_record(const RecordOptions& o) {
   session.close();
   static Session* const kept = created->release();
   (void)kept;
+  if (!command) return 0;
   // -d may end the recording before the command: it still runs to its end.
-  if (child && !child_status) {
-    std::fprintf(stderr, "ember: waiting for '%s' (pid %d) to exit\n", o.command[0].c_str(), child->pid);
-    child_status = wait_for(child->pid);
-  }
-  return child_status ? exit_code_of(*child_status) : 0;
+  if (!command->exited())
+    std::fprintf(stderr, "ember: waiting for '%s' (pid %d) to exit\n", c.command[0].c_str(), command->pid());
+  return exit_code_of(command->wait());
 }
 
 }  // namespace ember

@@ -12,13 +12,11 @@
 namespace ember {
 
 struct RecordOptions {
-  SessionConfig session;         // events, targets, stacks, Java
+  SessionConfig session;         // events, targets (a command), stacks, Java
   bool all = false;              // -a: explicit, and exclusive with any narrower scope
   double duration = 0;           // seconds; 0 = until Ctrl-C, SIGTERM or the command exits
   double window = 0;             // seconds: a profile per window (out.0001.html, ...); 0: one
   std::string output = "ember.html";
-  std::vector<std::string> command;  // run and profile this, with its children
-  bool java_frame_pointers = false;  // add -XX:+PreserveFramePointer to JVMs the command starts
   int progress_fd = -1;              // progress as JSON lines here (ember serve), see record_channel.h
 };
 

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string_view>
 
+#include "symbolizer/profile_frames.h"
 #include "symbolizer/symbolizer.h"
-#include "user/session/symbol_frames.h"
 
 namespace ember {
 namespace {

@@ -19,22 +19,23 @@ class SchedSwitch : public KernelPart {
 
   std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override;
   std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override;
-  uint32_t ring_bytes() const override { return 4u << 20; }
+  // Switches come in bursts, not at a rate.
+  uint64_t ring_bytes(int) const override { return 4u << 20; }
 };
 
 // Blocks of at least the event's --min-block are sent (the shortest any
 // event of the recording keeps), with their wakers' stacks under --waker.
-inline SchedSwitch& track_blocks(const Resolved& s, SamplerConfig& config) {
-  SchedSwitch& blocks = kernel_part<SchedSwitch>(config.parts);
+inline SchedSwitch& track_blocks(const Resolved& s, KernelParts& parts) {
+  SchedSwitch& blocks = kernel_part<SchedSwitch>(parts);
   blocks.min_block_ns = std::min(blocks.min_block_ns, s.min_block_ns);
   blocks.waker = blocks.waker || s.settings.waker;
   return blocks;
 }
 
 // track_blocks as an Event::configure.
-inline std::expected<void, std::string> configure_blocks(const Resolved& s, const Scope&, SamplerConfig& config,
+inline std::expected<void, std::string> configure_blocks(const Resolved& s, const Scope&, KernelParts& parts,
                                                          std::vector<std::string>&) {
-  track_blocks(s, config);
+  track_blocks(s, parts);
   return {};
 }
 

@@ -7,9 +7,9 @@ namespace ember::events {
 namespace {
 
 template <CpuTimer::Clock kClock>
-std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
+std::expected<void, std::string> configure(const Resolved& s, const Scope&, KernelParts& parts,
                                            std::vector<std::string>&) {
-  CpuTimer& timer = sample_on_timer(s, config);
+  CpuTimer& timer = sample_on_timer(s, parts);
   timer.clock = kClock;
   timer.spelling = s.spelling;
   return {};

@@ -1,7 +1,7 @@
 // The events ember records, one file each (cpu.cpp, offcpu.cpp, ...), all
 // listed in registry.cpp: what `record -e`, serve and its JSON API offer.
 // An event declares its name, the settings it takes and how they are
-// checked, what it asks of the kernel (SamplerConfig) and of the JVMs'
+// checked, what it asks of the kernel (its KernelPart) and of the JVMs'
 // agents, how its records make a graph (EventView), and its summary line.
 #pragma once
 
@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "user/session/collector.h"
-#include "user/session/host.h"
+#include "user/events/kernel_part.h"
+#include "user/events/view.h"
+#include "user/host/host.h"
 #include "user/java/java_profiles.h"
-#include "user/session/sampler.h"
 
 namespace ember::events {
 
@@ -83,9 +83,10 @@ struct Event {
   uint32_t settings = 0;    // Setting bits it takes
   bool samples_cpu = false; // drives the perf-event timer: one such event per recording
   bool served = true;       // offered by ember serve (not cycles: no PMU in most VMs)
-  // What it asks of the kernel, merged into `config` with the other events'
-  // asks; warnings for what it cannot see. An error refuses the recording.
-  std::expected<void, std::string> (*configure)(const Resolved& s, const Scope& scope, SamplerConfig& config,
+  // What it asks of the kernel: its part in `parts`, shared with the
+  // other events' asks; warnings for what it cannot see. An error refuses
+  // the recording.
+  std::expected<void, std::string> (*configure)(const Resolved& s, const Scope& scope, KernelParts& parts,
                                                 std::vector<std::string>& warnings) = nullptr;
   // Options of the JVMs' agent for it (",alloc=...,live"); empty: none needed.
   std::string (*agent_options)(const Resolved& s) = nullptr;
@@ -132,7 +133,7 @@ std::expected<std::vector<const Event*>, std::string> check_names(const std::vec
 struct Plan {
   std::vector<const Event*> events;  // in the order given
   std::vector<EventView> views;      // one graph each
-  SamplerConfig sampler;             // the events' asks (targets, unwinding: the caller's)
+  KernelParts parts;                 // what the events ask of the kernel (targets, unwinding: the session's)
   std::string agent_options;         // for the JVMs' agents
   uint64_t min_block_ns = 0;
   uint64_t min_age_ns = 0;

@@ -8,9 +8,9 @@
 namespace ember::events {
 namespace {
 
-std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
+std::expected<void, std::string> configure(const Resolved& s, const Scope&, KernelParts& parts,
                                            std::vector<std::string>&) {
-  track_blocks(s, config).lock_waits = true;
+  track_blocks(s, parts).lock_waits = true;
   return {};
 }
 

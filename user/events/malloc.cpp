@@ -58,7 +58,8 @@ class MallocProbes : public KernelPart {
     return {};
   }
 
-  uint32_t ring_bytes() const override { return 4u << 20; }
+  // Allocations come in bursts, not at a rate.
+  uint64_t ring_bytes(int) const override { return 4u << 20; }
 
   std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override {
     struct Probe {
@@ -135,9 +136,9 @@ void add_library(std::vector<std::string>& libraries, const std::string& path) {
 
 // The targets' own libc (they may live in containers); the host's for
 // everything else, a command included.
-std::expected<void, std::string> configure(const Resolved& s, const Scope& scope, SamplerConfig& config,
+std::expected<void, std::string> configure(const Resolved& s, const Scope& scope, KernelParts& parts,
                                            std::vector<std::string>& warnings) {
-  MallocProbes& probes = kernel_part<MallocProbes>(config.parts);
+  MallocProbes& probes = kernel_part<MallocProbes>(parts);
   for (uint32_t pid : scope.pids) {
     std::string libc = libc_of("/proc/" + std::to_string(pid));
     if (libc.empty())

@@ -179,7 +179,7 @@ std::expected<Plan, std::string> plan(const std::vector<std::string>& names, con
     if (e->check)
       if (auto ok = e->check(resolved, scope); !ok) return std::unexpected(ok.error());
     if (e->configure)
-      if (auto ok = e->configure(resolved, scope, plan.sampler, warnings); !ok)
+      if (auto ok = e->configure(resolved, scope, plan.parts, warnings); !ok)
         return std::unexpected(ok.error());
     if (e->agent_options) plan.agent_options += e->agent_options(resolved);
     EventView view = e->view(resolved);

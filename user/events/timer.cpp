@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
+#include <cstddef>
 
 #include "profile.skel.h"
 
@@ -33,6 +34,11 @@ int open_perf_event(CpuTimer::Clock clock, uint32_t frequency, int cpu) {
 std::expected<void, std::string> CpuTimer::prepare(profile_bpf& skel, std::vector<std::string>&) {
   bpf_program__set_autoload(skel.progs.ember_sample, true);
   return {};
+}
+
+uint64_t CpuTimer::ring_bytes(int cpus) const {
+  constexpr uint64_t kFullSample = offsetof(ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64);
+  return uint64_t{frequency} * cpus * kFullSample / 2;
 }
 
 std::expected<void, std::string> CpuTimer::attach(profile_bpf& skel, std::vector<std::string>&) {

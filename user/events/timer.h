@@ -19,13 +19,14 @@ class CpuTimer : public KernelPart {
 
   std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override;
   std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override;
+  // Every CPU's ticks, each record with both stacks full.
+  uint64_t ring_bytes(int cpus) const override;
 };
 
 // The timer runs at -F on every CPU.
-inline CpuTimer& sample_on_timer(const Resolved& s, SamplerConfig& config) {
-  CpuTimer& timer = kernel_part<CpuTimer>(config.parts);
+inline CpuTimer& sample_on_timer(const Resolved& s, KernelParts& parts) {
+  CpuTimer& timer = kernel_part<CpuTimer>(parts);
   timer.frequency = static_cast<uint32_t>(s.settings.frequency);
-  config.frequency = timer.frequency;
   return timer;
 }
 

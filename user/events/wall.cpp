@@ -7,10 +7,10 @@
 namespace ember::events {
 namespace {
 
-std::expected<void, std::string> configure(const Resolved& s, const Scope&, SamplerConfig& config,
+std::expected<void, std::string> configure(const Resolved& s, const Scope&, KernelParts& parts,
                                            std::vector<std::string>&) {
-  sample_on_timer(s, config);  // the timer of a CPU event given beside it, if any
-  SchedSwitch& blocks = kernel_part<SchedSwitch>(config.parts);
+  sample_on_timer(s, parts);  // the timer of a CPU event given beside it, if any
+  SchedSwitch& blocks = kernel_part<SchedSwitch>(parts);
   blocks.min_block_ns = 0;  // every block: the offcpu graph drops short ones itself
   blocks.preempted = true;
   return {};

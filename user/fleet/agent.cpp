@@ -20,7 +20,7 @@
 #include "user/fleet/series.h"
 #include "user/fleet/service.h"
 #include "user/fleet/spool.h"
-#include "user/session/host.h"
+#include "user/host/host.h"
 #include "user/session/session.h"
 
 namespace ember::fleet {
@@ -321,13 +321,13 @@ class Agent {
  private:
   std::expected<std::unique_ptr<Session>, std::string> start_session() {
     std::vector<std::string> warnings;
-    auto session = Session::create(session_config(config_), "", warnings);
+    auto session = Session::create(session_config(config_), warnings);
     for (const std::string& w : warnings) log("warning: %s", w.c_str());
     if (!session) return std::unexpected(session.error());
-    auto started = (*session)->start(std::nullopt, [] { return g_stop != 0; });
+    auto started = (*session)->start([] { return g_stop != 0; });
     if (!started) return std::unexpected(started.error());
     for (const std::string& w : (*session)->warnings()) log("warning: %s", w.c_str());
-    (*session)->arm();
+    if (auto armed = (*session)->arm(); !armed) return std::unexpected(armed.error());
     log("sampling %d CPUs at %u Hz, a profile per service every %g s, to %s (spool %s)", (*session)->cpus(),
         config_.frequency, config_.period_s, config_.server.url.empty() ? "the spool only" : config_.server.url.c_str(),
         spool_->dir().c_str());

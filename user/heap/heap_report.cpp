@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <span>
 #include <unordered_map>
 
 #include "user/heap/dominators.h"
@@ -123,17 +124,30 @@ std::string describe_path(const HeapGraph& g, const Reference* root, const std::
 
 Successors successors(const HeapGraph& g, ObjectId id) { return {g.class_ref(id), g.refs(id)}; }
 
-}  // namespace
+// The dominator tree, by position in its depth-first walk: position 0
+// stands for the roots; p's children are children[child_at[p] ..
+// child_at[p + 1]), each after p.
+struct Dominated {
+  std::vector<uint32_t> order;  // the object at each position
+  std::vector<uint32_t> child_at, children;
+  std::vector<uint64_t> retained;  // the bytes each position keeps alive
 
-std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_view dump, size_t top,
-                                                      const DoneWith& done_with) {
-  HeapAnalysis a;
-  a.objects = g.objects();
-  a.references = g.reference_count();  // before they go
+  std::span<const uint32_t> children_of(uint32_t p) const {
+    return {children.data() + child_at[p], children.data() + child_at[p + 1]};
+  }
+  // Its own bytes: what it retains but its children do.
+  uint64_t shallow(uint32_t p) const {
+    uint64_t bytes = retained[p];
+    for (uint32_t c : children_of(p)) bytes -= retained[c];
+    return bytes;
+  }
+};
 
-  // The dominator tree needs the references (and the classes: each object
-  // references its own), in memory for its depth-first walk, from the
-  // dump after.
+// The dominator tree of the heap and what each object retains. The
+// references are needed (and the classes: each object references its own)
+// in memory for the tree's depth-first walk, from the dump after; `g`
+// holds the sizes again at the end.
+std::expected<Dominated, std::string> dominate(HeapGraph& g, std::string_view dump, const DoneWith& done_with) {
   g.drop(HeapGraph::kSizes);
   std::expected<void, std::string> edges_read;
   DominatorTree t = dominator_tree(
@@ -144,42 +158,29 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   if (!edges_read) return std::unexpected(edges_read.error());
   if (auto r = g.reload(dump, HeapGraph::kSizes, done_with); !r) return std::unexpected(r.error());
   const size_t m = t.order.size();
-  // Children in the dominator tree, by position: p's are children[child_at[p]
-  // .. child_at[p + 1]), each after p. The immediate dominators then go.
-  std::vector<uint32_t> child_at(m + 1, 0), children(m ? m - 1 : 0);
-  for (size_t i = 1; i < m; ++i) ++child_at[t.idom[i]];
-  for (size_t k = 1; k <= m; ++k) child_at[k] += child_at[k - 1];
-  for (size_t i = m; i-- > 1;) children[--child_at[t.idom[i]]] = static_cast<uint32_t>(i);
+  Dominated d;
+  d.child_at.assign(m + 1, 0);
+  d.children.resize(m ? m - 1 : 0);
+  for (size_t i = 1; i < m; ++i) ++d.child_at[t.idom[i]];
+  for (size_t k = 1; k <= m; ++k) d.child_at[k] += d.child_at[k - 1];
+  for (size_t i = m; i-- > 1;) d.children[--d.child_at[t.idom[i]]] = static_cast<uint32_t>(i);
   std::vector<uint32_t>().swap(t.idom);
-  std::vector<uint64_t> retained(m);
+  d.retained.resize(m);
   for (size_t i = m; i-- > 0;) {
     uint64_t bytes = i ? g.shallow(t.order[i]) : 0;
-    for (uint32_t k = child_at[i]; k < child_at[i + 1]; ++k) bytes += retained[children[k]];
-    retained[i] = bytes;
+    for (uint32_t c : d.children_of(static_cast<uint32_t>(i))) bytes += d.retained[c];
+    d.retained[i] = bytes;
   }
-  a.bytes = retained[0];
-  a.objects = m - 1;
-  a.unreached_objects = g.objects() - a.objects;
-  a.unreached_bytes = g.bytes() - a.bytes;
+  d.order = std::move(t.order);
+  return d;
+}
 
-  // Classes: instances and shallow bytes of the objects reached.
-  std::unordered_map<ObjectId, ClassSize> by_class;
-  for (size_t i = 1; i < m; ++i) {
-    ClassSize& c = by_class[g.class_of(t.order[i])];
-    ++c.instances;
-    c.shallow += g.shallow(t.order[i]);
-  }
-  // The sizes go: retained bytes tell them from here on.
-  g.drop(HeapGraph::kSizes);
-  auto shallow_at = [&](uint32_t p) {
-    uint64_t bytes = retained[p];
-    for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k) bytes -= retained[children[k]];
-    return bytes;
-  };
+// One walk down the dominator tree: each class's retained bytes (`classes`
+// holds their instances and shallow bytes), and the tree as a profile (a
+// trie of labels, a chain of one label merged).
+void walk_classes(const HeapGraph& g, const Dominated& d, std::unordered_map<ObjectId, ClassSize>& classes,
+                  flamegraph::Profile& profile) {
   std::unordered_map<ObjectId, uint32_t> active;  // instances of the class on the way down
-
-  // One walk down the dominator tree: classes' retained bytes, and the
-  // profile's frames (a trie of labels, a chain of one label merged).
   struct TrieNode {
     uint32_t parent, label, depth;
     uint64_t self;
@@ -189,38 +190,29 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   struct Visit {
     uint32_t pos, next, trie;
   };
-  std::vector<Visit> stack{{0, child_at[0], 0}};
+  std::vector<Visit> stack{{0, d.child_at[0], 0}};
   while (!stack.empty()) {
     Visit& v = stack.back();
-    if (v.next == child_at[v.pos + 1]) {
-      if (v.pos) --active[g.class_of(t.order[v.pos])];
+    if (v.next == d.child_at[v.pos + 1]) {
+      if (v.pos) --active[g.class_of(d.order[v.pos])];
       stack.pop_back();
       continue;
     }
-    uint32_t c = children[v.next++];
-    ObjectId o = t.order[c];
+    uint32_t c = d.children[v.next++];
+    ObjectId o = d.order[c];
     uint32_t& on_path = active[g.class_of(o)];
-    if (on_path++ == 0) by_class[g.class_of(o)].retained += retained[c];
+    if (on_path++ == 0) classes[g.class_of(o)].retained += d.retained[c];
     uint32_t label = label_of(g, o), node = v.trie;
     if (trie[node].label != label && trie[node].depth < kMaxProfileDepth) {
       auto [it, added] = trie_index.try_emplace(uint64_t{node} << 32 | label, static_cast<uint32_t>(trie.size()));
       if (added) trie.push_back({node, label, trie[node].depth + 1, 0});
       node = it->second;
     }
-    trie[node].self += shallow_at(c);
-    stack.push_back({c, child_at[c], node});
+    trie[node].self += d.shallow(c);
+    stack.push_back({c, d.child_at[c], node});
   }
-  for (auto& [klass, c] : by_class) {
-    c.name = label_name(g, klass);
-    a.classes.push_back(std::move(c));
-  }
-  std::sort(a.classes.begin(), a.classes.end(), [](const ClassSize& x, const ClassSize& y) {
-    return x.retained != y.retained ? x.retained > y.retained : x.shallow != y.shallow ? x.shallow > y.shallow : x.name < y.name;
-  });
-
-  // The profile.
-  a.profile.event = "heap";
-  a.profile.unit = "bytes";
+  profile.event = "heap";
+  profile.unit = "bytes";
   std::unordered_map<uint32_t, flamegraph::FrameId> frame_of;
   std::vector<flamegraph::FrameId> frames;
   for (size_t n = 1; n < trie.size(); ++n) {
@@ -228,22 +220,27 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
     frames.clear();
     for (uint32_t k = static_cast<uint32_t>(n); k; k = trie[k].parent) {
       auto [it, added] = frame_of.try_emplace(trie[k].label, 0);
-      if (added) it->second = a.profile.intern({label_name(g, trie[k].label), flamegraph::FrameKind::Alloc, ""});
+      if (added) it->second = profile.intern({label_name(g, trie[k].label), flamegraph::FrameKind::Alloc, ""});
       frames.push_back(it->second);
     }
     std::reverse(frames.begin(), frames.end());
-    a.profile.add(frames, trie[n].self);
+    profile.add(frames, trie[n].self);
   }
+}
 
-  // Retainers: down from the root's biggest children to where memory spreads.
-  std::vector<uint32_t> tops(children.begin() + child_at[0], children.begin() + child_at[1]);
+// Where memory accumulates: down from the roots' biggest children to
+// where it spreads, `top` places at most, the biggest first.
+std::vector<uint32_t> accumulation_points(const HeapGraph& g, const Dominated& d, size_t top) {
+  const std::vector<uint64_t>& retained = d.retained;
+  std::span<const uint32_t> roots = d.children_of(0);
+  std::vector<uint32_t> tops(roots.begin(), roots.end());
   std::sort(tops.begin(), tops.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
   std::vector<uint32_t> points;
-  const double min_retained = kMinRetainerShare * static_cast<double>(a.bytes);
+  const double min_retained = kMinRetainerShare * static_cast<double>(retained[0]);
   // Down from p while one child retains most of it.
   auto accumulation = [&](uint32_t p) {
-    for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
-      if (retained[children[k]] >= kAccumulation * static_cast<double>(retained[p])) return children[k];
+    for (uint32_t c : d.children_of(p))
+      if (retained[c] >= kAccumulation * static_cast<double>(retained[p])) return c;
     return p;
   };
   // A child of p that retains a big share of it: a place of its own
@@ -258,10 +255,10 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   // accumulation: it stays one place.
   auto big_fields = [&](uint32_t p) {
     std::vector<uint32_t> fields;
-    if (g.class_name(g.class_of(t.order[p])).ends_with("[]")) return fields;
+    if (g.class_name(g.class_of(d.order[p])).ends_with("[]")) return fields;
     uint64_t in_fields = 0;
-    for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
-      if (uint32_t c = children[k]; big(p, c)) {
+    for (uint32_t c : d.children_of(p))
+      if (big(p, c)) {
         fields.push_back(c);
         in_fields += retained[c];
       }
@@ -274,8 +271,8 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
       uint32_t p = from.back();
       from.pop_back();
       for (uint32_t q = accumulation(p); q != p; q = accumulation(p)) {
-        for (uint32_t k = child_at[p]; k < child_at[p + 1]; ++k)
-          if (children[k] != q && big(p, children[k])) from.push_back(children[k]);
+        for (uint32_t c : d.children_of(p))
+          if (c != q && big(p, c)) from.push_back(c);
         p = q;
       }
       if (std::vector<uint32_t> fields = big_fields(p); !fields.empty()) {
@@ -287,41 +284,42 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
     }
   }
   std::sort(points.begin(), points.end(), [&](uint32_t x, uint32_t y) { return retained[x] > retained[y]; });
+  return points;
+}
 
-  // Each one with what it holds: the classes of the objects it dominates.
-  for (uint32_t p : points) {
-    Retainer r;
-    r.object = t.order[p];
-    r.name = label_name(g, label_of(g, r.object));
-    r.retained = retained[p];
-    std::unordered_map<ObjectId, ClassSize> held;
-    std::vector<uint32_t> walk{p};
-    while (!walk.empty()) {
-      uint32_t q = walk.back();
-      walk.pop_back();
-      ++r.objects;
-      ClassSize& c = held[g.class_of(t.order[q])];
-      ++c.instances;
-      c.shallow += shallow_at(q);
-      for (uint32_t k = child_at[q]; k < child_at[q + 1]; ++k) walk.push_back(children[k]);
-    }
-    for (auto& [klass, c] : held) {
-      c.name = label_name(g, klass);
-      r.holds.push_back(std::move(c));
-    }
-    std::sort(r.holds.begin(), r.holds.end(), [](const ClassSize& x, const ClassSize& y) {
-      return x.shallow != y.shallow ? x.shallow > y.shallow : x.name < y.name;
-    });
-    if (r.holds.size() > kHoldsShown) r.holds.resize(kHoldsShown);
-    a.retainers.push_back(std::move(r));
+// The retainer at position p, with what it holds: the classes of the
+// objects it dominates.
+Retainer retainer_at(const HeapGraph& g, const Dominated& d, uint32_t p) {
+  Retainer r;
+  r.object = d.order[p];
+  r.name = label_name(g, label_of(g, r.object));
+  r.retained = d.retained[p];
+  std::unordered_map<ObjectId, ClassSize> held;
+  std::vector<uint32_t> walk{p};
+  while (!walk.empty()) {
+    uint32_t q = walk.back();
+    walk.pop_back();
+    ++r.objects;
+    ClassSize& c = held[g.class_of(d.order[q])];
+    ++c.instances;
+    c.shallow += d.shallow(q);
+    for (uint32_t k : d.children_of(q)) walk.push_back(k);
   }
-  // The dominator tree is done with: its memory goes before the paths'.
-  t = {};
-  for (auto* v : {&child_at, &children}) std::vector<uint32_t>().swap(*v);
-  std::vector<uint64_t>().swap(retained);
+  for (auto& [klass, c] : held) {
+    c.name = label_name(g, klass);
+    r.holds.push_back(std::move(c));
+  }
+  std::sort(r.holds.begin(), r.holds.end(), [](const ClassSize& x, const ClassSize& y) {
+    return x.shallow != y.shallow ? x.shallow > y.shallow : x.name < y.name;
+  });
+  if (r.holds.size() > kHoldsShown) r.holds.resize(kHoldsShown);
+  return r;
+}
 
-  // Their shortest paths from the roots: breadth first, in the roots' order,
-  // over the references read again.
+// Each retainer's shortest path from the roots: breadth first, in the
+// roots' order, over the references read again.
+std::expected<void, std::string> find_paths(HeapGraph& g, std::string_view dump, const DoneWith& done_with,
+                                            std::vector<Retainer>& retainers) {
   if (auto r = g.reload(dump, HeapGraph::kReferences, done_with); !r) return std::unexpected(r.error());
   std::vector<ObjectId> parent(g.size(), kNoObject);
   {
@@ -339,7 +337,7 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   g.drop(HeapGraph::kReferences);
   std::vector<std::vector<ObjectId>> chains;
   std::vector<std::pair<ObjectId, ObjectId>> links;
-  for (const Retainer& r : a.retainers) {
+  for (const Retainer& r : retainers) {
     std::vector<ObjectId> chain;
     for (ObjectId o = r.object; o != kRoots && o != kNoObject && chain.size() <= g.size(); o = parent[o])
       chain.push_back(o);
@@ -350,14 +348,51 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   std::vector<ObjectId>().swap(parent);
   std::vector<Reference> found = g.find_references(dump, links, done_with);
   size_t link_at = 0;
-  for (size_t i = 0; i < a.retainers.size(); ++i) {
+  for (size_t i = 0; i < retainers.size(); ++i) {
     const std::vector<ObjectId>& chain = chains[i];
     size_t n = chain.empty() ? 0 : chain.size() - 1;
     std::vector<Reference> chain_links(found.begin() + static_cast<long>(link_at),
                                        found.begin() + static_cast<long>(link_at + n));
     link_at += n;
-    a.retainers[i].path = describe_path(g, chain.empty() ? nullptr : root_reference(g, chain.front()), chain, chain_links);
+    retainers[i].path = describe_path(g, chain.empty() ? nullptr : root_reference(g, chain.front()), chain, chain_links);
   }
+  return {};
+}
+
+}  // namespace
+
+std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_view dump, size_t top,
+                                                      const DoneWith& done_with) {
+  HeapAnalysis a;
+  a.references = g.reference_count();  // before they go
+  auto d = dominate(g, dump, done_with);
+  if (!d) return std::unexpected(d.error());
+  a.bytes = d->retained[0];
+  a.objects = d->order.size() - 1;
+  a.unreached_objects = g.objects() - a.objects;
+  a.unreached_bytes = g.bytes() - a.bytes;
+
+  // Classes: instances and shallow bytes of the objects reached; then the
+  // sizes go, retained bytes tell them from here on.
+  std::unordered_map<ObjectId, ClassSize> by_class;
+  for (size_t i = 1; i < d->order.size(); ++i) {
+    ClassSize& c = by_class[g.class_of(d->order[i])];
+    ++c.instances;
+    c.shallow += g.shallow(d->order[i]);
+  }
+  g.drop(HeapGraph::kSizes);
+  walk_classes(g, *d, by_class, a.profile);
+  for (auto& [klass, c] : by_class) {
+    c.name = label_name(g, klass);
+    a.classes.push_back(std::move(c));
+  }
+  std::sort(a.classes.begin(), a.classes.end(), [](const ClassSize& x, const ClassSize& y) {
+    return x.retained != y.retained ? x.retained > y.retained : x.shallow != y.shallow ? x.shallow > y.shallow : x.name < y.name;
+  });
+  for (uint32_t p : accumulation_points(g, *d, top)) a.retainers.push_back(retainer_at(g, *d, p));
+  // The dominator tree is done with: its memory goes before the paths'.
+  *d = {};
+  if (auto paths = find_paths(g, dump, done_with, a.retainers); !paths) return std::unexpected(paths.error());
   return a;
 }
 

@@ -16,10 +16,16 @@
 
 #include <cstddef>
 #include <expected>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace ember {
+
+// Where a JVM's stream goes on (agent/protocol.h's R line): opens the
+// file `next` for reading and removes `read`, which is read to its end;
+// -1 if it cannot.
+using StreamFiles = std::function<int(const std::string& read, const std::string& next)>;
 
 class AgentDir {
  public:

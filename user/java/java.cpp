@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <utility>
 
 #include "agent/protocol.h"
 #include "user/java/java_attach.h"
@@ -19,9 +20,9 @@ namespace fs = std::filesystem;
 // Whether JIT frames carry frame pointers: -XX:+PreserveFramePointer.
 bool preserves_frame_pointer(pid_t pid) { return java::printflag(pid, "PreserveFramePointer") == "true"; }
 
-// The files a JVM's stream goes on in, in its agent directory `dir`. The
-// collector holds the directory (and its lease) while it reads the JVM.
-Collector::StreamFiles stream_files(std::shared_ptr<const AgentDir> dir) {
+// The files a JVM's stream goes on in, in its agent directory `dir`,
+// held (with its lease) while the stream is read.
+StreamFiles stream_files(std::shared_ptr<const AgentDir> dir) {
   return [dir = std::move(dir)](const std::string& read, const std::string& next) {
     int fd = dir->open_file(next);
     if (fd >= 0) dir->remove_file(read);
@@ -60,7 +61,7 @@ JavaSession::JavaSession(std::string agent_path, std::string events, bool unwind
 
 JavaSession::~JavaSession() { detach(); }
 
-std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named, int attempt, int attempts) {
+std::optional<JavaSession::Agent> JavaSession::load(pid_t pid, bool named, int attempt, int attempts) {
   auto jvm = java::inspect_jvm(pid);
   if (!jvm) {
     if (named) std::fprintf(stderr, "ember: --java-attach: %s\n", jvm.error().c_str());
@@ -121,16 +122,17 @@ std::optional<JavaSession::Loaded> JavaSession::load(pid_t pid, bool named, int 
                  "ember: JVM %d runs without -XX:+PreserveFramePointer: stacks stop at the first JIT-compiled "
                  "frame; restart it with -XX:+PreserveFramePointer for whole Java stacks\n",
                  pid);
-  return Loaded{pid, fd, name, stream_files(std::move(held)), fp};
+  return Agent{pid, fd, name, stream_files(std::move(held)), fp};
 }
 
-void JavaSession::attach(const std::vector<pid_t>& pids, bool named, Collector& collector,
-                         const std::function<bool()>& stop) {
+std::vector<JavaSession::Agent> JavaSession::attach(const std::vector<pid_t>& pids, bool named,
+                                                    const std::function<bool()>& stop) {
+  std::vector<Agent> agents;
   for (pid_t pid : pids) {
-    if (stop()) return;
-    if (auto l = load(pid, named))
-      collector.watch_jvm(static_cast<uint32_t>(l->pid), l->fd, l->name, std::move(l->files), l->frame_pointers);
+    if (stop()) break;
+    if (auto agent = load(pid, named)) agents.push_back(std::move(*agent));
   }
+  return agents;
 }
 
 void JavaSession::attach_later(const std::vector<pid_t>& pids) {
@@ -175,14 +177,9 @@ void JavaSession::attach_loop() {
   }
 }
 
-void JavaSession::take_attached(Collector& collector) {
-  std::vector<Loaded> loaded;
-  {
-    std::lock_guard lock(mutex_);
-    loaded.swap(loaded_);
-  }
-  for (Loaded& l : loaded)
-    collector.watch_jvm(static_cast<uint32_t>(l.pid), l.fd, l.name, std::move(l.files), l.frame_pointers);
+std::vector<JavaSession::Agent> JavaSession::take_attached() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(loaded_, {});
 }
 
 std::expected<std::string, std::string> JavaSession::tool_options(const std::string& existing,
@@ -196,9 +193,9 @@ std::expected<std::string, std::string> JavaSession::tool_options(const std::str
   return existing.empty() ? opts : existing + " " + opts;
 }
 
-void JavaSession::find_started(Collector& collector) {
-  if (!started_dir_) return;
-  std::vector<uint32_t> known = collector.jvm_pids();
+std::vector<JavaSession::Agent> JavaSession::find_started(const std::vector<uint32_t>& known) {
+  std::vector<Agent> agents;
+  if (!started_dir_) return agents;
   for (const std::string& name : started_dir_->names()) {
     uint32_t pid = 0;
     auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
@@ -206,10 +203,11 @@ void JavaSession::find_started(Collector& collector) {
     if (std::find(known.begin(), known.end(), pid) != known.end()) continue;
     int fd = started_dir_->open_file(name);
     if (fd < 0) continue;
-    collector.watch_jvm(pid, fd, name, stream_files(started_dir_), started_frame_pointers_);
+    agents.push_back({static_cast<pid_t>(pid), fd, name, stream_files(started_dir_), started_frame_pointers_});
     std::lock_guard lock(mutex_);
     attached_.push_back({static_cast<pid_t>(pid), agent_path_});
   }
+  return agents;
 }
 
 void JavaSession::detach() {
@@ -220,7 +218,7 @@ void JavaSession::detach() {
   wake_.notify_one();
   if (attacher_.joinable()) attacher_.join();
   // Loaded after the last take_attached: never read.
-  for (const Loaded& l : loaded_) close(l.fd);
+  for (const Agent& a : loaded_) close(a.fd);
   loaded_.clear();
   for (const Attached& a : attached_) {
     // The JVM may have exited: nothing to stop then. With live objects

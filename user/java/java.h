@@ -1,6 +1,6 @@
 // Java in a recording: attaching libember-agent.so to the JVMs in scope
-// (or injecting it into `-- java ...`), telling the collector where each
-// agent publishes its code map, and detaching at the end.
+// (or injecting it into `-- java ...`), saying where each agent publishes
+// its code map (for the session's collector), and detaching at the end.
 #pragma once
 
 #include <sys/types.h>
@@ -19,12 +19,20 @@
 
 #include "user/java/agent_dir.h"
 #include "user/java/java_attach.h"
-#include "user/session/collector.h"
 
 namespace ember {
 
 class JavaSession {
  public:
+  // A JVM's agent loaded: where its code map is.
+  struct Agent {
+    pid_t pid;
+    int fd;  // the code map, read from its start; the taker closes it
+    std::string name;  // the code map's file
+    StreamFiles files;
+    bool frame_pointers;  // JIT code keeps frame pointers (-XX:+PreserveFramePointer)
+  };
+
   // `agent_path`: libember-agent.so as ember sees it. `events`: what the
   // agent reports besides code, as agent options (",alloc=524288,live,lock").
   // `unwinds_jit`: ember's unwinder steps through JIT frames by the frame
@@ -37,25 +45,24 @@ class JavaSession {
   JavaSession(const JavaSession&) = delete;
   JavaSession& operator=(const JavaSession&) = delete;
 
-  // Attaches to each pid that is a HotSpot JVM and has the collector name
-  // its JIT code. Failures are reported per JVM and do not stop the others;
-  // pids that are not JVMs are passed over, or reported if `named` (the user
-  // asked for them). Gives up on the rest once `stop` says so.
-  void attach(const std::vector<pid_t>& pids, bool named, Collector& collector, const std::function<bool()>& stop);
+  // Attaches to each pid that is a HotSpot JVM: the agents loaded.
+  // Failures are reported per JVM and do not stop the others; pids that
+  // are not JVMs are passed over, or reported if `named` (the user asked
+  // for them). Gives up on the rest once `stop` says so.
+  std::vector<Agent> attach(const std::vector<pid_t>& pids, bool named, const std::function<bool()>& stop);
   // The same for JVMs found while recording, on a thread of its own: an
   // attach waits for the JVM (seconds for a busy one, up to its timeouts
-  // for a stopped one), and the recording must go on meanwhile. Their code
-  // maps go to the collector at take_attached().
+  // for a stopped one), and the recording must go on meanwhile. Their
+  // agents come from take_attached().
   void attach_later(const std::vector<pid_t>& pids);
-  void take_attached(Collector& collector);
+  std::vector<Agent> take_attached();
 
   // For `-- CMD`: the JAVA_TOOL_OPTIONS that load the agent into any JVM the
   // command starts (existing options kept), publishing into a directory
   // made for them now (see find_started).
   std::expected<std::string, std::string> tool_options(const std::string& existing, bool add_frame_pointers);
-  // Has the collector read the code maps of the JVMs the command started
-  // since the last call.
-  void find_started(Collector& collector);
+  // The agents of the JVMs the command started, but those in `known`.
+  std::vector<Agent> find_started(const std::vector<uint32_t>& known);
 
   // Stops every agent this session started (once attaches under way are
   // done); their directories go as the collector lets go of their JVMs (it
@@ -63,19 +70,11 @@ class JavaSession {
   void detach();
 
  private:
-  // A JVM's agent loaded: where its code map is, for the collector.
-  struct Loaded {
-    pid_t pid;
-    int fd;  // the code map, read from its start
-    std::string name;
-    Collector::StreamFiles files;
-    bool frame_pointers;
-  };
   // Loads the agent into `pid`; none if it is not a JVM (said if `named`)
   // or the attach failed (said). `attempt` of `attempts`: a JVM that did
   // not answer in time is tried again (after kRetryAfter, waiting twice as
   // long each time), and said only after the last.
-  std::optional<Loaded> load(pid_t pid, bool named, int attempt = 1, int attempts = 1);
+  std::optional<Agent> load(pid_t pid, bool named, int attempt = 1, int attempts = 1);
   void attach_loop();
   static constexpr int kAttachAttempts = 3;
   static constexpr std::chrono::seconds kRetryAfter{2};
@@ -104,7 +103,7 @@ class JavaSession {
     std::chrono::steady_clock::time_point at;
   };
   std::vector<Retry> retries_;  // JVMs that did not answer in time, to try again
-  std::vector<Loaded> loaded_;  // by the thread, for take_attached
+  std::vector<Agent> loaded_;  // by the thread, for take_attached
   bool stopping_ = false;
   std::thread attacher_;
 };

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "user/session/symbol_frames.h"
+#include "symbolizer/profile_frames.h"
 
 namespace ember {
 namespace {

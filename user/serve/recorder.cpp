@@ -17,9 +17,8 @@
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
 #include "user/events/event.h"
-#include "user/session/host.h"
+#include "user/host/host.h"
 #include "user/session/record_channel.h"
-#include "user/cli/record.h"
 
 namespace ember {
 namespace {

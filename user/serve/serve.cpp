@@ -542,72 +542,15 @@ std::expected<RecordRequest, std::string> parse_start_request(std::string_view t
 
 }  // namespace serve
 
-int run_serve(const ServeOptions& o) {
-  auto fail = [](const std::string& message) {
-    std::fprintf(stderr, "ember: %s\n", message.c_str());
-    return 1;
-  };
-  auto endpoint = net::parse_listen(o.listen);
-  if (!endpoint) return fail("--listen " + endpoint.error());
-  // The results belong to the server, not to whoever started it with sudo
-  // (flamegraph::invoking_user): its store stays its own, /var/lib/ember
-  // root's, and a result written by its `ember record` children too.
-  // Before any thread: the environment is not thread-safe.
-  ::unsetenv("SUDO_UID");
-  ::unsetenv("SUDO_GID");
-  if (o.tls_cert.empty() != o.tls_key.empty()) return fail("--tls-cert and --tls-key go together");
-  bool tls = !o.tls_cert.empty();
-  for (const std::string& f : {o.tls_cert, o.tls_key})
-    if (!f.empty() && ::access(f.c_str(), R_OK) != 0) return fail("cannot read " + f + ": " + std::strerror(errno));
+namespace {
 
-  std::string dir = o.dir.empty() ? default_results_dir() : o.dir;
-  // A fleet agent's spool is shown read-only: no profile is started here.
-  bool spool = fleet::is_spool(dir);
-  auto store = ResultStore::open(dir);
-  if (!store) return fail(store.error());
-  std::string token_path = o.token_file.empty() ? store->dir() + "/.token" : o.token_file;
-  // Made only once the port is ours (below): a start that cannot listen
-  // leaves none, so the next start still shows the new token's link.
-  auto token = serve::read_token(token_path);
-  if (!token) return fail(token.error());
-
-  char exe[4096];
-  ssize_t exe_len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (exe_len <= 0) return fail("cannot find the ember binary (/proc/self/exe)");
-  exe[exe_len] = '\0';
-
-  Settings settings(store->dir() + "/settings.json");
-  std::optional<Recorder> recorder;
-  if (!spool) recorder.emplace(*store, exe, [&settings] { return settings.view_json(); });
-
-  std::unique_ptr<httplib::Server> server;
-  if (tls) {
-    server = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
-    if (!server->is_valid()) return fail("--tls-cert/--tls-key: not a usable PEM certificate and key pair");
-  } else {
-    server = std::make_unique<httplib::Server>();
-  }
-  httplib::Server& svr = *server;
-  svr.set_payload_max_length(kMaxBody);
-  // cpp-httplib's default options set SO_REUSEPORT: a second server on the
-  // port then listened too, and the kernel shared the connections between
-  // the two (half the requests met the other's token). SO_REUSEADDR alone
-  // refuses that, and still binds again past a stopped server's TIME_WAIT.
-  svr.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  // A worker per connection (cpp-httplib): short timeouts and a pool
-  // larger than the 50 listing clients the tests run, so idle or slow
-  // connections hold workers briefly and a stop waiting for its result
-  // leaves the others free.
-  svr.set_read_timeout(5);
-  svr.set_keep_alive_timeout(3);
-  svr.new_task_queue = [] { return new httplib::ThreadPool(64); };
-
-  std::string secret = token->value_or("");
+// Every request first: security headers, the token (traded for a cookie
+// from the link the server prints), and what a POST must be. `secret` is
+// read at each request: a new one is made once the port is bound.
+void guard_requests(httplib::Server& svr, const std::string& secret, const std::string& token_path, bool tls) {
   const std::string cookie_flags = std::string("; Path=/; HttpOnly; SameSite=Strict") + (tls ? "; Secure" : "");
-  svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+  svr.set_pre_routing_handler([&secret, token_path, cookie_flags, tls](const httplib::Request& req,
+                                                                       httplib::Response& res) {
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("X-Frame-Options", "DENY");
     res.set_header("Referrer-Policy", "no-referrer");
@@ -663,6 +606,38 @@ int run_serve(const ServeOptions& o) {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+}
+
+// The HTTP server (HTTPS with --tls-cert and --tls-key), its limits set.
+std::expected<std::unique_ptr<httplib::Server>, std::string> make_server(const ServeOptions& o) {
+  std::unique_ptr<httplib::Server> server;
+  if (!o.tls_cert.empty()) {
+    server = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+    if (!server->is_valid()) return std::unexpected("--tls-cert/--tls-key: not a usable PEM certificate and key pair");
+  } else {
+    server = std::make_unique<httplib::Server>();
+  }
+  server->set_payload_max_length(kMaxBody);
+  // cpp-httplib's default options set SO_REUSEPORT: a second server on the
+  // port then listened too, and the kernel shared the connections between
+  // the two (half the requests met the other's token). SO_REUSEADDR alone
+  // refuses that, and still binds again past a stopped server's TIME_WAIT.
+  server->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  // A worker per connection (cpp-httplib): short timeouts and a pool
+  // larger than the 50 listing clients the tests run, so idle or slow
+  // connections hold workers briefly and a stop waiting for its result
+  // leaves the others free.
+  server->set_read_timeout(5);
+  server->set_keep_alive_timeout(3);
+  server->new_task_queue = [] { return new httplib::ThreadPool(64); };
+  return server;
+}
+
+// Errors and exceptions, answered as JSON.
+void answer_errors(httplib::Server& svr) {
   svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     const char* why = res.status == 404   ? "not found"
@@ -681,6 +656,56 @@ int run_serve(const ServeOptions& o) {
     }
     send_error(res, 500, what);
   });
+
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& o) {
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "ember: %s\n", message.c_str());
+    return 1;
+  };
+  auto endpoint = net::parse_listen(o.listen);
+  if (!endpoint) return fail("--listen " + endpoint.error());
+  // The results belong to the server, not to whoever started it with sudo
+  // (flamegraph::invoking_user): its store stays its own, /var/lib/ember
+  // root's, and a result written by its `ember record` children too.
+  // Before any thread: the environment is not thread-safe.
+  ::unsetenv("SUDO_UID");
+  ::unsetenv("SUDO_GID");
+  if (o.tls_cert.empty() != o.tls_key.empty()) return fail("--tls-cert and --tls-key go together");
+  bool tls = !o.tls_cert.empty();
+  for (const std::string& f : {o.tls_cert, o.tls_key})
+    if (!f.empty() && ::access(f.c_str(), R_OK) != 0) return fail("cannot read " + f + ": " + std::strerror(errno));
+
+  std::string dir = o.dir.empty() ? default_results_dir() : o.dir;
+  // A fleet agent's spool is shown read-only: no profile is started here.
+  bool spool = fleet::is_spool(dir);
+  auto store = ResultStore::open(dir);
+  if (!store) return fail(store.error());
+  std::string token_path = o.token_file.empty() ? store->dir() + "/.token" : o.token_file;
+  // Made only once the port is ours (below): a start that cannot listen
+  // leaves none, so the next start still shows the new token's link.
+  auto token = serve::read_token(token_path);
+  if (!token) return fail(token.error());
+
+  char exe[4096];
+  ssize_t exe_len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (exe_len <= 0) return fail("cannot find the ember binary (/proc/self/exe)");
+  exe[exe_len] = '\0';
+
+  Settings settings(store->dir() + "/settings.json");
+  std::optional<Recorder> recorder;
+  if (!spool) recorder.emplace(*store, exe, [&settings] { return settings.view_json(); });
+
+  auto server = make_server(o);
+  if (!server) return fail(server.error());
+  httplib::Server& svr = **server;
+
+  std::string secret = token->value_or("");
+  guard_requests(svr, secret, token_path, tls);
+  answer_errors(svr);
 
   // Each POST route reads its body itself, and only one of a stated
   // length: a request with neither Content-Length nor Transfer-Encoding

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "user/session/symbol_frames.h"
+#include "symbolizer/profile_frames.h"
 
 namespace ember {
 

@@ -10,7 +10,7 @@
 #include <unordered_set>
 
 #include "symbolizer/proc_maps.h"
-#include "user/session/symbol_frames.h"
+#include "symbolizer/profile_frames.h"
 
 namespace ember {
 

@@ -26,30 +26,14 @@ extern "C" {
 #include "unwind.h"
 }
 #include "flamegraph/profile.h"
-#include "user/java/java_events.h"
-#include "user/session/address_names.h"
 #include "symbolizer/jit_map.h"
 #include "symbolizer/symbolizer.h"
+#include "user/events/view.h"
+#include "user/java/agent_dir.h"
+#include "user/java/java_events.h"
+#include "user/session/address_names.h"
 
 namespace ember {
-
-// One graph the collector builds from the records: which kinds of record
-// it takes, and how each weighs.
-struct EventView {
-  std::string name = "cpu-clock";   // the event, as the user named it
-  std::string unit = "samples";     // "samples" or "ns"
-  uint32_t kinds = 1u << EMBER_KIND_CPU;  // bit per EMBER_KIND_*
-  uint64_t cpu_weight = 1;          // a CPU sample's weight (its period in ns, for wall-clock time)
-  uint64_t min_blocked_ns = 0;      // shorter off-CPU blocks are left out
-  bool live_only = false;           // allocations: only those still live (see keep_live_allocations)
-  uint64_t min_age_ns = 0;          // live_only: and allocated at least this long before the end
-  uint64_t min_gcs = 0;             // live_only, Java: and through at least this many collections
-  // Blocks: the stacks of whoever woke the thread above its own, past a
-  // "--" frame, leaf first, up to a "[waker: NAME]" frame (BCC's
-  // offwaketime layout).
-  bool waker = false;
-  bool lock_waits_only = false;     // blocks: only those in a lock (EMBER_WAIT_LOCK)
-};
 
 struct CollectorOptions {
   std::vector<EventView> views = {EventView{}};
@@ -123,10 +107,6 @@ class Collector {
   // mappings came as they exited), or all of them if final.
   void take_in_copies(bool final);
 
-  // Where a JVM's stream goes on (agent/protocol.h's R line): opens the
-  // file `next` for reading and removes `read`, which is read to its end;
-  // -1 if it cannot.
-  using StreamFiles = std::function<int(const std::string& read, const std::string& next)>;
   // Names the JIT code of JVM `pid` through the code map its agent writes,
   // read from `jitmap_fd` (the collector closes it), the file `name`, and
   // the files it goes on in through `files`. Without frame pointers in JIT

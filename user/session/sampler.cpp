@@ -33,15 +33,14 @@ int libbpf_print(enum libbpf_print_level level, const char* format, va_list args
   return std::vfprintf(stderr, format, args);
 }
 
-// The ring buffer holds about half a second of worst-case timer traffic
-// (both stacks full), and what the parts paced by events ask, so a busy
-// collector (it polls at least every 200 ms) never loses samples; a power
-// of two, >= 512 KiB. All of it counts in ember's RSS, twice (the kernel maps
-// the data pages twice, so records can wrap).
-uint32_t ring_bytes(uint32_t frequency, int cpus, const KernelParts& parts) {
-  constexpr uint64_t kFullSample = offsetof(ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64);
-  uint64_t want = static_cast<uint64_t>(frequency) * cpus * kFullSample / 2;
-  for (const auto& part : parts) want = std::max<uint64_t>(want, part->ring_bytes());
+// The ring buffer holds what the parts ask (about half a second of their
+// worst-case traffic), so a busy collector (it polls at least every 200 ms)
+// never loses records; a power of two, >= 512 KiB. All of it counts in
+// ember's RSS, twice (the kernel maps the data pages twice, so records can
+// wrap).
+uint32_t ring_bytes(int cpus, const KernelParts& parts) {
+  uint64_t want = 0;
+  for (const auto& part : parts) want = std::max(want, part->ring_bytes(cpus));
   uint64_t size = 512u << 10;
   while (size < want && size < (1u << 30)) size <<= 1;
   return static_cast<uint32_t>(size);
@@ -125,6 +124,169 @@ struct Sampler::State {
   }
 };
 
+namespace {
+
+// Before the object loads: which programs load, their settings (rodata),
+// the maps' sizes; the parts' own. Warnings for what this kernel lacks.
+std::expected<void, std::string> prepare_object(profile_bpf& skel, const SamplerConfig& config, int ncpus,
+                                                std::vector<std::string>& warnings) {
+  // Every program is off, and the off-CPU tables (preallocated) unmade,
+  // until a part asks for them.
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel.obj) bpf_program__set_autoload(prog, false);
+  bpf_map__set_autocreate(skel.maps.offcpu_start, false);
+  bpf_map__set_autocreate(skel.maps.waker_stacks, false);
+  skel.rodata->filter_pids = config.filter_pids;
+  skel.rodata->filter_tids = !config.tids.empty();
+  skel.rodata->include_idle = config.include_idle;
+  skel.rodata->follow_forks = config.follow_forks;
+  uint32_t ring_size = ring_bytes(ncpus, config.parts);
+  bpf_map__set_max_entries(skel.maps.samples, ring_size);
+  skel.rodata->wakeup_bytes = ring_size / 4;
+  skel.rodata->kernel_walk_bytes =
+      std::clamp<uint32_t>(config.kernel_walk_frames, 1, EMBER_MAX_STACK_DEPTH) * sizeof(__u64);
+  bpf_map__set_max_entries(skel.maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
+  bpf_map__set_max_entries(skel.maps.target_tids, std::max<size_t>(config.tids.size(), 1));
+  if (config.cgroup_dirs.size() > EMBER_MAX_CGROUPS)
+    return std::unexpected("at most " + std::to_string(EMBER_MAX_CGROUPS) + " cgroups (--cgroup)");
+  skel.rodata->target_cgroup_count = static_cast<uint32_t>(config.cgroup_dirs.size());
+  bpf_map__set_max_entries(skel.maps.target_cgroups, std::max<size_t>(config.cgroup_dirs.size(), 1));
+  bpf_program__set_autoload(skel.progs.ember_follow_fork, config.follow_forks);
+  bpf_program__set_autoload(skel.progs.ember_forget_exit, config.follow_forks);
+  // What older kernels lack, done another way (bpf/record.bpf.h).
+  skel.rodata->task_by_reads =
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, nullptr) <= 0 ||
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0;
+  if (skel.rodata->task_by_reads) skel.rodata->kernel_stack_size = kernel_stack_size();
+  // ember's walker (with Python's and V8's frames) and its tables, unless --unwind fp.
+  bool walker = config.unwind != UnwindMode::Fp;
+  skel.rodata->unwind_mode = static_cast<uint32_t>(config.unwind);
+  bpf_map__set_max_entries(skel.maps.unwind_rows,
+                           walker ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
+  uint32_t processes = kUnwindProcesses;
+  if (!kernel_at_least(6, 1)) {
+    bpf_map__set_map_flags(skel.maps.unwind_processes,
+                           bpf_map__map_flags(skel.maps.unwind_processes) & ~BPF_F_NO_PREALLOC);
+    processes = kUnwindProcessesPreallocated;
+    if (walker)
+      warnings.push_back("this kernel (before 6.1) needs the unwinder's table of processes preallocated: " +
+                         std::to_string(processes) +
+                         " processes at most are unwound with their tables, others by frame pointers");
+  }
+  bpf_map__set_max_entries(skel.maps.unwind_processes, walker ? processes : 1);
+  if (!walker) {  // Python's and V8's frames are the walker's
+    bpf_map__set_max_entries(skel.maps.python_processes, 1);
+    bpf_map__set_max_entries(skel.maps.python_threads, 1);
+    bpf_map__set_max_entries(skel.maps.v8_processes, 1);
+  }
+  bpf_program__set_autoload(skel.progs.ember_unwind_exit, walker);
+  bpf_program__set_autoload(skel.progs.ember_exit_mappings, kernel_has_exit_mappings());
+  for (const auto& part : config.parts)
+    if (auto ready = part->prepare(skel, warnings); !ready) return std::unexpected(ready.error());
+  return {};
+}
+
+// Loads the object. With `verbose`, how hard the verifier worked on each
+// program (its limit is a million instructions processed), for reports of
+// load failures to come: the kernel counts it from 5.16 (bpf_prog_info);
+// before, only the statistics of its log (level 4, no instruction trace)
+// say it.
+std::expected<void, std::string> load_object(profile_bpf& skel, bool verbose) {
+  std::map<const bpf_program*, std::string> stats_logs;
+  bpf_program* prog;
+  if (verbose && !kernel_at_least(5, 16))
+    bpf_object__for_each_program(prog, skel.obj) {
+      if (!bpf_program__autoload(prog)) continue;
+      std::string& log = stats_logs[prog];
+      log.assign(64 << 10, '\0');
+      bpf_program__set_log_buf(prog, log.data(), log.size());
+      bpf_program__set_log_level(prog, 4);
+    }
+  if (int err = profile_bpf::load(&skel)) {
+    // libbpf prints no log it was given a buffer for: the verifier's error.
+    // (The logs of programs that passed hold their statistics only.)
+    for (const auto& [program, log] : stats_logs)
+      if (log[0] && !log.starts_with("verification time"))
+        std::fprintf(stderr, "libbpf: prog '%s': the verifier's log:\n%s\n", bpf_program__name(program), log.c_str());
+    return std::unexpected("cannot load the BPF program: " + errno_text(err) +
+                           (verbose ? "" : " (run with -v for the verifier's log)"));
+  }
+  if (!verbose) return {};
+  bpf_object__for_each_program(prog, skel.obj) {
+    if (bpf_program__fd(prog) < 0) continue;
+    unsigned insns = 0;
+    if (auto log = stats_logs.find(prog); log != stats_logs.end()) {
+      // "processed 4298 insns (limit 1000000) max_states_per_insn ..."
+      if (size_t at = log->second.find("processed "); at != std::string::npos)
+        std::sscanf(log->second.c_str() + at, "processed %u insns", &insns);
+    } else {
+      bpf_prog_info info{};
+      uint32_t size = sizeof info;
+      if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &size) == 0) insns = info.verified_insns;
+    }
+    std::fprintf(stderr, "ember: BPF program %s: %u instructions verified\n", bpf_program__name(prog), insns);
+  }
+  return {};
+}
+
+// The target maps: pids, tids, cgroups.
+std::expected<void, std::string> set_targets(profile_bpf& skel, const SamplerConfig& config) {
+  uint8_t one = 1;
+  for (uint32_t pid : config.pids)
+    if (bpf_map__update_elem(skel.maps.target_pids, &pid, sizeof pid, &one, sizeof one, BPF_ANY))
+      return std::unexpected("cannot add pid " + std::to_string(pid) + " to the targets: " + errno_text(errno));
+  for (uint32_t tid : config.tids)
+    if (bpf_map__update_elem(skel.maps.target_tids, &tid, sizeof tid, &one, sizeof one, BPF_ANY))
+      return std::unexpected("cannot add tid " + std::to_string(tid) + " to the targets: " + errno_text(errno));
+  for (uint32_t i = 0; i < config.cgroup_dirs.size(); ++i)
+    if (auto added = add_target_cgroup(skel.maps.target_cgroups, i, config.cgroup_dirs[i]); !added)
+      return std::unexpected(added.error());
+  return {};
+}
+
+}  // namespace
+
+std::expected<void, std::string> Sampler::attach_own() {
+  profile_bpf& skel = *state_->skel;
+  struct Own {
+    bpf_program* program;
+    const char* fails;  // what cannot be done without it
+  };
+  for (const Own& own : {Own{skel.progs.ember_follow_fork, "cannot follow child processes"},
+                         Own{skel.progs.ember_forget_exit, "cannot follow child processes"},
+                         Own{skel.progs.ember_unwind_exit, "cannot attach to sched_process_exit"},
+                         Own{skel.progs.ember_exit_mappings, "cannot attach to sched_process_exit"}}) {
+    if (!bpf_program__autoload(own.program)) continue;
+    bpf_link* link = bpf_program__attach(own.program);
+    if (!link) return std::unexpected(std::string(own.fails) + ": " + errno_text(errno));
+    state_->links.push_back(link);
+  }
+  return {};
+}
+
+std::expected<void, std::string> Sampler::open_rings() {
+  State& st = *state_;
+  st.ring = ring_buffer__new(
+      bpf_map__fd(st.skel->maps.samples),
+      [](void* ctx, void* data, size_t) {
+        auto* st = static_cast<State*>(ctx);
+        st->handler(*static_cast<const ember_sample*>(data));
+        // libbpf keeps consuming while samples keep coming: end the batch
+        // so the caller gets to check its deadline and signals.
+        return ++st->batch >= kMaxBatch ? -EAGAIN : 0;
+      },
+      &st, nullptr);
+  if (!st.ring) return std::unexpected("cannot open the ring buffer: " + errno_text(errno));
+  if (ring_buffer__add(st.ring, bpf_map__fd(st.skel->maps.exits),
+                       [](void* ctx, void* data, size_t) {
+                         static_cast<State*>(ctx)->on_exit(*static_cast<const ember_mapping*>(data));
+                         return 0;
+                       },
+                       &st))
+    return std::unexpected("cannot open the exits ring buffer: " + errno_text(errno));
+  return {};
+}
+
 std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const SamplerConfig& config,
                                                                      SampleHandler handler, ExitHandler on_exit) {
   g_verbose = config.verbose;
@@ -135,165 +297,23 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   st.handler = std::move(handler);
   st.on_exit = std::move(on_exit);
   st.parts = config.parts;
+  sampler->unwind_ = config.unwind;
 
   int ncpus = libbpf_num_possible_cpus();
   if (ncpus <= 0) return std::unexpected("cannot count CPUs: " + errno_text(ncpus));
-
   st.skel.reset(profile_bpf::open());
   if (!st.skel) return std::unexpected("cannot open the BPF program: " + errno_text(errno));
-  profile_bpf* skel = st.skel.get();
-  // Every program is off, and the off-CPU tables (preallocated) unmade,
-  // until a part asks for them.
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, skel->obj) bpf_program__set_autoload(prog, false);
-  bpf_map__set_autocreate(skel->maps.offcpu_start, false);
-  bpf_map__set_autocreate(skel->maps.waker_stacks, false);
-  skel->rodata->filter_pids = config.filter_pids;
-  skel->rodata->filter_tids = !config.tids.empty();
-  skel->rodata->include_idle = config.include_idle;
-  skel->rodata->follow_forks = config.follow_forks;
-  uint32_t ring_size = ring_bytes(config.frequency, ncpus, config.parts);
-  bpf_map__set_max_entries(skel->maps.samples, ring_size);
-  skel->rodata->wakeup_bytes = ring_size / 4;
-  skel->rodata->kernel_walk_bytes =
-      std::clamp<uint32_t>(config.kernel_walk_frames, 1, EMBER_MAX_STACK_DEPTH) * sizeof(__u64);
-  bpf_map__set_max_entries(skel->maps.target_pids, config.follow_forks ? 65536 : std::max<size_t>(config.pids.size(), 1));
-  bpf_map__set_max_entries(skel->maps.target_tids, std::max<size_t>(config.tids.size(), 1));
-  if (config.cgroup_dirs.size() > EMBER_MAX_CGROUPS)
-    return std::unexpected("at most " + std::to_string(EMBER_MAX_CGROUPS) + " cgroups (--cgroup)");
-  skel->rodata->target_cgroup_count = static_cast<uint32_t>(config.cgroup_dirs.size());
-  bpf_map__set_max_entries(skel->maps.target_cgroups, std::max<size_t>(config.cgroup_dirs.size(), 1));
-  bpf_program__set_autoload(skel->progs.ember_follow_fork, config.follow_forks);
-  bpf_program__set_autoload(skel->progs.ember_forget_exit, config.follow_forks);
-  // What older kernels lack, done another way (bpf/record.bpf.h).
-  skel->rodata->task_by_reads =
-      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, nullptr) <= 0 ||
-      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, nullptr) <= 0;
-  if (skel->rodata->task_by_reads) skel->rodata->kernel_stack_size = kernel_stack_size();
-  sampler->unwind_ = config.unwind;
-  // ember's walker (with Python's and V8's frames) and its tables, unless --unwind fp.
-  bool walker = sampler->unwind_ != UnwindMode::Fp;
-  skel->rodata->unwind_mode = static_cast<uint32_t>(sampler->unwind_);
-  bpf_map__set_max_entries(skel->maps.unwind_rows,
-                           walker ? std::max<uint64_t>(config.unwind_memory_bytes / sizeof(ember_unwind_row), 1) : 1);
-  uint32_t processes = kUnwindProcesses;
-  if (!kernel_at_least(6, 1)) {
-    bpf_map__set_map_flags(skel->maps.unwind_processes,
-                           bpf_map__map_flags(skel->maps.unwind_processes) & ~BPF_F_NO_PREALLOC);
-    processes = kUnwindProcessesPreallocated;
-    if (walker)
-      sampler->warnings_.push_back("this kernel (before 6.1) needs the unwinder's table of processes preallocated: " +
-                                   std::to_string(processes) +
-                                   " processes at most are unwound with their tables, others by frame pointers");
-  }
-  bpf_map__set_max_entries(skel->maps.unwind_processes, walker ? processes : 1);
-  if (!walker) {  // Python's and V8's frames are the walker's
-    bpf_map__set_max_entries(skel->maps.python_processes, 1);
-    bpf_map__set_max_entries(skel->maps.python_threads, 1);
-    bpf_map__set_max_entries(skel->maps.v8_processes, 1);
-  }
-  bpf_program__set_autoload(skel->progs.ember_unwind_exit, walker);
-  bool exit_mappings = kernel_has_exit_mappings();
-  bpf_program__set_autoload(skel->progs.ember_exit_mappings, exit_mappings);
-  for (const auto& part : st.parts)
-    if (auto ready = part->prepare(*skel, sampler->warnings_); !ready) return std::unexpected(ready.error());
-
-  // -v: how hard the verifier worked on each program (its limit is a
-  // million instructions processed), for reports of load failures to come.
-  // The kernel counts it from 5.16 (bpf_prog_info); before, only the
-  // statistics of its log (level 4, no instruction trace) say it.
-  std::map<const bpf_program*, std::string> stats_logs;
-  if (config.verbose && !kernel_at_least(5, 16))
-    bpf_object__for_each_program(prog, skel->obj) {
-      if (!bpf_program__autoload(prog)) continue;
-      std::string& log = stats_logs[prog];
-      log.assign(64 << 10, '\0');
-      bpf_program__set_log_buf(prog, log.data(), log.size());
-      bpf_program__set_log_level(prog, 4);
-    }
-
-  if (int err = profile_bpf::load(skel)) {
-    // libbpf prints no log it was given a buffer for: the verifier's error.
-    // (The logs of programs that passed hold their statistics only.)
-    for (const auto& [program, log] : stats_logs)
-      if (log[0] && !log.starts_with("verification time"))
-        std::fprintf(stderr, "libbpf: prog '%s': the verifier's log:\n%s\n", bpf_program__name(program), log.c_str());
-    return std::unexpected("cannot load the BPF program: " + errno_text(err) +
-                           (config.verbose ? "" : " (run with -v for the verifier's log)"));
-  }
-
+  if (auto ok = prepare_object(*st.skel, config, ncpus, sampler->warnings_); !ok) return std::unexpected(ok.error());
+  if (auto ok = load_object(*st.skel, config.verbose); !ok) return std::unexpected(ok.error());
   if (config.before_sampling && sampler->unwind_ != UnwindMode::Fp)
     if (auto ready = config.before_sampling(sampler->unwind_, sampler->unwind_maps()); !ready)
       return std::unexpected(ready.error());
-
-  if (config.verbose) {
-    bpf_object__for_each_program(prog, skel->obj) {
-      if (bpf_program__fd(prog) < 0) continue;
-      unsigned insns = 0;
-      if (auto log = stats_logs.find(prog); log != stats_logs.end()) {
-        // "processed 4298 insns (limit 1000000) max_states_per_insn ..."
-        if (size_t at = log->second.find("processed "); at != std::string::npos)
-          std::sscanf(log->second.c_str() + at, "processed %u insns", &insns);
-      } else {
-        bpf_prog_info info{};
-        uint32_t size = sizeof info;
-        if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &size) == 0) insns = info.verified_insns;
-      }
-      std::fprintf(stderr, "ember: BPF program %s: %u instructions verified\n", bpf_program__name(prog), insns);
-    }
-  }
-
-  uint8_t one = 1;
-  for (uint32_t pid : config.pids)
-    if (bpf_map__update_elem(skel->maps.target_pids, &pid, sizeof pid, &one, sizeof one, BPF_ANY))
-      return std::unexpected("cannot add pid " + std::to_string(pid) + " to the targets: " + errno_text(errno));
-  for (uint32_t tid : config.tids)
-    if (bpf_map__update_elem(skel->maps.target_tids, &tid, sizeof tid, &one, sizeof one, BPF_ANY))
-      return std::unexpected("cannot add tid " + std::to_string(tid) + " to the targets: " + errno_text(errno));
-
-  for (uint32_t i = 0; i < config.cgroup_dirs.size(); ++i)
-    if (auto added = add_target_cgroup(skel->maps.target_cgroups, i, config.cgroup_dirs[i]); !added)
-      return std::unexpected(added.error());
-
-  if (config.follow_forks) {
-    for (bpf_program* p : {skel->progs.ember_follow_fork, skel->progs.ember_forget_exit}) {
-      bpf_link* link = bpf_program__attach(p);
-      if (!link) return std::unexpected("cannot follow child processes: " + errno_text(errno));
-      st.links.push_back(link);
-    }
-  }
-  if (walker) {
-    bpf_link* link = bpf_program__attach(skel->progs.ember_unwind_exit);
-    if (!link) return std::unexpected("cannot attach to sched_process_exit: " + errno_text(errno));
-    st.links.push_back(link);
-  }
-  if (exit_mappings) {
-    bpf_link* link = bpf_program__attach(skel->progs.ember_exit_mappings);
-    if (!link) return std::unexpected("cannot attach to sched_process_exit: " + errno_text(errno));
-    st.links.push_back(link);
-  }
-
-  st.ring = ring_buffer__new(
-      bpf_map__fd(skel->maps.samples),
-      [](void* ctx, void* data, size_t) {
-        auto* st = static_cast<State*>(ctx);
-        st->handler(*static_cast<const ember_sample*>(data));
-        // libbpf keeps consuming while samples keep coming: end the batch
-        // so the caller gets to check its deadline and signals.
-        return ++st->batch >= kMaxBatch ? -EAGAIN : 0;
-      },
-      &st, nullptr);
-  if (!st.ring) return std::unexpected("cannot open the ring buffer: " + errno_text(errno));
-  if (ring_buffer__add(st.ring, bpf_map__fd(skel->maps.exits),
-                       [](void* ctx, void* data, size_t) {
-                         static_cast<State*>(ctx)->on_exit(*static_cast<const ember_mapping*>(data));
-                         return 0;
-                       },
-                       &st))
-    return std::unexpected("cannot open the exits ring buffer: " + errno_text(errno));
-
+  if (auto ok = set_targets(*st.skel, config); !ok) return std::unexpected(ok.error());
+  if (auto ok = sampler->attach_own(); !ok) return std::unexpected(ok.error());
+  if (auto ok = sampler->open_rings(); !ok) return std::unexpected(ok.error());
   for (const auto& part : st.parts)
-    if (auto attached = part->attach(*skel, sampler->warnings_); !attached) return std::unexpected(attached.error());
+    if (auto attached = part->attach(*st.skel, sampler->warnings_); !attached)
+      return std::unexpected(attached.error());
   sampler->cpus_ = std::max(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), 1);
   return sampler;
 }

@@ -1,5 +1,5 @@
 // Owns the loaded BPF object (bpf/*.bpf.c, linked into one): the programs of
-// the events' kernel parts (user/session/kernel_part.h), the target maps,
+// the events' kernel parts (user/events/kernel_part.h), the target maps,
 // the unwinder's tables and the ring buffer the samples arrive on.
 #pragma once
 
@@ -15,7 +15,7 @@ extern "C" {
 #include "profile.h"
 #include "unwind.h"
 }
-#include "user/session/kernel_part.h"
+#include "user/events/kernel_part.h"
 #include "user/session/unwinder.h"
 
 namespace ember {
@@ -30,8 +30,6 @@ enum class UnwindMode {
 struct SamplerConfig {
   // The events' kernel code (user/events/): what is recorded.
   KernelParts parts;
-  // Records per second per CPU the ring buffer is sized for (the timer's rate).
-  uint32_t frequency = 99;
   // Frames the kernel's stack walk gives at most (kernel.perf_event_max_stack,
   // up to EMBER_MAX_STACK_DEPTH): the room each walk is given.
   uint32_t kernel_walk_frames = EMBER_MAX_STACK_DEPTH;
@@ -102,6 +100,10 @@ class Sampler {
 
  private:
   Sampler() = default;
+  // Once loaded: the sampler's own programs attached (following forks,
+  // processes' exits), the ring buffers opened.
+  std::expected<void, std::string> attach_own();
+  std::expected<void, std::string> open_rings();
   struct State;
   std::unique_ptr<State> state_;
   int cpus_ = 0;

@@ -61,7 +61,7 @@ symbolizer::Options symbol_options(const SessionConfig& c) {
 
 }  // namespace
 
-std::expected<std::unique_ptr<Session>, std::string> Session::create(SessionConfig config, const std::string& command,
+std::expected<std::unique_ptr<Session>, std::string> Session::create(SessionConfig config,
                                                                      std::vector<std::string>& warnings) {
   std::optional<std::regex> comm;
   if (!config.comm.empty()) {
@@ -77,7 +77,7 @@ std::expected<std::unique_ptr<Session>, std::string> Session::create(SessionConf
   scope.pids = config.pids;
   for (pid_t pid : processes_in_cgroups(*cgroups)) scope.members.push_back(static_cast<uint32_t>(pid));
   for (uint32_t tid : config.tids) scope.pids.push_back(static_cast<uint32_t>(thread_group_of(tid)));
-  scope.command = command;
+  if (!config.command.empty()) scope.command = find_command(config.command[0]);
   scope.java = config.java;
   HostFacts host = read_host_facts();
   auto plan = events::plan(config.events, config.settings, scope, host, warnings, config.spelling);
@@ -128,14 +128,30 @@ void Session::close() {
   collector_.close_streams();
 }
 
-std::expected<std::optional<std::string>, std::string> Session::java_tool_options(const std::string& existing,
-                                                                                  bool add_frame_pointers) {
-  if (!java_) return std::nullopt;
-  return java_->tool_options(existing, add_frame_pointers || config_.unwind == "fp");
+std::expected<std::vector<std::string>, std::string> Session::command_env() {
+  if (!java_) return std::vector<std::string>{};
+  const char* existing = getenv("JAVA_TOOL_OPTIONS");
+  auto options = java_->tool_options(existing ? existing : "", config_.java_frame_pointers || config_.unwind == "fp");
+  if (!options) return std::unexpected("cannot prepare the Java agent for the command: " + options.error());
+  return std::vector<std::string>{"JAVA_TOOL_OPTIONS=" + *options};
 }
 
-std::expected<void, std::string> Session::start(std::optional<pid_t> command, const std::function<bool()>& stopping) {
-  SamplerConfig config = plan_.sampler;
+std::expected<void, std::string> Session::start(const std::function<bool()>& stopping) {
+  if (!config_.command.empty()) {
+    auto env = command_env();
+    if (!env) return std::unexpected(env.error());
+    auto spawned = HeldCommand::spawn(config_.command, *env);
+    if (!spawned) return std::unexpected("cannot start the command: " + spawned.error());
+    command_.emplace(std::move(*spawned));
+  }
+  auto started = start_sampling(stopping);
+  if (!started) command_.reset();  // it exits unrun
+  return started;
+}
+
+std::expected<void, std::string> Session::start_sampling(const std::function<bool()>& stopping) {
+  SamplerConfig config;
+  config.parts = plan_.parts;
   config.kernel_walk_frames = std::min<uint32_t>(host_.max_stack, EMBER_MAX_STACK_DEPTH);
   config.unwind = config_.unwind == "fp"    ? UnwindMode::Fp
                   : config_.unwind == "cfi" ? UnwindMode::Cfi
@@ -145,8 +161,8 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
   config.verbose = config_.verbose;
   config.tids = config_.tids;
   for (const CgroupTarget& c : cgroups_) config.cgroup_dirs.push_back(c.dir);
-  if (command) {
-    config.pids = {static_cast<uint32_t>(*command)};
+  if (command_) {
+    config.pids = {static_cast<uint32_t>(command_->pid())};
     config.filter_pids = config.follow_forks = true;
   } else if (!config_.pids.empty()) {
     config.pids = config_.pids;
@@ -199,7 +215,7 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
   // unloaded, so none goes into a JVM for a session that fails to start.
   if (java_) {
     std::vector<pid_t> jvms;
-    whole_host_ = config_.java_attach.empty() && config_.pids.empty() && config_.tids.empty() && !command;
+    whole_host_ = config_.java_attach.empty() && config_.pids.empty() && config_.tids.empty() && !command_;
     if (!config_.java_attach.empty())
       jvms.assign(config_.java_attach.begin(), config_.java_attach.end());
     else if (!config_.pids.empty())
@@ -210,7 +226,7 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
       jvms = jvm_scanner_.scan();
     if (config_.java_attach.empty()) jvms = jvms_in_scope(std::move(jvms));
     next_jvm_scan_s_ = now_s() + 2;
-    java_->attach(jvms, !config_.java_attach.empty(), collector_, stopping);
+    read_agents(java_->attach(jvms, !config_.java_attach.empty(), stopping));
     // Java events need a JVM: say so for each named target that is not one.
     bool java_alloc = std::any_of(plan_.events.begin(), plan_.events.end(), [](const events::Event* e) {
       return e->java_profile == JavaProfileKind::AllocBytes;
@@ -225,7 +241,7 @@ std::expected<void, std::string> Session::start(std::optional<pid_t> command, co
   return {};
 }
 
-void Session::arm() {
+std::expected<void, std::string> Session::arm() {
   // The code the agents replayed as they attached: its frames reach the
   // unwinder before the first record.
   collector_.update_jvms(false);
@@ -233,6 +249,8 @@ void Session::arm() {
   window_start_s_ = now_s();
   window_start_unix_ns_ = unix_ns();
   window_counters_ = {};
+  if (command_) return command_->release();
+  return {};
 }
 
 std::vector<pid_t> Session::jvms_in_scope(std::vector<pid_t> jvms) const {
@@ -255,10 +273,10 @@ void Session::attach_late_jvms() {
 
 void Session::poll(int timeout_ms) {
   sampler_->poll(timeout_ms);
-  if (java_) java_->find_started(collector_);
+  if (java_) read_agents(java_->find_started(collector_.jvm_pids()));
   if (java_ && whole_host_) {
     attach_late_jvms();
-    java_->take_attached(collector_);
+    read_agents(java_->take_attached());
   }
   collector_.update_jvms(false);
   collector_.take_in_copies(false);
@@ -270,6 +288,11 @@ void Session::poll(int timeout_ms) {
     next_naming_s_ = now + kNamingEveryS;
     collector_.name_addresses(std::chrono::steady_clock::now() + kNamingPass);
   }
+}
+
+void Session::read_agents(std::vector<JavaSession::Agent> agents) {
+  for (JavaSession::Agent& a : agents)
+    collector_.watch_jvm(static_cast<uint32_t>(a.pid), a.fd, std::move(a.name), std::move(a.files), a.frame_pointers);
 }
 
 void Session::watch_jvms() {
@@ -329,8 +352,8 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     sampler_.reset();
     // Detach first: with --live, the agents' last full GC reports the frees.
     if (java_) {
-      java_->find_started(collector_);
-      java_->take_attached(collector_);
+      read_agents(java_->find_started(collector_.jvm_pids()));
+      read_agents(java_->take_attached());
       java_->detach();
     }
   }

@@ -20,14 +20,15 @@
 
 #include "flamegraph/profile.h"
 #include "symbolizer/symbolizer.h"
-#include "user/session/cgroup.h"
-#include "user/session/collector.h"
 #include "user/events/event.h"
 #include "user/java/java.h"
 #include "user/java/java_attach.h"
 #include "user/java/jvm.h"
 #include "user/runtimes/python_frames.h"
 #include "user/runtimes/v8_frames.h"
+#include "user/session/cgroup.h"
+#include "user/session/collector.h"
+#include "user/session/command.h"
 #include "user/session/sampler.h"
 #include "user/session/unwinder.h"
 
@@ -37,6 +38,8 @@ struct SessionConfig {
   std::vector<std::string> events = {"cpu-clock"};  // one graph each
   events::Settings settings;
   // Targets: the whole host, unless pids, tids or a command are given.
+  std::vector<std::string> command;  // run and profile this, with its children
+  bool java_frame_pointers = false;  // add -XX:+PreserveFramePointer to JVMs the command starts
   std::vector<uint32_t> pids;
   std::vector<uint32_t> tids;
   std::vector<std::string> cgroups;  // only tasks in these cgroups (v2) and below them
@@ -73,10 +76,6 @@ struct SessionConfig {
   events::Spelling spelling = events::Spelling::Option;
 };
 
-// The name a command ember starts carries until it execs: its records
-// until then (ember's own code) are left out.
-inline constexpr char kBeforeExecName[] = "ember-pre-exec";
-
 // One event's graph of a window.
 struct WindowGraph {
   const events::Event* event;
@@ -102,10 +101,9 @@ struct Window {
 class Session {
  public:
   // Checks the configuration (events and their settings, the host's
-  // limits): nothing is loaded yet. `command`: the path of a command's
-  // executable, if one will be started. `warnings`: what the events will
-  // not see, given even when the session is refused (they may say why).
-  static std::expected<std::unique_ptr<Session>, std::string> create(SessionConfig config, const std::string& command,
+  // limits): nothing is loaded yet. `warnings`: what the events will not
+  // see, given even when the session is refused (they may say why).
+  static std::expected<std::unique_ptr<Session>, std::string> create(SessionConfig config,
                                                                      std::vector<std::string>& warnings);
   ~Session();
   // Ends what the session holds outside this process: the JVMs' agents
@@ -116,16 +114,15 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // The JAVA_TOOL_OPTIONS a command's JVMs load the agent with; nothing
-  // without the agent. Before start().
-  std::expected<std::optional<std::string>, std::string> java_tool_options(const std::string& existing,
-                                                                           bool add_frame_pointers);
-  // Loads and attaches the programs, makes the targets' unwind tables and
-  // attaches the JVMs' agents; `stopping` cuts the attaching short. Nothing
-  // is recorded before arm(). `command`: the pid of a command ember started
-  // and holds until then, followed with its children.
-  std::expected<void, std::string> start(std::optional<pid_t> command, const std::function<bool()>& stopping);
-  void arm();
+  // Starts the command held before its exec, loads and attaches the
+  // programs, makes the targets' unwind tables and attaches the JVMs'
+  // agents; `stopping` cuts the attaching short. Nothing is recorded
+  // before arm(), which lets the command run (and fails if it cannot).
+  std::expected<void, std::string> start(const std::function<bool()>& stopping);
+  std::expected<void, std::string> arm();
+  // The command ember started (config().command), followed with its
+  // children; null without one.
+  HeldCommand* command() { return command_ ? &*command_ : nullptr; }
   // Waits for records (up to `timeout_ms`) and takes them in, with the
   // JVMs' new code and events.
   void poll(int timeout_ms);
@@ -162,10 +159,17 @@ class Session {
  private:
   Session(SessionConfig config, events::Plan plan, HostFacts host, std::optional<std::regex> comm,
           std::vector<CgroupTarget> cgroups);
+  // Has the collector read the code maps of `agents`.
+  void read_agents(std::vector<JavaSession::Agent> agents);
   void watch_jvms();
   // The JVMs in scope among `pids` (--comm, --cgroup, java_allowed).
   std::vector<pid_t> jvms_in_scope(std::vector<pid_t> pids) const;
   void attach_late_jvms();
+  // The command's environment: JAVA_TOOL_OPTIONS loading the agent into
+  // the JVMs it starts.
+  std::expected<std::vector<std::string>, std::string> command_env();
+  // start() but the command.
+  std::expected<void, std::string> start_sampling(const std::function<bool()>& stopping);
 
   SessionConfig config_;
   events::Plan plan_;
@@ -185,6 +189,7 @@ class Session {
   std::optional<runtimes::PythonFrames> python_;
   std::optional<runtimes::V8Frames> v8_;
   std::unique_ptr<Sampler> sampler_;
+  std::optional<HeldCommand> command_;
   int cpus_ = 0;
   bool stopped_ = false;
   uint64_t stop_ns_ = 0;  // when the sampler stopped (CLOCK_MONOTONIC), for the allocations' ages

@@ -1,4 +1,4 @@
-#include "user/session/symbol_frames.h"
+#include "symbolizer/profile_frames.h"
 
 #include <cinttypes>
 #include <cstdio>

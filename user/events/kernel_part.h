@@ -1,9 +1,9 @@
 // The kernel side of an event, or of the events that share it (offcpu,
 // wall and lock share sched_switch): which programs of the BPF object it
 // loads, their settings, and how they attach. Each part lives beside its
-// events (user/events/), its programs in bpf/. The Sampler loads the one
-// object with the programs of the parts a recording chose, then attaches
-// each part; the parts' programs record nothing until it is armed.
+// events, its programs in bpf/. The Sampler loads the one object with the
+// programs of the parts a recording chose, then attaches each part; the
+// parts' programs record nothing until it is armed.
 #pragma once
 
 #include <algorithm>
@@ -28,10 +28,9 @@ class KernelPart {
   virtual std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) = 0;
   // Detaches them (again: nothing).
   virtual void detach();
-  // The samples ring buffer its records need at least, for a part whose
-  // records come with events (a burst of context switches or allocations)
-  // rather than at the sampling frequency; 0 for those.
-  virtual uint32_t ring_bytes() const { return 0; }
+  // The samples ring buffer its records need at least on `cpus` CPUs:
+  // about half a second of its worst-case traffic.
+  virtual uint64_t ring_bytes(int cpus) const = 0;
 
  protected:
   // Holds `link` until detach(); false if it is null (the attach failed, errno says why).

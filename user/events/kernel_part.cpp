@@ -1,4 +1,4 @@
-#include "user/session/kernel_part.h"
+#include "user/events/kernel_part.h"
 
 #include <bpf/libbpf.h>
 

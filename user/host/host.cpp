@@ -1,4 +1,4 @@
-#include "user/session/host.h"
+#include "user/host/host.h"
 
 #include <linux/capability.h>
 #include <sys/resource.h>
