@@ -48,9 +48,11 @@ ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a / b }')
 truth_ratio=$(awk -v a="$slept" -v b="$waited" 'BEGIN { printf "%.3f", a / b }')
 echo "blocked_in_nanosleep:blocked_in_read = $ratio (expect 3 +- $pct%; the workload measured $truth_ratio)"
 # The truth's own slack is the sleeper's last wakeup, late by up to 56 ms
-# of its 4.7 s in CI's 5.10 guest (3.036): 1% here, 3% emulated.
+# of its 4.7 s in CI's 5.10 guest (3.036), and 3.092 there beside two
+# busy emulators and a build: 1% here, 10% emulated (where ember's own
+# ratio is held to 50%).
 truth_pct=1
-[[ ${EMBER_EMULATED:-} ]] && truth_pct=3
+[[ ${EMBER_EMULATED:-} ]] && truth_pct=10
 awk -v r="$truth_ratio" -v p="$truth_pct" 'BEGIN { exit !(r >= 3 * (1 - p / 100) && r <= 3 * (1 + p / 100)) }' ||
 	fail "the workload's own split is $truth_ratio, not 3:1 +- $truth_pct%: $(cat "$TMP/out")"
 awk -v r="$ratio" -v p="$pct" 'BEGIN { exit !(r >= 3 * (1 - p / 100) && r <= 3 * (1 + p / 100)) }' ||
