@@ -253,11 +253,11 @@ CLI::App* add_agent(CLI::App& app, ember::fleet::AgentOptions& o, std::map<std::
                                                          "which wins over the file");
   for (const ember::fleet::KeyInfo& k : ember::fleet::agent_keys()) {
     std::string name = k.name;
-    auto* o = c->add_option("--" + name, values[name], k.help);
-    if (name == "events" || name == "service_sources") o->delimiter(',');
-    o->type_name("VALUE");
-    if (!k.list) o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    o->group(name.find('.') == std::string::npos ? "Keys" : "Keys: " + name.substr(0, name.find('.')));
+    auto* option = c->add_option("--" + name, values[name], k.help);
+    if (name == "events" || name == "service_sources") option->delimiter(',');
+    option->type_name("VALUE");
+    if (!k.list) option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    option->group(name.find('.') == std::string::npos ? "Keys" : "Keys: " + name.substr(0, name.find('.')));
   }
   return c;
 }

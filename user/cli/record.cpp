@@ -465,13 +465,15 @@ int run_record(const RecordOptions& o) {
   unsigned windows = 0;  // written so far (--window)
   Ended ended = record_until_done(session, o, outputs, channel, warn, windows);
   if (ended == Ended::Targets) std::fprintf(stderr, "ember: every target (-p, --tid) has exited\n");
-  if (ended == Ended::Signal)
+  // A signal may have come as the loop ended for another reason: it is
+  // told, and forwarded, all the same.
+  if (g_stop_signal)
     std::fprintf(stderr, "ember: SIG%s: stopping, writing what was recorded%s\n", sigabbrev_np(g_stop_signal),
                  g_stop_signal == SIGINT && !g_stop_sent ? " (Ctrl-C again quits without writing)" : "");
   // The terminal signals the whole process group: forward only what was
   // sent to ember alone, or the command would see it twice.
   HeldCommand* command = session.command();
-  if (command && ended == Ended::Signal && g_stop_sent) kill(command->pid(), g_stop_signal);
+  if (command && ended != Ended::Command && g_stop_signal && g_stop_sent) kill(command->pid(), g_stop_signal);
 
   Window window = session.cut(true);
   std::vector<std::string> files = window_files(outputs, o.window > 0 ? windows + 1 : 0);
@@ -499,7 +501,7 @@ int run_record(const RecordOptions& o) {
   (void)kept;
   if (!command) return 0;
   // -d may end the recording before the command: it still runs to its end.
-  if (!command->exited())
+  if (ended != Ended::Command)
     std::fprintf(stderr, "ember: waiting for '%s' (pid %d) to exit\n", c.command[0].c_str(), command->pid());
   return exit_code_of(command->wait());
 }

@@ -19,8 +19,7 @@ class SchedSwitch : public KernelPart {
 
   std::expected<void, std::string> prepare(profile_bpf& skel, std::vector<std::string>& warnings) override;
   std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override;
-  // Switches come in bursts, not at a rate.
-  uint64_t ring_bytes(int) const override { return 4u << 20; }
+  uint64_t ring_bytes(int cpus) const override { return burst_ring_bytes(cpus); }
 };
 
 // Blocks of at least the event's --min-block are sent (the shortest any

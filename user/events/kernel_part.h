@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <expected>
 #include <memory>
 #include <string>
@@ -29,7 +30,7 @@ class KernelPart {
   // Detaches them (again: nothing).
   virtual void detach();
   // The samples ring buffer its records need at least on `cpus` CPUs:
-  // about half a second of its worst-case traffic.
+  // about half a second of its worst-case traffic (records_bytes).
   virtual uint64_t ring_bytes(int cpus) const = 0;
 
  protected:
@@ -60,6 +61,15 @@ P& kernel_part(KernelParts& parts) {
   parts.push_back(std::move(part));
   return ref;
 }
+
+// Half a second of `per_second` records a second on each of `cpus` CPUs,
+// every record with both stacks full.
+uint64_t records_bytes(uint64_t per_second, int cpus);
+
+// The ring buffer of a part whose records come in bursts (context
+// switches, allocations) rather than at a rate: 4 MiB, and on a large host
+// what 99 records a second on every CPU take.
+inline uint64_t burst_ring_bytes(int cpus) { return std::max<uint64_t>(4u << 20, records_bytes(99, cpus)); }
 
 // "No such file or directory" for errno values, negative ones too.
 std::string errno_text(int err);

@@ -58,8 +58,7 @@ class MallocProbes : public KernelPart {
     return {};
   }
 
-  // Allocations come in bursts, not at a rate.
-  uint64_t ring_bytes(int) const override { return 4u << 20; }
+  uint64_t ring_bytes(int cpus) const override { return burst_ring_bytes(cpus); }
 
   std::expected<void, std::string> attach(profile_bpf& skel, std::vector<std::string>& warnings) override {
     struct Probe {

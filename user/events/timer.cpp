@@ -7,7 +7,6 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
-#include <cstddef>
 
 #include "profile.skel.h"
 
@@ -36,10 +35,7 @@ std::expected<void, std::string> CpuTimer::prepare(profile_bpf& skel, std::vecto
   return {};
 }
 
-uint64_t CpuTimer::ring_bytes(int cpus) const {
-  constexpr uint64_t kFullSample = offsetof(ember_sample, ips) + 2 * EMBER_MAX_STACK_DEPTH * sizeof(__u64);
-  return uint64_t{frequency} * cpus * kFullSample / 2;
-}
+uint64_t CpuTimer::ring_bytes(int cpus) const { return records_bytes(frequency, cpus); }
 
 std::expected<void, std::string> CpuTimer::attach(profile_bpf& skel, std::vector<std::string>&) {
   int ncpus = libbpf_num_possible_cpus(), attached = 0;

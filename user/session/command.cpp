@@ -85,7 +85,10 @@ std::expected<void, std::string> HeldCommand::release() {
   (void)!write(go_fd_, &go, 1);
   close(std::exchange(go_fd_, -1));
   int err = 0;
-  bool failed = read(error_fd_, &err, sizeof err) == sizeof err;
+  ssize_t got;
+  while ((got = read(error_fd_, &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  bool failed = got == sizeof err;
   close(std::exchange(error_fd_, -1));
   if (!failed) return {};
   wait();

@@ -186,13 +186,17 @@ std::expected<void, std::string> prepare_object(profile_bpf& skel, const Sampler
   return {};
 }
 
-// Loads the object. With `verbose`, how hard the verifier worked on each
-// program (its limit is a million instructions processed), for reports of
-// load failures to come: the kernel counts it from 5.16 (bpf_prog_info);
-// before, only the statistics of its log (level 4, no instruction trace)
-// say it.
-std::expected<void, std::string> load_object(profile_bpf& skel, bool verbose) {
-  std::map<const bpf_program*, std::string> stats_logs;
+// The verifier's statistics log of each program, where the kernel does
+// not count its work itself (before 5.16).
+using VerifierLogs = std::map<const bpf_program*, std::string>;
+
+// Loads the object. With `verbose`, the logs that will say how hard the
+// verifier worked on each program (its limit is a million instructions
+// processed), for reports of load failures to come: the kernel counts it
+// from 5.16 (bpf_prog_info); before, only the statistics of its log
+// (level 4, no instruction trace) say it.
+std::expected<VerifierLogs, std::string> load_object(profile_bpf& skel, bool verbose) {
+  VerifierLogs stats_logs;
   bpf_program* prog;
   if (verbose && !kernel_at_least(5, 16))
     bpf_object__for_each_program(prog, skel.obj) {
@@ -211,7 +215,12 @@ std::expected<void, std::string> load_object(profile_bpf& skel, bool verbose) {
     return std::unexpected("cannot load the BPF program: " + errno_text(err) +
                            (verbose ? "" : " (run with -v for the verifier's log)"));
   }
-  if (!verbose) return {};
+  return stats_logs;
+}
+
+// -v: the instructions the verifier processed, per program loaded.
+void print_verified(profile_bpf& skel, const VerifierLogs& stats_logs) {
+  bpf_program* prog;
   bpf_object__for_each_program(prog, skel.obj) {
     if (bpf_program__fd(prog) < 0) continue;
     unsigned insns = 0;
@@ -226,7 +235,6 @@ std::expected<void, std::string> load_object(profile_bpf& skel, bool verbose) {
     }
     std::fprintf(stderr, "ember: BPF program %s: %u instructions verified\n", bpf_program__name(prog), insns);
   }
-  return {};
 }
 
 // The target maps: pids, tids, cgroups.
@@ -304,10 +312,12 @@ std::expected<std::unique_ptr<Sampler>, std::string> Sampler::start(const Sample
   st.skel.reset(profile_bpf::open());
   if (!st.skel) return std::unexpected("cannot open the BPF program: " + errno_text(errno));
   if (auto ok = prepare_object(*st.skel, config, ncpus, sampler->warnings_); !ok) return std::unexpected(ok.error());
-  if (auto ok = load_object(*st.skel, config.verbose); !ok) return std::unexpected(ok.error());
+  auto verifier_logs = load_object(*st.skel, config.verbose);
+  if (!verifier_logs) return std::unexpected(verifier_logs.error());
   if (config.before_sampling && sampler->unwind_ != UnwindMode::Fp)
     if (auto ready = config.before_sampling(sampler->unwind_, sampler->unwind_maps()); !ready)
       return std::unexpected(ready.error());
+  if (config.verbose) print_verified(*st.skel, *verifier_logs);
   if (auto ok = set_targets(*st.skel, config); !ok) return std::unexpected(ok.error());
   if (auto ok = sampler->attach_own(); !ok) return std::unexpected(ok.error());
   if (auto ok = sampler->open_rings(); !ok) return std::unexpected(ok.error());
