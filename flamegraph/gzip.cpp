@@ -82,4 +82,16 @@ std::expected<std::string, std::string> gunzip(std::string_view in) {
   return out;
 }
 
+bool is_gzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b;
+}
+
+std::expected<std::string_view, std::string> inflated(std::string_view bytes, std::string& storage) {
+  if (!is_gzip(bytes)) return bytes;
+  auto raw = gunzip(bytes);
+  if (!raw) return std::unexpected(raw.error());
+  storage = std::move(*raw);
+  return storage;
+}
+
 }  // namespace ember::flamegraph

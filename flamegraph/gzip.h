@@ -14,4 +14,11 @@ std::string gzip(std::string_view raw);
 // (a hostile file must not eat memory).
 std::expected<std::string, std::string> gunzip(std::string_view in);
 
+// Whether `bytes` start as gzip data does (its magic number).
+bool is_gzip(std::string_view bytes);
+
+// `bytes` themselves, or their contents inflated into `storage` if they
+// are gzip data.
+std::expected<std::string_view, std::string> inflated(std::string_view bytes, std::string& storage);
+
 }  // namespace ember::flamegraph

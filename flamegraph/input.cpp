@@ -34,8 +34,7 @@ bool starts_with_nocase(std::string_view s, std::string_view prefix) {
 // also a newline: so it is protobuf if the name says so or if NUL bytes
 // follow.
 Content content_of(std::string_view bytes, const std::string& path) {
-  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b)
-    return Content::Gzip;
+  if (is_gzip(bytes)) return Content::Gzip;
   bool binary = bytes.substr(0, 64 << 10).find('\0') != std::string_view::npos;
   if (!bytes.empty() && bytes[0] == 0x0a && (binary || path.ends_with(".pb") || path.ends_with(".pprof") || path.ends_with(".otlp")))
     return Content::Protobuf;

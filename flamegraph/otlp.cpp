@@ -741,13 +741,10 @@ std::expected<void, std::string> add_samples(const ReadTables& t, const OtlpReso
 
 std::expected<Profile, std::string> decode_otlp(std::string_view bytes, std::string_view event,
                                                 std::vector<std::string>* events) {
-  std::string inflated;
-  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
-    auto r = gunzip(bytes);
-    if (!r) return std::unexpected("otlp: " + r.error());
-    inflated = std::move(*r);
-    bytes = inflated;
-  }
+  std::string storage;
+  auto raw = inflated(bytes, storage);
+  if (!raw) return std::unexpected("otlp: " + raw.error());
+  bytes = *raw;
   std::vector<std::string_view> resources;
   std::string_view dictionary;
   Reader r(bytes);

@@ -449,13 +449,10 @@ std::expected<void, std::string> add_samples(const PprofTables& t, size_t value_
 
 std::expected<Profile, std::string> decode_pprof(std::string_view bytes, std::string_view sample_type,
                                                  SampleTypes* sample_types) {
-  std::string inflated;
-  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
-    auto r = gunzip(bytes);
-    if (!r) return std::unexpected("pprof: " + r.error());
-    inflated = std::move(*r);
-    bytes = inflated;
-  }
+  std::string storage;
+  auto raw = inflated(bytes, storage);
+  if (!raw) return std::unexpected("pprof: " + raw.error());
+  bytes = *raw;
   auto t = read_tables(bytes);
   if (!t) return std::unexpected(t.error());
   std::vector<std::string> type_names;
