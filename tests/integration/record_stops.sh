@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A stop at any moment writes complete output: SIGINT, SIGTERM and SIGHUP
-# mid-run (SIGTERM twice too, as supervisors send it), and -d; a closed
+# mid-run (SIGTERM twice too, as supervisors send it), and -d; a command's
+# stop (SIGTERM forwarded to it, -d waiting for its end); a closed
 # pipe on stderr does not stop the recording. The status line shows on a
 # terminal and not otherwise. Ctrl-C twice on a terminal, the second while
 # the writing waits on a debuginfod server that never answers: ember quits
@@ -25,6 +26,25 @@ done
 { "$EMBER" record -d 1.5 -o "$TMP/pipe.folded" 2>&1; echo $? >"$TMP/pipe.rc"; } | head -c 1 >/dev/null
 [ "$(cat "$TMP/pipe.rc")" = 0 ] || fail "ember record with stderr into a closed pipe exited $(cat "$TMP/pipe.rc")"
 grep -q ';' "$TMP/pipe.folded" || fail "ember record with stderr into a closed pipe wrote no stacks"
+
+# A command's stop: SIGTERM sent to ember alone reaches the command, whose
+# exit code ember returns; -d shorter than the command waits for its end.
+"$EMBER" record -o "$TMP/cmd-term.folded" --progress-fd 3 3>"$TMP/cmd-term.progress" -- \
+	sh -c 'trap "exit 7" TERM; while :; do sleep 0.05; done' 2>"$TMP/cmd-term.err" &
+pid=$!
+wait_sampling $pid "$TMP/cmd-term.progress"
+kill -TERM $pid
+wait $pid
+rc=$?
+((rc == 7)) || fail "SIGTERM to ember: exit $rc, not the command's 7 (not forwarded?): $(cat "$TMP/cmd-term.err")"
+assert_contains "$TMP/cmd-term.err" "SIGTERM: stopping" "the stop is not told"
+start=$(date +%s%N)
+"$EMBER" record -d 0.5 -o "$TMP/cmd-d.folded" -- sh -c 'sleep 2; exit 4' 2>"$TMP/cmd-d.err"
+rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+((rc == 4)) || fail "-d 0.5 -- a 2 s command: exit $rc, not the command's 4: $(cat "$TMP/cmd-d.err")"
+((ms >= 2000)) || fail "-d 0.5 -- a 2 s command: ember returned after $ms ms, before the command ended"
+assert_contains "$TMP/cmd-d.err" "waiting for 'sh' \\(pid [0-9]+\\) to exit" "the wait is not told"
 
 start=$(date +%s%N)
 "$EMBER" record -d 1 -o "$TMP/d.folded" 2>"$TMP/d.err" || fail "-d: ember exited $?"

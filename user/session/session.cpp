@@ -273,7 +273,8 @@ void Session::attach_late_jvms() {
 
 void Session::poll(int timeout_ms) {
   sampler_->poll(timeout_ms);
-  if (java_) read_agents(java_->find_started(collector_.jvm_pids()));
+  // Only a command starts JVMs with the agent already in (tool_options).
+  if (java_ && command_) read_agents(java_->find_started(collector_.jvm_pids()));
   if (java_ && whole_host_) {
     attach_late_jvms();
     read_agents(java_->take_attached());
@@ -352,7 +353,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     sampler_.reset();
     // Detach first: with --live, the agents' last full GC reports the frees.
     if (java_) {
-      read_agents(java_->find_started(collector_.jvm_pids()));
+      if (command_) read_agents(java_->find_started(collector_.jvm_pids()));
       read_agents(java_->take_attached());
       java_->detach();
     }
