@@ -219,22 +219,26 @@ done
 # --- samples in the PLT entry itself: no frame there, the return address
 # on top of the stack (a frame-pointer walk would lose plt_loop). How many
 # land in the entry depends on the CPU: a fifth of the thread's on an
-# Intel host, 11 of ~700 on an AMD EPYC under PVM (CI's rehearsal), so the
-# PLT thread runs three times as long as the others. perf, on the same
-# run, says how many to expect: each build has at least a third of its
-# count.
+# Intel host, 11 to 14 of 700 to 2100 on an AMD EPYC under PVM (CI's
+# rehearsals), so the PLT thread runs three times as long as the others.
+# Each sample ember has there must step to plt_loop. perf, on the same run,
+# says how many to expect: each build has at least a third of its count,
+# when perf has enough (15) to judge that by.
 plt_samples() {
 	awk '{ c = $NF } /;mixlib_step@plt [0-9]+$/ { n += c; if ($0 ~ /;start_thread;plt_thread;plt_loop;mixlib_step@plt /) k += c }
 		END { printf "%d %d\n", k, n }'
 }
 read -r _ expected < <(plt_samples <"$TMP/perf.folded")
 echo "perf: $expected samples in mixlib_step@plt"
-(( expected >= 15 )) || fail "perf, the reference, has only $expected samples in mixlib_step@plt: too few to judge"
 for run in nofp fp; do
 	grep -E "^[^;]* \(${!run}\);" "$TMP/ember.folded" | plt_samples >"$TMP/plt.$run"
 	read -r k n <"$TMP/plt.$run"
 	echo "$run: $n samples in mixlib_step@plt, $(pct "$k" "$n")% under plt_thread;plt_loop"
-	(( n * 3 >= expected )) || fail "$run: only $n samples in mixlib_step@plt (perf: $expected): its PLT entry is not named, or not sampled"
+	if (( expected >= 15 )); then
+		(( n * 3 >= expected )) || fail "$run: only $n samples in mixlib_step@plt (perf: $expected): its PLT entry is not named, or not sampled"
+	else
+		echo "$run: how many samples the PLT entry has is not judged: perf has too few on this CPU"
+	fi
 	# 98%, or all but one of the few an AMD host has
 	(( k * 100 >= n * 98 || n - k <= 1 )) || fail "$run: $k of $n samples in mixlib_step@plt step to plt_loop and plt_thread; heaviest:
 $(grep ';mixlib_step@plt ' "$TMP/ember.folded" | heaviest /dev/stdin)"
