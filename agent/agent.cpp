@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -68,6 +69,7 @@ JavaVM* g_vm = nullptr;
 jvmtiEnv* g_jvmti = nullptr;
 JitMapWriter g_writer;
 LiveObjects g_live;  // guarded by g_writer's lock
+jobject g_pin = nullptr;  // the pin array (option pin), a JNI global reference; guarded by g_control
 
 // What the callbacks do; read on every event, changed by start().
 std::atomic<bool> g_alloc_on{false}, g_live_on{false}, g_lock_on{false};
@@ -119,6 +121,7 @@ struct Options {
   uint64_t alloc = 0;  // sampling interval in bytes; 0: off
   bool live = false;
   bool nogc = false;  // with live: no full GC when the stream ends
+  char pin[protocol::kMaxPinToken + 1] = {};  // pin=TOKEN: hold the live objects for a heap dump
   bool lock = false;
   uint64_t lock_interval = kDefaultLockIntervalNs;
 };
@@ -207,6 +210,10 @@ void parse_options(const char* text, Options& o) {
       o.nogc = true;
     } else if (is_option(p, len, protocol::args::kLease)) {
       o.lease = true;
+    } else if (is_option(p, len, protocol::args::kPin, &path, &path_len) && path_len > 0 &&
+               path_len <= protocol::kMaxPinToken &&
+               std::all_of(path, path + path_len, [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
+      std::memcpy(o.pin, path, path_len);
     } else if (numeric_option(p, len, protocol::args::kAlloc, false, &alloc, &bad)) {
       o.alloc = std::min<uint64_t>(alloc, INT_MAX);  // SetHeapSamplingInterval takes a jint
     } else if (numeric_option(p, len, protocol::args::kLock, true, &lock, &bad)) {  // lock=0: every wait
@@ -745,12 +752,55 @@ void publish_loaded_method_pointers(JNIEnv* jni) {
   g_writer.unlock();
 }
 
+// With the writer locked, after a `pin`: holds the objects `live` still
+// follows in one Object[] under a JNI global reference (g_pin), element 0
+// the marker String, then each object, told by an H line. Allocates on
+// the Java heap: an attach's work, never a callback's (their events are
+// off by now). Writes "O pinned" or why not.
+void pin_live(JNIEnv* jni, const char* token) {
+  char text[sizeof protocol::kPinMarker + protocol::kMaxPinToken + 1];
+  std::snprintf(text, sizeof text, "%s %s", protocol::kPinMarker, token);
+  jclass object_class = jni->FindClass("java/lang/Object");
+  jstring marker = object_class ? jni->NewStringUTF(text) : nullptr;
+  jobjectArray array =
+      marker ? jni->NewObjectArray(static_cast<jsize>(g_live.size() + 1), object_class, marker) : nullptr;
+  if (array) g_pin = jni->NewGlobalRef(array);
+  if (!g_pin) {
+    if (jni->ExceptionCheck()) jni->ExceptionClear();
+    g_writer.option(protocol::setting::kPinUnavailable, "the JVM could not allocate the pin array");
+  } else {
+    // Filled from 1 up: an object freed since the last sweep leaves its
+    // element out, so that the array's non-null elements are in H order.
+    uint32_t at = 1;
+    g_live.each([&](jweak ref, uint64_t sample) {
+      jobject object = jni->NewLocalRef(ref);
+      if (!object) return;
+      jni->SetObjectArrayElement(array, static_cast<jsize>(at), object);
+      jni->DeleteLocalRef(object);
+      g_writer.held(at++, sample);
+    });
+    char value[protocol::kMaxPinToken + 24];
+    std::snprintf(value, sizeof value, "%s %u", token, at - 1);
+    g_writer.option(protocol::setting::kPinned, value);
+  }
+  for (jobject local : {static_cast<jobject>(array), static_cast<jobject>(marker), static_cast<jobject>(object_class)})
+    if (local) jni->DeleteLocalRef(local);
+}
+
+// Lets go of the pin array, if any.
+void release_pin(JNIEnv* jni) {
+  if (g_pin && jni) jni->DeleteGlobalRef(g_pin);
+  if (jni) g_pin = nullptr;
+}
+
 // Turns off alloc and lock events and waits for callbacks under way to
 // leave (they may be blocked at a safepoint: bounded). With `live`, looks a
 // last time for freed objects — after a full GC if `final_gc` and the
 // stream allows one (no `nogc`) — writes them, and lets go of the weak
-// references. Writes the loss counters.
-void end_java_events(JNIEnv* jni, bool final_gc) {
+// references; with a `pin` token, holds what is left first (pin_live).
+// Lets go of an earlier pin. Writes the loss counters.
+void end_java_events(JNIEnv* jni, bool final_gc, const char* pin = nullptr) {
+  release_pin(jni);
   bool alloc = g_alloc_on.exchange(false), lock = g_lock_on.exchange(false), live = g_live_on.exchange(false);
   if (alloc) set_event(JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC);
   if (lock) {
@@ -761,10 +811,12 @@ void end_java_events(JNIEnv* jni, bool final_gc) {
   bool collected =
       live && jni && final_gc && g_live_end_gc.load() && g_jvmti->ForceGarbageCollection() == JVMTI_ERROR_NONE;
   g_writer.lock();
-  if (jni && g_live.size()) {
-    if (live) sweep_live(jni, monotonic_ns());
-    g_live.clear(jni);
-  }
+  if (jni && live && g_live.size()) sweep_live(jni, monotonic_ns());
+  if (pin && jni && live)
+    pin_live(jni, pin);
+  else if (pin)
+    g_writer.option(protocol::setting::kPinUnavailable, live ? "no JNI environment" : "the stream follows no live objects");
+  if (jni) g_live.clear(jni);
   if (live) {
     note_gcs();
     g_writer.option(protocol::setting::kLiveEnd, collected ? protocol::setting::kEndGc : protocol::setting::kEndNone);
@@ -1029,7 +1081,12 @@ void start_locked(JavaVM* vm, const Options& o, bool attached) {
   // Whatever the last attach turned on ends with its stream. A `stop` ends
   // a recording, which with `live` wants its final GC (the VM is fully up:
   // safe with every collector); a new attach replaces a stream nobody
-  // reads any more.
+  // reads any more. A `pin` ends the events but not the stream: its reader
+  // reads the H lines, then dumps the heap.
+  if (o.pin[0]) {
+    end_java_events(jni, false, o.pin);
+    return;
+  }
   if (o.stop || !o.out[0]) {
     stop_publishing(jni, o.stop);
     if (!o.stop) std::fprintf(stderr, "ember-agent: no out=PATH given: nothing to publish\n");

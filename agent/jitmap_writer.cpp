@@ -302,6 +302,18 @@ void JitMapWriter::freed(uint64_t sample) {
   append(line, n);
 }
 
+void JitMapWriter::held(uint32_t index, uint64_t sample) {
+  char line[64];
+  size_t n = 0;
+  line[n++] = protocol::kHeld;
+  for (uint64_t v : {uint64_t{index}, sample}) {
+    line[n++] = ' ';
+    n += put_u64(line + n, v);
+  }
+  line[n++] = '\n';
+  append(line, n);
+}
+
 void JitMapWriter::contended(uint64_t time_ns, uint32_t tid, uint64_t wait_ns, uint32_t klass,
                              const uint32_t* frames, int count, bool truncated) {
   char line[2048];

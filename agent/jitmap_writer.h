@@ -84,6 +84,7 @@ class JitMapWriter {
   void alloc(uint64_t time_ns, uint32_t tid, uint64_t size, uint32_t klass, uint64_t sample, const uint32_t* frames,
              int count, bool truncated, const uint64_t* native = nullptr, int native_count = 0);
   void freed(uint64_t sample);
+  void held(uint32_t index, uint64_t sample);
   void contended(uint64_t time_ns, uint32_t tid, uint64_t wait_ns, uint32_t klass, const uint32_t* frames, int count,
                  bool truncated);
   void counter(const char* name, uint64_t value);

@@ -51,6 +51,13 @@ class LiveObjects {
     }
   }
 
+  // Calls f(ref, sample) for each object followed (ref: a weak reference,
+  // null once the GC has freed it).
+  template <class F>
+  void each(F f) const {
+    for (uint32_t i = 0; i < count_; ++i) f(entries_[i].ref, entries_[i].sample);
+  }
+
   // Releases every reference (the objects stay as they are).
   void clear(JNIEnv* jni) {
     for (uint32_t i = 0; i < count_; ++i) jni->DeleteWeakGlobalRef(entries_[i].ref);

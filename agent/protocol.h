@@ -36,6 +36,14 @@
 //                Waits shorter than NS (default 10000) are sampled: one per
 //                NS of such waiting (async-profiler's lock=10us default);
 //                lock=0 records every one.
+//   pin=TOKEN    with live: ends the Java events as a `stop` would (no full
+//                GC), but holds the objects still followed, for a heap dump
+//                to show what else holds them (`ember jvm --leaks`): one
+//                Object[] under a JNI global reference, its element 0 the
+//                String "ember-pin TOKEN" (how the dump's reader finds it),
+//                then the objects, each told by an H line. The stream stays
+//                open; the array is let go at the `stop`, the lease's end or
+//                the next attach. TOKEN: up to 32 letters and digits
 //   stop         stop publishing and close the file (the "detach": HotSpot
 //                never unloads an agent library, so a later attach restarts it)
 // Attaching again while publishing starts a fresh stream with the new
@@ -159,6 +167,10 @@
 //                                  comma-separated (at most 32)
 //   F <ns> <sample>                the followed object of <sample> was freed
 //                                  (seen at <ns>)
+//   H <index> <sample>             after a `pin`: element <index> of the pin
+//                                  array holds the followed object of <sample>;
+//                                  then "O pinned <token> <count>" ends them, or
+//                                  "O pin-unavailable <reason>" says why none
 //   C <ns> <tid> <wait> <class> <frames>
 //                                  a thread waited <wait> ns from <ns> to enter
 //                                  a contended monitor of class <class>; waits
@@ -190,7 +202,7 @@ namespace ember::agent::protocol {
 // The agent's options (comma-separated, "NAME" or "NAME=VALUE").
 namespace args {
 inline constexpr char kOut[] = "out", kLease[] = "lease", kAlloc[] = "alloc", kLive[] = "live", kLock[] = "lock",
-                      kStop[] = "stop", kNoGc[] = "nogc";
+                      kStop[] = "stop", kNoGc[] = "nogc", kPin[] = "pin";
 }
 
 // The stream's first line, then " pid N".
@@ -199,7 +211,7 @@ inline constexpr char kHeader[] = "# ember-jitmap 1";
 // Line tags.
 inline constexpr char kMethod = 'M', kLoad = 'L', kInline = 'I', kUnload = 'U', kStub = 'S', kFrame = 'G',
                       kMethodPointer = 'P', kOption = 'O', kClass = 'K', kThread = 'T', kAlloc = 'A', kFree = 'F',
-                      kContended = 'C', kCounter = 'D', kContinued = 'R';
+                      kContended = 'C', kCounter = 'D', kContinued = 'R', kHeld = 'H';
 
 // A stream's file is continued in a new one at the first event group that
 // ends past this size.
@@ -211,11 +223,15 @@ inline constexpr char kAllocInterval[] = "alloc-interval", kAllocUnavailable[] =
                       kLiveMax[] = "live-max", kLiveEnd[] = "live-end", kLockInterval[] = "lock-interval",
                       kLockUnavailable[] = "lock-unavailable", kNativeLibrary[] = "native-library",
                       kFramesUnavailable[] = "frames-unavailable", kMethodSlot[] = "interpreter-method-slot",
-                      kMethodsUnavailable[] = "interpreter-methods-unavailable", kGcs[] = "gcs";
+                      kMethodsUnavailable[] = "interpreter-methods-unavailable", kGcs[] = "gcs",
+                      kPinned[] = "pinned", kPinUnavailable[] = "pin-unavailable";
 // live-end values.
 inline constexpr char kEndGc[] = "gc", kEndNone[] = "none";
 }  // namespace setting
 
+// The pin array's element 0: this, a space, the token.
+inline constexpr char kPinMarker[] = "ember-pin";
+inline constexpr int kMaxPinToken = 32;
 // D line counters.
 namespace counter {
 inline constexpr char kReentered[] = "reentered", kWriteErrorBytes[] = "write-error-bytes",

@@ -766,6 +766,90 @@ TEST_CASE("a heap dump cut short or corrupt is refused with its reason") {
   CHECK(read(longer).error().ends_with("a record longer than the rest of the dump"));
 }
 
+// A pin array (agent/protocol.h's pin): an Object[] held by a JNI global
+// reference, its element 0 the marker string, then objects a caller
+// follows. The cache's first two payloads; the weak reference's referent,
+// garbage; the head of a linked chain's fourth node's payload. A decoy
+// with another marker holds the cache's last payload.
+std::string pinned_heap() {
+  Hprof d = jdk_heap();
+  constexpr uint64_t kObjects = 0x1400, kNode = 0x1440;
+  d.klass(kCache, "com/acme/Cache", kObjectClass, {}, {{"LIMIT", hp::kInt, 5}, {"ENTRIES", hp::kObject, 0x2000}})
+      .klass(kWorker, "com/acme/Worker", kObjectClass, {{"weak", hp::kObject}, {"chain", hp::kObject}})
+      .klass(kObjects, "[Ljava/lang/Object;", kObjectClass)
+      .klass(kNode, "com/acme/Node", kObjectClass, {{"next", hp::kObject}, {"payload", hp::kObject}});
+  d.instance(0x2000, kHashMap, {0x2040, 4, 0});
+  d.array(0x2040, kNodes, {0x2080, 0x3080, 0x4080, 0x5080});
+  for (uint64_t b : {0x2080, 0x3080, 0x4080, 0x5080}) d.primitives(b, hp::kByte, std::string(4096, 'x'));
+  d.instance(0x6000, kWorker, {0x6040, 0x8000});
+  d.instance(0x6040, kWeak, {0x6080, 0});
+  d.primitives(0x6080, hp::kByte, std::string(100, 'w'));
+  for (uint64_t k = 0; k < 4; ++k)  // Worker.chain: 4 nodes, each with a payload
+    d.instance(0x8000 + k * 0x80, kNode, {k < 3 ? 0x8000 + (k + 1) * 0x80 : 0, 0x8040 + k * 0x80});
+  for (uint64_t k = 0; k < 4; ++k) d.primitives(0x8040 + k * 0x80, hp::kByte, std::string(8, 'c'));
+  add_thread(d, 0x7000, "worker-1", 1);
+  d.trace(101, 1, {{0x99, "run", kWorker}});
+  d.root(hp::kRootJavaFrame, 0x6000, 1, 0);
+  auto pin = [&](uint64_t at, const std::string& marker, std::vector<uint64_t> objects) {
+    d.instance(at + 0x40, kString, {at + 0x80, 0});
+    d.primitives(at + 0x80, hp::kByte, marker);
+    objects.insert(objects.begin(), at + 0x40);
+    d.array(at, kObjects, objects);
+    d.root(hp::kRootJniGlobal, at);
+  };
+  pin(0x9000, "ember-pin other", {0x5080});
+  pin(0xa000, "ember-pin t0k3n", {0x2080, 0x3080, 0x6080, 0x8040 + 3 * 0x80, 0x8040});
+  return d.str();
+}
+
+TEST_CASE("a pin array: its objects followed, not held through it; their paths, holders and garbage") {
+  std::string dump = pinned_heap();
+  auto g = ember::heap::read_heap_graph(dump, {}, {}, "ember-pin t0k3n");
+  INFO((g ? "" : g.error()));
+  REQUIRE(g);
+  REQUIRE(g->pin_found());
+  std::vector<ember::heap::ObjectId> want;
+  for (uint64_t a : {0x2080, 0x3080, 0x6080, 0x8040 + 3 * 0x80, 0x8040}) want.push_back(g->id_of(a));
+  CHECK(g->pinned() == want);
+  HeapAnalysis a = ember::heap::analyze_heap(*g, dump, 5, {}, g->pinned()).value();
+  // The referent, held only by the weak reference and the pin, is garbage;
+  // so are the pin's marker and its bytes.
+  CHECK(a.unreached_objects == 3);
+  REQUIRE(a.followed.size() == 5);
+  CHECK(a.followed[0].reached());
+  CHECK(a.followed[0].path == "static com.acme.Cache.ENTRIES → java.util.HashMap.table → java.util.HashMap$Node[] [] → byte[]");
+  CHECK(a.followed[1].path == a.followed[0].path);
+  CHECK(!a.followed[2].reached());
+  // Deep in a chain or at its head: named alike, the chain by its last node.
+  const std::string chained = "local in com.acme.Worker.run (thread \"worker-1\") → com.acme.Worker.chain → com.acme.Node.payload → byte[]";
+  CHECK(a.followed[3].path == chained);
+  CHECK(a.followed[4].path == chained);
+  CHECK(a.followed[3].chain.size() == 6);  // the worker, four nodes, the payload
+  std::vector<const ember::heap::Holding*> all;
+  for (const auto& h : a.followed) all.push_back(&h);
+  std::vector<ember::heap::HeldAlike> groups = ember::heap::group_holdings(all);
+  REQUIRE(groups.size() == 2);
+  // Two objects each: by path then, the chain's first.
+  CHECK(groups[0].path == chained);
+  CHECK(groups[0].objects == 2);
+  // The chain's head and its fourth payload share the worker and the first node.
+  CHECK(groups[0].holder == g->id_of(0x8000));
+  CHECK(groups[0].holder_retained == 4 * (24 + 24));
+  // Both payloads of the cache: through its table, which retains three of
+  // its four (the decoy pin, no pin of this reading, holds the last too).
+  CHECK(groups[1].objects == 2);
+  CHECK(ember::heap::object_name(*g, groups[1].holder) == "java.util.HashMap$Node[]");
+  CHECK(groups[1].holder_retained == 32 + 3 * 4112);
+
+  // Read without the pin's marker, the array holds what it pins.
+  auto plain = read(dump);
+  REQUIRE(plain);
+  CHECK(!plain->pin_found());
+  CHECK(ember::heap::analyze_heap(*plain, dump, 5).value().unreached_objects == 0);
+  // A marker no array has: none found.
+  CHECK(!ember::heap::read_heap_graph(dump, {}, {}, "ember-pin gone").value().pin_found());
+}
+
 TEST_CASE("heap snapshots: saved, read back, diffed by retained bytes, bad rows refused") {
   using ember::heap::ClassSize;
   std::vector<ClassSize> before{{"byte[]", 100, 4000, 4000}, {"com.acme.Cache", 0, 0, 0}, {"java.util.HashMap", 2, 96, 5000}};

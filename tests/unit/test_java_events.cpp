@@ -177,6 +177,39 @@ TEST_CASE("java events: live objects by the collections they survived") {
   CHECK(says);
 }
 
+TEST_CASE("java events: the objects a pin holds, by element; a pin refused; live samples kept by number") {
+  JavaEvents events;
+  events.feed(
+      "# ember-jitmap 1 pid 42\nO alloc-interval 1000\nO live-max 32768\nM 1 App.keep\nM 2 App.drop\nK 1 byte[]\n"
+      "A 100 7 10 1 11 1\nA 200 7 10 1 12 2\nA 300 7 10 1 13 1\nF 350 12\n"
+      "O live-end none\nH 1 13\nH 2 11\n");
+  CHECK_FALSE(events.pin());  // not before its O pinned line
+  events.feed("O pinned 5eed 2\n");
+  REQUIRE(events.stats().bad_lines == 0);
+  REQUIRE(events.pin());
+  CHECK(events.pin()->token == "5eed");
+  CHECK(events.pin()->samples == std::vector<uint64_t>{0, 13, 11});
+  CHECK(events.pin_unavailable().empty());
+  // The live samples by their numbers; a profile of some of them only.
+  std::vector<uint64_t> numbers;
+  for (const auto& a : events.live_allocations()) numbers.push_back(a.sample);
+  CHECK(numbers == std::vector<uint64_t>{11, 13});
+  JavaProfileOptions options;
+  options.live_only = true;
+  options.keep_sample = [](uint64_t sample) { return sample == 13; };
+  std::vector<uint32_t> stacks;
+  options.on_site = [&](const JavaEvents::Site&, uint32_t stack) { stacks.push_back(stack); };
+  auto profile = ember::java_profile(events, JavaProfileKind::AllocBytes, {42, "java"}, options);
+  CHECK(profile.stacks().size() == 1);
+  CHECK(stacks.size() == 1);
+  // Element 0 is the marker's, an index past the count is a bad line.
+  JavaEvents refused;
+  refused.feed("O pin-unavailable the stream follows no live objects\nH 0 5\n");
+  CHECK(refused.pin_unavailable() == "the stream follows no live objects");
+  CHECK_FALSE(refused.pin());
+  CHECK(refused.stats().bad_lines == 1);
+}
+
 TEST_CASE("java events: profiles of bytes, objects, live objects, lock time") {
   JavaEvents events;
   events.feed(kStream);

@@ -181,7 +181,7 @@ CLI::App* add_symbolize(CLI::App& app, ember::SymbolizeOptions& o) {
 }
 
 // ember jvm: JVM telemetry (hsperfdata), class histograms and heaps (user/java/jvm.h).
-CLI::App* add_jvm(CLI::App& app, ember::JvmOptions& o) {
+CLI::App* add_jvm(CLI::App& app, ember::JvmOptions& o, std::string& min_age) {
   CLI::App* c = app.add_subcommand(
       "jvm", "Live heap, GC and allocation rate of a JVM, its class histogram, or what keeps its heap alive");
   c->add_option("pid", o.pid, "The JVM's pid")->required();
@@ -222,10 +222,33 @@ CLI::App* add_jvm(CLI::App& app, ember::JvmOptions& o) {
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str()
       ->needs(jvm_track);
-  c->add_option("-d,--duration", o.duration, "With --track: seconds to track (default: until Ctrl-C or the JVM exits)")
-      ->check(CLI::Range(0.0, 1e9))
-      ->needs(jvm_track);
+  auto* jvm_duration =
+      c->add_option("-d,--duration", o.duration,
+                    "With --track: seconds to track (default: until Ctrl-C or the JVM exits); with --leaks: seconds "
+                    "to follow allocations (default: 60, or until Ctrl-C)")
+          ->check(CLI::Range(0.0, 1e9));
   jvm_track->excludes(jvm_histo)->excludes(jvm_heap)->excludes(jvm_interval)->excludes(jvm_count);
+  auto* jvm_leaks = c->add_flag(
+      "--leaks", o.leaks,
+      "Follow the JVM's allocations (-d seconds), then dump its heap: the sites whose old objects grow steadily, and "
+      "the paths from GC roots that hold those objects, with what they retain");
+  c->add_option("--min-age", min_age,
+                "With --leaks: only objects at least this old by the end (30s, 5m; default: a quarter of -d)")
+      ->needs(jvm_leaks);
+  c->add_option("--alloc-interval", o.alloc_interval, "With --leaks: take a sample every this many bytes allocated")
+      ->capture_default_str()
+      ->needs(jvm_leaks);
+  c->add_option("--attach-timeout", o.attach_timeout,
+                "With --leaks: seconds the JVM may take to open its attach socket, and to load ember's agent")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str()
+      ->needs(jvm_leaks);
+  jvm_leaks->excludes(jvm_histo)->excludes(jvm_heap)->excludes(jvm_track)->excludes(jvm_interval)->excludes(jvm_count);
+  // -d goes with one of them: checked after parsing (needs would want both).
+  c->callback([jvm_duration, jvm_track, jvm_leaks] {
+    if (jvm_duration->count() && !jvm_track->count() && !jvm_leaks->count())
+      throw CLI::ValidationError("-d,--duration", "goes with --track or --leaks");
+  });
   return c;
 }
 
@@ -279,7 +302,8 @@ int main(int argc, char** argv) {
   ember::SymbolizeOptions sym;
   CLI::App* symbolize = add_symbolize(app, sym);
   ember::JvmOptions jvm_opt;
-  CLI::App* jvm = add_jvm(app, jvm_opt);
+  std::string jvm_min_age;
+  CLI::App* jvm = add_jvm(app, jvm_opt, jvm_min_age);
   ember::ServeOptions serve_opt;
   CLI::App* serve = add_serve(app, serve_opt);
   ember::fleet::AgentOptions agent_opt;
@@ -303,7 +327,17 @@ int main(int argc, char** argv) {
     return ember::run_symbolize(sym);
   }
   if (*diff) return ember::run_diff(diff_args.base, diff_args.later, diff_args.output, diff_args.event);
-  if (*jvm) return ember::run_jvm(jvm_opt);
+  if (*jvm) {
+    if (!jvm_min_age.empty()) {
+      auto ns = ember::events::parse_duration_ns(jvm_min_age);
+      if (!ns || !*ns) {
+        std::fprintf(stderr, "ember jvm: --min-age %s is no duration (30s, 5m, 500ms)\n", jvm_min_age.c_str());
+        return 2;
+      }
+      jvm_opt.min_age_ns = *ns;
+    }
+    return ember::run_jvm(jvm_opt);
+  }
   if (*serve) return ember::run_serve(serve_opt);
   if (*agent) {
     for (const ember::fleet::KeyInfo& k : ember::fleet::agent_keys())

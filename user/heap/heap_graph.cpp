@@ -149,6 +149,7 @@ class HeapIndex {
   std::unordered_map<ObjectId, std::vector<ObjectId>> defined;  // by class loader: the classes it defined
   std::unordered_map<ObjectId, std::string> threads;
   std::unordered_map<uint64_t, std::string> methods;  // by frame id
+  uint64_t pin = 0;  // the pin array's address (read_heap_graph's `pin`): its elements are no references
 
   // How to read the instances of the class at `klass`; nothing if the dump
   // holds no such class. Asked for every object of every pass: a small
@@ -245,6 +246,7 @@ class GraphPass : public hp::Records::Skip {
     uint64_t length = elements.size() / x_.id_size;
     sink_.object(id, k->klass, align_up(k->base + length * k->size, x_.layout.alignment));
     if (auto r = held(id, k->klass); !r) return r;
+    if (address == x_.pin) return {};
     for (uint64_t i = 0; i < length; ++i)
       if (auto r = refer(id, hp::be(elements.data() + i * x_.id_size, x_.id_size), kArrayElement, static_cast<uint32_t>(i)); !r)
         return r;
@@ -369,6 +371,7 @@ class FirstPass : public hp::Records::Skip {
   explicit FirstPass(HeapIndex& index) : x_(index) {}
   uint64_t references = 0;  // at most: non-null reference values and classes
   std::vector<uint64_t> threads;  // the threads' objects (ROOT THREAD OBJECT)
+  std::vector<uint64_t> jni_globals;  // the objects of JNI global references
 
   void header(uint32_t id_size) { x_.id_size = id_size; }
   void utf8(uint64_t id, std::string_view text) { symbols_[id] = text; }
@@ -384,6 +387,7 @@ class FirstPass : public hp::Records::Skip {
   std::expected<void, std::string> root(uint8_t tag, uint64_t object, uint32_t a, uint32_t b) {
     raw_roots_.push_back({tag, object, a, b});
     if (tag == hp::kRootThreadObject) threads.push_back(object);
+    if (tag == hp::kRootJniGlobal) jni_globals.push_back(object);
     ++references;
     return {};
   }
@@ -610,12 +614,14 @@ std::expected<std::vector<Reference>, std::string> FirstPass::finish() {
 }
 
 // Finds given objects in a dump: an instance's class and values, a
-// primitive array's type and data (copies: the pass lets the dump go).
+// primitive array's type and data, an object array's elements (copies:
+// the pass lets the dump go).
 struct FindObjects : hp::Records::Skip {
   struct Found {
     uint64_t klass = 0;
-    uint8_t type = 0;
+    uint8_t type = 0;  // of a primitive array
     std::string bytes;
+    bool objects = false;  // an object array: `bytes` are its elements
   };
   std::unordered_map<uint64_t, Found> wanted;
 
@@ -625,6 +631,10 @@ struct FindObjects : hp::Records::Skip {
   }
   std::expected<void, std::string> primitive_array(uint64_t address, uint8_t type, uint32_t, std::string_view data) {
     if (auto it = wanted.find(address); it != wanted.end()) it->second = {0, type, std::string(data)};
+    return {};
+  }
+  std::expected<void, std::string> object_array(uint64_t address, uint64_t klass, std::string_view elements) {
+    if (auto it = wanted.find(address); it != wanted.end()) it->second = {klass, 0, std::string(elements), true};
     return {};
   }
 };
@@ -672,34 +682,76 @@ std::string string_text(uint8_t type, std::string_view data, uint64_t coder) {
   return out;
 }
 
-// The names of the threads among the roots: their name strings, then
-// those strings' arrays, found in two passes over the dump.
-std::expected<void, std::string> name_threads(HeapIndex& x, const std::vector<uint64_t>& addresses,
-                                              std::string_view dump, const DoneWith& done_with) {
-  FindObjects threads, strings, arrays;
-  for (uint64_t a : addresses) threads.wanted[a];
-  if (threads.wanted.empty()) return {};
-  if (auto r = hp::Records(dump, done_with).run(threads); !r) return r;
-  std::unordered_map<uint64_t, uint64_t> name_of;  // thread → its name string
-  for (const auto& [a, t] : threads.wanted)
-    if (auto name = field_value(x, t.klass, t.bytes, "name"); name && name->first == hp::kObject && name->second) {
-      name_of[a] = name->second;
-      strings.wanted[name->second];
-    }
-  if (auto r = hp::Records(dump, done_with).run(strings); !r) return r;
+// The texts of the strings at `addresses` (those that are strings), in two
+// passes over the dump: the strings, then their arrays.
+std::expected<std::unordered_map<uint64_t, std::string>, std::string> string_texts(
+    const HeapIndex& x, const std::vector<uint64_t>& addresses, std::string_view dump, const DoneWith& done_with) {
+  FindObjects strings, arrays;
+  for (uint64_t a : addresses) strings.wanted[a];
+  std::unordered_map<uint64_t, std::string> texts;
+  if (strings.wanted.empty()) return texts;
+  if (auto r = hp::Records(dump, done_with).run(strings); !r) return std::unexpected(r.error());
   for (const auto& [a, s] : strings.wanted)
     if (auto value = field_value(x, s.klass, s.bytes, "value"); value && value->first == hp::kObject && value->second)
       arrays.wanted[value->second];
-  if (auto r = hp::Records(dump, done_with).run(arrays); !r) return r;
-  for (const auto& [thread, string] : name_of) {
-    const FindObjects::Found& s = strings.wanted[string];
+  if (auto r = hp::Records(dump, done_with).run(arrays); !r) return std::unexpected(r.error());
+  for (const auto& [a, s] : strings.wanted) {
     auto value = field_value(x, s.klass, s.bytes, "value");
     auto coder = field_value(x, s.klass, s.bytes, "coder");
     auto array = value ? arrays.wanted.find(value->second) : arrays.wanted.end();
     if (array == arrays.wanted.end() || !array->second.type) continue;
-    x.threads[x.ids.id(thread)] = string_text(array->second.type, array->second.bytes, coder ? coder->second : 0);
+    texts[a] = string_text(array->second.type, array->second.bytes, coder ? coder->second : 0);
   }
+  return texts;
+}
+
+// The names of the threads among the roots: their name strings' texts.
+std::expected<void, std::string> name_threads(HeapIndex& x, const std::vector<uint64_t>& addresses,
+                                              std::string_view dump, const DoneWith& done_with) {
+  FindObjects threads;
+  for (uint64_t a : addresses) threads.wanted[a];
+  if (threads.wanted.empty()) return {};
+  if (auto r = hp::Records(dump, done_with).run(threads); !r) return r;
+  std::unordered_map<uint64_t, uint64_t> name_of;  // thread → its name string
+  std::vector<uint64_t> names;
+  for (const auto& [a, t] : threads.wanted)
+    if (auto name = field_value(x, t.klass, t.bytes, "name"); name && name->first == hp::kObject && name->second) {
+      name_of[a] = name->second;
+      names.push_back(name->second);
+    }
+  auto texts = string_texts(x, names, dump, done_with);
+  if (!texts) return std::unexpected(texts.error());
+  for (const auto& [thread, string] : name_of)
+    if (auto text = texts->find(string); text != texts->end()) x.threads[x.ids.id(thread)] = text->second;
   return {};
+}
+
+// The pin array among the objects of JNI global references: an Object[]
+// whose element 0 is the string `marker`. Sets x.pin to its address and
+// returns its other elements' addresses, in order; none if there is none.
+std::expected<std::vector<uint64_t>, std::string> find_pin(HeapIndex& x, const std::vector<uint64_t>& globals,
+                                                           const std::string& marker, std::string_view dump,
+                                                           const DoneWith& done_with) {
+  FindObjects arrays;
+  for (uint64_t a : globals) arrays.wanted[a];
+  if (arrays.wanted.empty()) return std::vector<uint64_t>{};
+  if (auto r = hp::Records(dump, done_with).run(arrays); !r) return std::unexpected(r.error());
+  std::vector<uint64_t> firsts;
+  for (const auto& [a, found] : arrays.wanted)
+    if (found.objects && found.bytes.size() >= x.id_size) firsts.push_back(hp::be(found.bytes.data(), x.id_size));
+  auto texts = string_texts(x, firsts, dump, done_with);
+  if (!texts) return std::unexpected(texts.error());
+  for (const auto& [a, found] : arrays.wanted) {
+    if (!found.objects || found.bytes.size() < x.id_size) continue;
+    auto text = texts->find(hp::be(found.bytes.data(), x.id_size));
+    if (text == texts->end() || text->second != marker) continue;
+    x.pin = a;
+    std::vector<uint64_t> elements;
+    for (size_t at = x.id_size; at + x.id_size <= found.bytes.size(); at += x.id_size)
+      elements.push_back(hp::be(found.bytes.data() + at, x.id_size));
+    return elements;
+  }
+  return std::vector<uint64_t>{};
 }
 
 }  // namespace
@@ -710,7 +762,7 @@ HeapGraph& HeapGraph::operator=(HeapGraph&&) noexcept = default;
 HeapGraph::~HeapGraph() = default;
 
 std::expected<HeapGraph, std::string> read_heap_graph(std::string_view dump, const HeapLayout& layout,
-                                                      const DoneWith& done_with) {
+                                                      const DoneWith& done_with, const std::string& pin) {
   HeapGraph g;
   g.index_ = std::make_unique<HeapIndex>();
   HeapIndex& x = *g.index_;
@@ -724,6 +776,12 @@ std::expected<HeapGraph, std::string> read_heap_graph(std::string_view dump, con
     g.roots_ = std::move(*roots);
     references = first.references;
     if (auto r = name_threads(x, first.threads, dump, done_with); !r) return std::unexpected(r.error());
+    if (!pin.empty()) {
+      auto elements = find_pin(x, first.jni_globals, pin, dump, done_with);
+      if (!elements) return std::unexpected(elements.error());
+      g.pin_found_ = x.pin != 0;
+      for (uint64_t a : *elements) g.pinned_.push_back(a ? x.ids.id(a) : kNoObject);
+    }
   }
   GraphBuilder builder(g, HeapGraph::kReferences | HeapGraph::kSizes);
   builder.whole(x.ids.count() + 1, references);

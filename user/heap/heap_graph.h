@@ -119,6 +119,8 @@ class HeapGraph {
   // read again from the dump the graph was read from.
   enum Part : unsigned { kReferences = 1, kSizes = 2 };
   void drop(unsigned parts);
+  // Whether it holds the references now (none dropped, or read again).
+  bool has_references() const { return !begin_.empty() || size() == 0; }
   std::expected<void, std::string> reload(std::string_view dump, unsigned parts, const DoneWith& done_with = {});
   // Each reference the graph holds (those refs() and class_ref() give) as
   // (from, to), read from the dump again: references dropped or not.
@@ -145,6 +147,12 @@ class HeapGraph {
   std::string_view thread_name(ObjectId id) const;
   std::string_view method_name(uint64_t key) const;
 
+  // With read_heap_graph's `pin`: whether the dump holds the pin array,
+  // and its elements after the marker, in order (kNoObject: null, or an
+  // object the dump does not hold).
+  bool pin_found() const { return pin_found_; }
+  const std::vector<ObjectId>& pinned() const { return pinned_; }
+
   // The GC roots' references, in the dump's order.
   const std::vector<Reference>& roots() const { return roots_; }
   uint64_t objects() const { return size() ? size() - 1 : 0; }
@@ -156,7 +164,8 @@ class HeapGraph {
 
  private:
   friend class GraphBuilder;
-  friend std::expected<HeapGraph, std::string> read_heap_graph(std::string_view, const HeapLayout&, const DoneWith&);
+  friend std::expected<HeapGraph, std::string> read_heap_graph(std::string_view, const HeapLayout&, const DoneWith&,
+                                                               const std::string&);
   std::unique_ptr<HeapIndex> index_;  // what the dump's passes need: classes, addresses, roots
   std::vector<ObjectId> class_of_;    // per id
   std::vector<uint32_t> words_;       // shallow size in 8-byte words
@@ -171,12 +180,19 @@ class HeapGraph {
   uint64_t reference_count_ = 0;
   std::vector<Reference> roots_;
   uint64_t bytes_ = 0, referents_ = 0;
+  bool pin_found_ = false;
+  std::vector<ObjectId> pinned_;
 };
 
 // Reads a whole dump, or says why it is refused (not HPROF, truncated or
-// corrupt). Shallow sizes are worked out with `layout`.
+// corrupt). Shallow sizes are worked out with `layout`. `pin`: the marker
+// of a pin array (the text of its element 0, a String: agent/protocol.h's
+// `pin`), an Object[] held by a JNI global reference that holds objects a
+// caller follows without keeping them alive: the graph has its elements
+// (pinned()), not its references to them, so that what holds them is what
+// the program does.
 std::expected<HeapGraph, std::string> read_heap_graph(std::string_view dump, const HeapLayout& layout,
-                                                      const DoneWith& done_with = {});
+                                                      const DoneWith& done_with = {}, const std::string& pin = {});
 
 // The name a reference's kind is shown by ("static field", "JNI global").
 std::string_view kind_name(uint8_t kind);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <cstdio>
 #include <span>
 #include <unordered_map>
@@ -26,28 +27,6 @@ constexpr size_t kHoldsShown = 3;
 // A label for a frame: a class id, or a java.lang.Class object's own id
 // with this bit (it is shown as the class it stands for).
 constexpr uint32_t kMirror = 1u << 31;
-
-std::string human_bytes(uint64_t b) {
-  char buf[32];
-  if (b >= (uint64_t{1} << 30))
-    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
-  else if (b >= (uint64_t{1} << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
-  else if (b >= 1024)
-    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / 1024);
-  else
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
-  return buf;
-}
-
-std::string grouped(uint64_t v) {
-  std::string digits = std::to_string(v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 uint32_t label_of(const HeapGraph& g, ObjectId o) {
   return g.find_class(o) ? (o | kMirror) : g.class_of(o);
@@ -82,43 +61,56 @@ std::string describe_root(const HeapGraph& g, const Reference& r) {
   }
 }
 
-// `chain`: a root's object first, then each object it leads to; `links`:
-// how each holds the next.
-std::string describe_path(const HeapGraph& g, const Reference* root, const std::vector<ObjectId>& chain,
-                          const std::vector<Reference>& links) {
-  std::vector<std::string> steps;
-  if (root) steps.push_back(describe_root(g, *root));
+// A path's steps as describe_path names them, each with the position in
+// `chain` of the object it names (the root's: 0). A static field starts
+// the path again: what holds a class (its loader) says little.
+// `indices`: array elements by their index ("[12]"), else all as "[]".
+struct PathStep {
+  std::string text;
+  size_t at = 0;
+};
+std::vector<PathStep> path_steps(const HeapGraph& g, const Reference* root, const std::vector<ObjectId>& chain,
+                                 const std::vector<Reference>& links, bool indices) {
+  std::vector<PathStep> steps;
+  if (root) steps.push_back({describe_root(g, *root), 0});
   for (size_t i = 0; i < chain.size(); ++i) {
     ObjectId o = chain[i];
     std::string name = label_name(g, label_of(g, o));
     if (i + 1 == chain.size()) {
-      steps.push_back(name);
+      steps.push_back({name, i});
       break;
     }
     const Reference& link = links[i];
     switch (link.kind) {
       case kStaticField: {
-        // What holds a class (its loader) says little: the path starts here.
         std::string_view field = g.static_field_name(o, link.index);
-        steps.assign(1, "static " + std::string(g.class_name(o)) + "." +
-                            (field.empty() ? "#" + std::to_string(link.index) : std::string(field)));
+        steps.assign(1, {"static " + std::string(g.class_name(o)) + "." +
+                             (field.empty() ? "#" + std::to_string(link.index) : std::string(field)),
+                         i});
         break;
       }
       case kField: {
         std::string_view field = g.field_name(g.class_of(o), link.index);
-        steps.push_back(name + "." + (field.empty() ? "#" + std::to_string(link.index) : std::string(field)));
+        steps.push_back({name + "." + (field.empty() ? "#" + std::to_string(link.index) : std::string(field)), i});
         break;
       }
       case kArrayElement:
-        steps.push_back(name + " [" + std::to_string(link.index) + "]");
+        steps.push_back({name + (indices ? " [" + std::to_string(link.index) + "]" : " []"), i});
         break;
       default:
-        steps.push_back(name + " (" + std::string(kind_name(link.kind)) + ")");
+        steps.push_back({name + " (" + std::string(kind_name(link.kind)) + ")", i});
         break;
     }
   }
+  return steps;
+}
+
+// `chain`: a root's object first, then each object it leads to; `links`:
+// how each holds the next. "static com.acme.Cache.ENTRIES → java.util.HashMap.table → ...".
+std::string describe_path(const HeapGraph& g, const Reference* root, const std::vector<ObjectId>& chain,
+                          const std::vector<Reference>& links) {
   std::string out;
-  for (const std::string& s : steps) out += (out.empty() ? "" : " → ") + s;
+  for (const PathStep& s : path_steps(g, root, chain, links, true)) out += (out.empty() ? "" : " → ") + s.text;
   return out;
 }
 
@@ -316,57 +308,160 @@ Retainer retainer_at(const HeapGraph& g, const Dominated& d, uint32_t p) {
   return r;
 }
 
-// Each retainer's shortest path from the roots: breadth first, in the
-// roots' order, over the references read again.
-std::expected<void, std::string> find_paths(HeapGraph& g, std::string_view dump, const DoneWith& done_with,
-                                            std::vector<Retainer>& retainers) {
-  if (auto r = g.reload(dump, HeapGraph::kReferences, done_with); !r) return std::unexpected(r.error());
+// Each object's parent on a shortest path from the roots: breadth first,
+// in the roots' order; kNoObject where none reaches. Needs the references.
+std::vector<ObjectId> shortest_parents(const HeapGraph& g) {
   std::vector<ObjectId> parent(g.size(), kNoObject);
-  {
-    std::vector<ObjectId> queue{kRoots};
-    queue.reserve(g.size());  // never regrown; the pages it does not reach stay untouched
-    parent[kRoots] = kRoots;
-    for (size_t at = 0; at < queue.size(); ++at)
-      successors(g, queue[at]).for_each([&](ObjectId w) {
-        if (parent[w] == kNoObject) {
-          parent[w] = queue[at];
-          queue.push_back(w);
-        }
-      });
-  }
-  g.drop(HeapGraph::kReferences);
+  std::vector<ObjectId> queue{kRoots};
+  queue.reserve(g.size());  // never regrown; the pages it does not reach stay untouched
+  parent[kRoots] = kRoots;
+  for (size_t at = 0; at < queue.size(); ++at)
+    successors(g, queue[at]).for_each([&](ObjectId w) {
+      if (parent[w] == kNoObject) {
+        parent[w] = queue[at];
+        queue.push_back(w);
+      }
+    });
+  return parent;
+}
+
+// The path to `o` by `parent`: a root's object first, `o` last; empty if
+// no root reaches it.
+std::vector<ObjectId> chain_to(const std::vector<ObjectId>& parent, ObjectId o) {
+  std::vector<ObjectId> chain;
+  if (o >= parent.size() || parent[o] == kNoObject) return chain;
+  for (; o != kRoots && chain.size() <= parent.size(); o = parent[o]) chain.push_back(o);
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+// The retainers' shortest paths from the roots (over the references read
+// again), and the followed objects' (their chains found already): how
+// each object holds the next, found in one pass over the dump.
+std::expected<void, std::string> find_paths(HeapGraph& g, std::string_view dump, const DoneWith& done_with,
+                                            std::vector<Retainer>& retainers,
+                                            const std::vector<std::vector<ObjectId>>& followed_chains,
+                                            std::vector<Holding>& followed) {
   std::vector<std::vector<ObjectId>> chains;
-  std::vector<std::pair<ObjectId, ObjectId>> links;
-  for (const Retainer& r : retainers) {
-    std::vector<ObjectId> chain;
-    for (ObjectId o = r.object; o != kRoots && o != kNoObject && chain.size() <= g.size(); o = parent[o])
-      chain.push_back(o);
-    std::reverse(chain.begin(), chain.end());
-    for (size_t i = 0; i + 1 < chain.size(); ++i) links.emplace_back(chain[i], chain[i + 1]);
-    chains.push_back(std::move(chain));
+  if (!retainers.empty()) {
+    if (auto r = g.reload(dump, HeapGraph::kReferences, done_with); !r) return std::unexpected(r.error());
+    std::vector<ObjectId> parent = shortest_parents(g);
+    g.drop(HeapGraph::kReferences);
+    for (const Retainer& r : retainers) chains.push_back(chain_to(parent, r.object));
   }
-  std::vector<ObjectId>().swap(parent);
+  chains.insert(chains.end(), followed_chains.begin(), followed_chains.end());
+  std::vector<std::pair<ObjectId, ObjectId>> links;
+  for (const std::vector<ObjectId>& chain : chains)
+    for (size_t i = 0; i + 1 < chain.size(); ++i) links.emplace_back(chain[i], chain[i + 1]);
   std::vector<Reference> found = g.find_references(dump, links, done_with);
   size_t link_at = 0;
-  for (size_t i = 0; i < retainers.size(); ++i) {
+  for (size_t i = 0; i < chains.size(); ++i) {
     const std::vector<ObjectId>& chain = chains[i];
     size_t n = chain.empty() ? 0 : chain.size() - 1;
     std::vector<Reference> chain_links(found.begin() + static_cast<long>(link_at),
                                        found.begin() + static_cast<long>(link_at + n));
     link_at += n;
-    retainers[i].path = describe_path(g, chain.empty() ? nullptr : root_reference(g, chain.front()), chain, chain_links);
+    const Reference* root = chain.empty() ? nullptr : root_reference(g, chain.front());
+    if (i < retainers.size()) {
+      retainers[i].path = describe_path(g, root, chain, chain_links);
+      continue;
+    }
+    Holding& h = followed[i - retainers.size()];
+    std::vector<PathStep> steps = path_steps(g, root, chain, chain_links, false);
+    h.shown_from = steps.empty() ? 0 : steps.front().at;
+    // A run of objects of one class (a linked chain: a bucket's nodes, a
+    // list's) is named by its last, so that objects held alike read alike
+    // however deep in the chain each sits.
+    for (size_t k = 0; k < steps.size(); ++k) {
+      bool chained = k + 1 < steps.size() && steps[k].at + 1 == steps[k + 1].at &&
+                     g.class_of(chain[steps[k].at]) == g.class_of(chain[steps[k + 1].at]);
+      if (!chained) h.path += (h.path.empty() ? "" : " → ") + steps[k].text;
+    }
   }
   return {};
 }
 
 }  // namespace
 
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+  else if (b >= (uint64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+std::string grouped(uint64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string object_name(const HeapGraph& g, ObjectId o) { return label_name(g, label_of(g, o)); }
+
+std::vector<HeldAlike> group_holdings(std::span<const Holding* const> holdings) {
+  std::map<std::string_view, std::vector<const Holding*>> by_path;
+  for (const Holding* h : holdings)
+    if (h->reached()) by_path[h->path].push_back(h);
+  std::vector<HeldAlike> out;
+  for (const auto& [path, group] : by_path) {
+    HeldAlike a;
+    a.path = std::string(path);
+    a.objects = group.size();
+    // Paths alike have as many steps from where they are shown; the
+    // objects on them agree up to the deepest shared one.
+    const Holding& first = *group.front();
+    for (size_t k = first.shown_from; k + 1 < first.chain.size(); ++k) {
+      size_t depth = k - first.shown_from;
+      bool shared = std::all_of(group.begin(), group.end(), [&](const Holding* h) {
+        size_t at = h->shown_from + depth;
+        return at + 1 < h->chain.size() && h->chain[at].first == first.chain[k].first;
+      });
+      if (!shared) break;
+      a.holder = first.chain[k].first;
+      a.holder_retained = first.chain[k].second;
+    }
+    out.push_back(std::move(a));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const HeldAlike& x, const HeldAlike& y) { return x.objects > y.objects; });
+  return out;
+}
+
 std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_view dump, size_t top,
-                                                      const DoneWith& done_with) {
+                                                      const DoneWith& done_with, std::span<const ObjectId> followed) {
   HeapAnalysis a;
   a.references = g.reference_count();  // before they go
+  // The followed objects' paths first, while the graph has its references.
+  std::vector<std::vector<ObjectId>> followed_chains;
+  if (!followed.empty()) {
+    if (!g.has_references())
+      if (auto r = g.reload(dump, HeapGraph::kReferences, done_with); !r) return std::unexpected(r.error());
+    std::vector<ObjectId> parent = shortest_parents(g);
+    for (ObjectId o : followed) followed_chains.push_back(chain_to(parent, o));
+  }
   auto d = dominate(g, dump, done_with);
   if (!d) return std::unexpected(d.error());
+  if (!followed.empty()) {
+    // What each object on their paths retains.
+    std::unordered_map<ObjectId, uint64_t> retained;
+    for (const auto& chain : followed_chains)
+      for (ObjectId o : chain) retained.emplace(o, 0);
+    for (size_t p = 1; p < d->order.size(); ++p)
+      if (auto it = retained.find(d->order[p]); it != retained.end()) it->second = d->retained[p];
+    for (size_t i = 0; i < followed.size(); ++i) {
+      Holding& h = a.followed.emplace_back();
+      h.object = followed[i];
+      for (ObjectId o : followed_chains[i]) h.chain.push_back({o, retained[o]});
+    }
+  }
   a.bytes = d->retained[0];
   a.objects = d->order.size() - 1;
   a.unreached_objects = g.objects() - a.objects;
@@ -392,7 +487,8 @@ std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& g, std::string_
   for (uint32_t p : accumulation_points(g, *d, top)) a.retainers.push_back(retainer_at(g, *d, p));
   // The dominator tree is done with: its memory goes before the paths'.
   *d = {};
-  if (auto paths = find_paths(g, dump, done_with, a.retainers); !paths) return std::unexpected(paths.error());
+  if (auto paths = find_paths(g, dump, done_with, a.retainers, followed_chains, a.followed); !paths)
+    return std::unexpected(paths.error());
   return a;
 }
 

@@ -43,6 +43,42 @@ struct Retainer {
   std::vector<ClassSize> holds;
 };
 
+// How the heap holds an object the caller follows (analyze_heap's
+// `followed`: a leak report's sampled objects).
+struct Holding {
+  ObjectId object = kNoObject;
+  // Its shortest path from a GC root, the root's object first and it last,
+  // each with the bytes it retains (the dominator tree's); empty when no
+  // root reaches it: garbage the next collection frees.
+  std::vector<std::pair<ObjectId, uint64_t>> chain;
+  // The path as Retainer::path names it, from chain[shown_from] (a static
+  // field starts it again), array elements as "[]" whatever their index,
+  // a linked chain of objects of one class by its last: objects held
+  // alike have the same.
+  std::string path;
+  size_t shown_from = 0;
+  bool reached() const { return !chain.empty(); }
+};
+
+// Followed objects held alike: by the same path (Holding::path), how many,
+// and the deepest object all their paths pass through (the objects
+// themselves left out), with the bytes it retains.
+struct HeldAlike {
+  std::string path;
+  uint64_t objects = 0;
+  ObjectId holder = kNoObject;
+  uint64_t holder_retained = 0;
+};
+// The reached ones among `holdings` by path, most objects first (then by path).
+std::vector<HeldAlike> group_holdings(std::span<const Holding* const> holdings);
+
+// An object as reports name it: its class, or "class X" for a java.lang.Class.
+std::string object_name(const HeapGraph& graph, ObjectId object);
+// Bytes for a person: "12.3 MiB".
+std::string human_bytes(uint64_t bytes);
+// A count with thousands separated: "12,345".
+std::string grouped(uint64_t value);
+
 struct HeapAnalysis {
   uint64_t objects = 0, bytes = 0, references = 0;
   // How long the dump stopped the JVM, its GC included (0: not known); the
@@ -56,6 +92,7 @@ struct HeapAnalysis {
   uint64_t unreached_objects = 0, unreached_bytes = 0;
   std::vector<ClassSize> classes;  // by retained bytes, then shallow
   std::vector<Retainer> retainers;  // by retained bytes
+  std::vector<Holding> followed;    // analyze_heap's `followed`, in order
   // The dominator tree by class: root → dominators → class, each frame's
   // width the bytes its objects retain (a chain of one class is one frame).
   flamegraph::Profile profile;
@@ -65,9 +102,11 @@ struct HeapAnalysis {
 // find. Parts of the graph are dropped while the dominator tree is built
 // (its arrays need the memory) and read again from the dump after; it
 // is left without its references and sizes. An error is the dump's, if
-// it no longer reads as it did.
+// it no longer reads as it did. `followed`: objects whose paths and
+// retained bytes the caller wants (HeapAnalysis::followed).
 std::expected<HeapAnalysis, std::string> analyze_heap(HeapGraph& graph, std::string_view dump, size_t top,
-                                                      const DoneWith& done_with = {});
+                                                      const DoneWith& done_with = {},
+                                                      std::span<const ObjectId> followed = {});
 
 // The text report: totals, retainers with their paths, `top` classes.
 std::string heap_report(const HeapAnalysis& analysis, size_t top);

@@ -14,6 +14,8 @@ namespace protocol = agent::protocol;
 namespace setting = agent::protocol::setting;
 
 constexpr uint64_t kMaxId = 1u << 24;  // as JitMap
+// Elements of a pin array: the agent holds at most LiveObjects::kMaxTracked.
+constexpr uint64_t kMaxHeld = 1u << 20;
 
 // The next space-separated number, decimal unless `base` says otherwise.
 bool number(std::string_view& s, uint64_t& out, int base = 10) {
@@ -118,6 +120,17 @@ JavaEvents::AllocWeight JavaEvents::weigh_alloc(uint64_t size, uint64_t interval
   return {1, double(size) / p, 1 / p};
 }
 
+// "<token> <count>": the H lines before it are the pin array's.
+bool JavaEvents::end_pin(std::string_view value) {
+  std::string_view token = word(value);
+  uint64_t count = 0;
+  if (token.empty() || !number(value, count) || !rest_of(value).empty() || count > kMaxHeld) return false;
+  held_.resize(count + 1);
+  pin_ = Pin{std::string(token), std::move(held_)};
+  held_.clear();
+  return true;
+}
+
 void JavaEvents::feed(std::string_view text) {
   lines_.feed(text, [this](std::string_view l) { line(l); });
 }
@@ -191,6 +204,8 @@ void JavaEvents::line(std::string_view s) {
       else if (key == setting::kAllocUnavailable) unavailable_.push_back("alloc");
       else if (key == setting::kLockUnavailable) unavailable_.push_back("lock");
       else if (key == setting::kNativeLibrary && !add_library(value)) break;
+      else if (key == setting::kPinned && !end_pin(value)) break;
+      else if (key == setting::kPinUnavailable) pin_unavailable_ = std::string(value);
       // Other settings: for newer readers.
       return;
     }
@@ -225,7 +240,7 @@ void JavaEvents::line(std::string_view s) {
       ++stats_.alloc_samples;
       if (stacks_[stack].truncated) ++stats_.truncated_stacks;
       if (e != 0) {
-        followed_[e] = LiveAllocation{site, w, a, gcs_.value_or(0)};
+        followed_[e] = LiveAllocation{e, site, w, a, gcs_.value_or(0)};
         ++stats_.live_followed;
       } else if (live_) {
         ++stats_.live_untracked;
@@ -238,6 +253,13 @@ void JavaEvents::line(std::string_view s) {
         ++stats_.freed;
       else
         ++stats_.unknown_frees;
+      return;
+    }
+    case protocol::kHeld: {
+      // H <index> <sample>: element 0 is the marker
+      if (!number(s, a) || !number(s, b) || !rest_of(s).empty() || a == 0 || a > kMaxHeld) break;
+      if (held_.size() <= a) held_.resize(a + 1);
+      held_[a] = b;
       return;
     }
     case protocol::kContended: {

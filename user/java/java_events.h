@@ -75,6 +75,7 @@ class JavaEvents {
 
   // A followed sample still alive (with `live` only: F lines take them out).
   struct LiveAllocation {
+    uint64_t sample;  // the agent's number for it
     Site site;
     AllocWeight weight;
     uint64_t time_ns;  // of its allocation (CLOCK_MONOTONIC, the A lines' clock)
@@ -110,6 +111,16 @@ class JavaEvents {
   // The JVM's collections the stream counted (O gcs lines; with live), or
   // nothing: an agent before them, or a JVM that refused the GC events.
   std::optional<uint64_t> gcs() const { return gcs_; }
+  // After the agent's `pin` (agent/protocol.h): the samples whose objects
+  // the pin array holds, by element (element 0, the marker, holds none),
+  // once its "O pinned" line came; `pin_token()` names the array. Or why
+  // the agent could not pin (pin_unavailable()).
+  struct Pin {
+    std::string token;
+    std::vector<uint64_t> samples;  // [i]: element i's sample; 0 for element 0 and any not told
+  };
+  const std::optional<Pin>& pin() const { return pin_; }
+  const std::string& pin_unavailable() const { return pin_unavailable_; }
   // "alloc" or "lock" when the agent could not turn them on in this JVM.
   const std::vector<std::string>& unavailable() const { return unavailable_; }
 
@@ -142,6 +153,7 @@ class JavaEvents {
   uint32_t intern_stack(std::string_view frames, bool& ok);
   uint32_t intern_native(std::string_view frames, bool& ok);
   bool add_library(std::string_view value);
+  bool end_pin(std::string_view value);
 
   symbolizer::LineBuffer lines_;
   // By id: maps, so that memory follows the lines read, whatever ids a
@@ -161,6 +173,9 @@ class JavaEvents {
   bool live_ = false;
   std::string live_end_;
   std::optional<uint64_t> gcs_;
+  std::vector<uint64_t> held_;  // H lines until "O pinned"
+  std::optional<Pin> pin_;
+  std::string pin_unavailable_;
   std::vector<std::string> unavailable_;
   Stats stats_;
 };

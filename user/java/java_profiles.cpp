@@ -157,6 +157,7 @@ void add_java_profile(const JavaEvents& events, JavaProfileKind kind, const Java
       if (weight == 0) continue;
       site_frames(events, site, root_id, options, native_names, profile, frames);
       stack_of[site] = profile.add(frames, weight);
+      if (options.on_site) options.on_site(site, stack_of[site]);
     }
   };
   if (!options.live_only) {
@@ -168,6 +169,8 @@ void add_java_profile(const JavaEvents& events, JavaProfileKind kind, const Java
   // site's rounded weight exactly.
   std::vector<JavaEvents::LiveAllocation> live =
       events.live_allocations(options.min_age_ns, options.end_ns, options.min_gcs);
+  if (options.keep_sample)
+    std::erase_if(live, [&](const JavaEvents::LiveAllocation& a) { return !options.keep_sample(a.sample); });
   std::unordered_map<JavaEvents::Site, JavaEvents::AllocWeight, JavaEvents::SiteHash> sites;
   std::vector<std::pair<uint64_t, uint64_t>> steps;  // per allocation: its site's rounded sum before and after
   steps.reserve(live.size());

@@ -1,11 +1,13 @@
 #include "user/java/jvm.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -46,6 +48,20 @@ std::expected<void, std::string> check_attachable(pid_t pid, std::string_view wh
                            std::string(what) + " needs to attach to it; restart it without that flag");
   return {};
 }
+
+namespace {
+std::atomic<bool> g_stop{false};
+void on_stop(int) { g_stop = true; }
+}  // namespace
+
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() { return g_stop.load(); }
 
 std::expected<std::string, std::string> read_saved(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -742,6 +758,7 @@ std::vector<ClassDelta> diff_histograms(const ClassHistogram& before, const Clas
 }
 
 int run_jvm(const JvmOptions& options) {
+  if (options.leaks) return run_leaks(options);
   if (options.heap) return run_heap(options);
   if (!options.track.empty()) return run_track(options);
   if (options.histo && !options.output.empty()) return fail("-o goes with --heap or --track, not --histo");

@@ -35,7 +35,11 @@ struct JvmOptions {
   std::string alloc;    // with heap: a recording of `record -e alloc --live` of the JVM, for allocation sites
   std::string track;    // a regex: instances and bytes of the matching classes over time (user/java/jvm_track.cpp)
   double every = 10;    // with track: seconds between histograms
-  double duration = 0;  // with track: seconds to track; 0: until Ctrl-C or the JVM exits
+  double duration = 0;  // with track: seconds to track (0: until Ctrl-C or the JVM exits); with leaks: to follow (0: a minute)
+  bool leaks = false;   // follow allocations, then join the old ones' sites with the heap (user/java/jvm_leaks.cpp)
+  uint64_t min_age_ns = 0;           // with leaks: objects at least this old by the end (0: a quarter of the duration)
+  uint64_t alloc_interval = 512 * 1024;  // with leaks: bytes between allocation samples
+  double attach_timeout = 10;        // with leaks: seconds for the JVM's attach socket, and for the agent's load
 };
 
 // `ember jvm --heap` dumps heaps up to this much in use without --force: the
@@ -47,6 +51,7 @@ inline constexpr int64_t kHeapDumpCap = int64_t{2} << 30;
 int run_jvm(const JvmOptions& options);
 int run_heap(const JvmOptions& options);
 int run_track(const JvmOptions& options);
+int run_leaks(const JvmOptions& options);
 
 // Shared by the modes of `ember jvm`: "ember: MESSAGE" on stderr, and 1
 // (the exit status); a time, and the time now, as saved files and pages
@@ -57,6 +62,10 @@ std::string utc_now();
 // Fails for a JVM that refuses attach (-XX:+DisableAttachMechanism), naming
 // the option that needs it (`what`: "--heap").
 std::expected<void, std::string> check_attachable(pid_t pid, std::string_view what);
+// Ctrl-C and SIGTERM end a mode that runs until told (--track, --leaks):
+// after catch_stop_signals, stop_requested says whether one came.
+void catch_stop_signals();
+bool stop_requested();
 // The text of a file saved for --diff, or why it cannot be read.
 std::expected<std::string, std::string> read_saved(const std::string& path);
 

@@ -1,92 +1,24 @@
 // `ember jvm PID --heap`: the JVM dumps its heap (HPROF, user/heap/hprof.h)
 // and ember works out what keeps its memory alive (user/heap/heap_report.h).
-#include <fcntl.h>
 #include <malloc.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 
 #include "flamegraph/input.h"
 #include "flamegraph/output.h"
 #include "symbolizer/proc_maps.h"
-#include "user/java/agent_dir.h"
 #include "user/heap/heap_graph.h"
 #include "user/heap/heap_report.h"
-#include "user/java/java.h"
-#include "user/java/java_attach.h"
+#include "user/java/heap_dump.h"
 #include "user/java/java_profiles.h"
 #include "user/java/jvm.h"
 
 namespace ember {
 namespace {
-
-// The attach command returns when the dump is written: minutes on a big heap.
-constexpr int kHeapDumpTimeoutMs = 600'000;
-constexpr char kDumpName[] = "heap.hprof";
-
-std::string mib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
-
-// A file mapped for reading, unmapped with it.
-class Mapped {
- public:
-  explicit Mapped(int fd) {
-    struct stat st {};
-    if (fstat(fd, &st) == 0 && st.st_size > 0) {
-      size_ = static_cast<size_t>(st.st_size);
-      void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      data_ = p == MAP_FAILED ? nullptr : static_cast<const char*>(p);
-    }
-    close(fd);
-  }
-  ~Mapped() {
-    if (data_) munmap(const_cast<char*>(data_), size_);
-  }
-  Mapped(const Mapped&) = delete;
-  Mapped& operator=(const Mapped&) = delete;
-  std::string_view view() const { return data_ ? std::string_view(data_, size_) : std::string_view(); }
-  // Lets go of the pages before `offset` (they stay in the page cache, and
-  // are mapped again if read again).
-  void done_with(size_t offset) const {
-    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    if (data_ && offset >= page) madvise(const_cast<char*>(data_), offset / page * page, MADV_DONTNEED);
-  }
-
- private:
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-};
-
-// How the JVM lays out its objects, from its flags: the dump does not say.
-heap::HeapLayout heap_layout(pid_t pid) {
-  heap::HeapLayout l;
-  auto flag = [pid](const char* name) { return java::printflag(pid, name); };
-  if (flag("UseCompressedOops") == "false") l.reference = 8;
-  if (flag("UseCompactObjectHeaders") == "true") {  // JDK 24 on: the class pointer is in the mark word
-    l.header = 8;
-    l.array_header = 12;
-  } else if (flag("UseCompressedClassPointers") == "false") {
-    l.header = 16;
-    l.array_header = 20;
-  }
-  if (auto a = flag("ObjectAlignmentInBytes")) l.alignment = static_cast<uint32_t>(std::max(8L, std::atol(a->c_str())));
-  // java.lang.Class objects hold fields HotSpot injects, which the dump
-  // does not list (javaClasses.hpp: the Klass* and array Klass*, the
-  // object's size, its count of static references; the protection domain,
-  // signers and source file as references).
-  l.mirror_extra = 2 * 8 + 2 * 4 + 3 * l.reference;
-  return l;
-}
 
 // What a saved snapshot's first comment says, without its '#' and our prefix.
 std::string snapshot_comment(std::string_view text) {
@@ -149,61 +81,11 @@ int run_heap(const JvmOptions& o) {
     if (auto f = flamegraph::format_for_path(o.output); !f) return fail(f.error());
     if (auto w = flamegraph::check_writable(o.output); !w) return fail(w.error());
   }
-  auto jvm = java::inspect_jvm(o.pid);
-  if (!jvm) return fail(jvm.error());
-  if (auto a = check_attachable(o.pid, "--heap"); !a) return fail(a.error());
   std::string jvm_name = "JVM " + std::to_string(o.pid);
   auto telemetry = read_telemetry(o.pid);
-  int64_t used = telemetry ? telemetry->heap().used : -1;
-  if (!o.force) {
-    if (used < 0)
-      return fail("the heap size of " + jvm_name + " is unknown (" +
-                  (telemetry ? std::string("its collector publishes no heap counters") : telemetry.error()) +
-                  "): add --force to dump it all the same");
-    if (used > kHeapDumpCap)
-      return fail(jvm_name + " has " + mib(used) + " of heap in use, above --heap's limit of " + mib(kHeapDumpCap) +
-                  ": the dump pauses the JVM for seconds and writes a file about as big as its live objects in its "
-                  "/tmp; add --force to dump it all the same");
-  }
-  // What a killed ember left behind goes first.
-  sweep_agent_dirs(jvm->own_mount_ns ? jvm->root : "");
-  auto dir = AgentDir::create(jvm->own_mount_ns ? jvm->root : "", jvm->uid, jvm->gid);
-  if (!dir) return fail(jvm_name + ": " + dir.error());
-  heap::HeapLayout layout = heap_layout(o.pid);
-
-  std::fprintf(stderr, "ember: dumping the heap of %s (%s in use): the JVM is paused for a full GC and the dump\n",
-               jvm_name.c_str(), used >= 0 ? mib(used).c_str() : "size unknown");
-  // The pause is the JVM's own time at safepoints across the dump; the
-  // command's time where the JVM publishes no counters.
-  auto ahead = read_telemetry(o.pid);
-  auto asked = std::chrono::steady_clock::now();
-  std::vector<std::string> args{dir->path() + "/" + kDumpName, "-live"};
-  auto dumped = java::attach_command(o.pid, "dumpheap", args, kHeapDumpTimeoutMs);
-  std::chrono::nanoseconds pause = std::chrono::steady_clock::now() - asked;
-  bool pause_at_most = true;
-  if (!dumped) {
-    if (java::has_exited(o.pid)) return fail(jvm_name + " exited during the dump; nothing of it is left in its /tmp");
-    return fail(dumped.error());
-  }
-  // HotSpot answers 0 whether the dump was made or not; its words tell,
-  // the reason last ("Dump file is incomplete: No space left on device").
-  if (dumped->code != 0 || dumped->output.find("Heap dump file created") == std::string::npos) {
-    std::string_view said = dumped->output;
-    while (said.ends_with('\n')) said.remove_suffix(1);
-    return fail(jvm_name + " did not dump its heap: " + std::string(said.substr(said.rfind('\n') + 1)));
-  }
-  if (auto after = read_telemetry(o.pid);
-      ahead && after && ahead->safepoint_ticks >= 0 && after->safepoint_ticks >= ahead->safepoint_ticks &&
-      after->frequency > 0) {
-    pause = std::chrono::nanoseconds(static_cast<int64_t>(
-        static_cast<double>(after->safepoint_ticks - ahead->safepoint_ticks) * 1e9 / static_cast<double>(after->frequency)));
-    pause_at_most = false;
-  }
-  int fd = dir->open_file(kDumpName);
-  if (fd < 0) return fail(jvm_name + " wrote no heap dump: " + dumped->output);
-  // Mapped, the dump needs no name: a killed ember leaves it nowhere.
-  Mapped dump(fd);
-  dir->remove_file(kDumpName);
+  auto dumped = dump_heap(o.pid, o.force, "--heap");
+  if (!dumped) return fail(dumped.error());
+  const MappedFile& dump = *dumped->file;
   // The analysis allocates and frees arrays of tens or hundreds of MB in
   // stages. Each gets a mapping of its own, returned to the system when
   // freed: glibc would otherwise raise its threshold to the first freed
@@ -213,13 +95,13 @@ int run_heap(const JvmOptions& o) {
   auto start = std::chrono::steady_clock::now();
   // The dump is read in passes, each holding a window of it.
   auto done_with = [&dump](size_t offset) { dump.done_with(offset); };
-  auto graph = heap::read_heap_graph(dump.view(), layout, done_with);
+  auto graph = heap::read_heap_graph(dump.view(), heap_layout(o.pid), done_with);
   if (!graph) return fail(jvm_name + ": " + graph.error());
   auto analyzed = heap::analyze_heap(*graph, dump.view(), std::min<size_t>(o.top, 50), done_with);
   if (!analyzed) return fail(jvm_name + ": " + analyzed.error());
   heap::HeapAnalysis& analysis = *analyzed;
-  analysis.pause_ns = static_cast<uint64_t>(pause.count());
-  analysis.pause_at_most = pause_at_most;
+  analysis.pause_ns = static_cast<uint64_t>(dumped->pause.count());
+  analysis.pause_at_most = dumped->pause_at_most;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

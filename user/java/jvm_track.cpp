@@ -24,9 +24,6 @@ namespace {
 constexpr size_t kMaxSeries = 40;
 constexpr std::string_view kPlaceholder = "@EMBER_TRACK@";
 
-std::atomic<bool> g_stop{false};
-void on_stop(int) { g_stop = true; }
-
 // The classes of most bytes at their peak, at most kMaxSeries; how many were left out.
 size_t keep_biggest(ClassTrack& track) {
   auto peak = [](const ClassTrack::Series& s) { return *std::max_element(s.bytes.begin(), s.bytes.end()); };
@@ -89,10 +86,7 @@ int run_track(const JvmOptions& o) {
   auto telemetry = read_jvm_telemetry(o.pid);
   std::string jvm_name = "JVM " + std::to_string(o.pid) +
                          (telemetry && !telemetry->main_class.empty() ? " (" + telemetry->main_class + ")" : "");
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  catch_stop_signals();
 
   std::fprintf(stderr, "ember: tracking the classes of %s matching /%s/: a histogram every %g s (%s)%s\n",
                jvm_name.c_str(), o.track.c_str(), o.every,
@@ -108,7 +102,7 @@ int run_track(const JvmOptions& o) {
   // the last: timed from the schedule, not from when the previous one
   // finished (-d 20 at 10 s took the one at 20 s as past the end).
   const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration));
-  for (auto next = start; !g_stop;) {
+  for (auto next = start; !stop_requested();) {
     double at = std::chrono::duration<double>(Clock::now() - start).count();
     auto histogram = class_histogram(o.pid, o.live);
     if (!histogram) {
@@ -130,7 +124,7 @@ int run_track(const JvmOptions& o) {
     if (o.duration > 0 && next >= end) break;
     next += every;
     if (o.duration > 0) next = std::min(next, end);
-    while (Clock::now() < next && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (Clock::now() < next && !stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!ended.empty()) std::fprintf(stderr, "ember: %s\n", ended.c_str());
   size_t dropped = keep_biggest(track);
