@@ -204,11 +204,12 @@ CLI::App* add_jvm(CLI::App& app, ember::JvmOptions& o, std::string& min_age) {
       "class, the objects where memory accumulates and the shortest path that holds each");
   c->add_option("-o,--output", o.output,
                   "With --heap: the dominator tree as a flamegraph (root -> dominators -> class, width: retained bytes): " +
-                      ember::flamegraph::output_extensions_text() + ". With --track: a chart (.html) or .csv");
-  c->add_flag("--force", o.force,
-                "With --heap: dump a heap of more than " + std::to_string(ember::kHeapDumpCap >> 20) +
-                    " MiB in use, or of unknown size, all the same")
-      ->needs(jvm_heap);
+                      ember::flamegraph::output_extensions_text() +
+                      ". With --leaks: the live profile of the objects held. With --track: a chart (.html) or .csv");
+  auto* jvm_force = c->add_flag("--force", o.force,
+                                "With --heap or --leaks: dump a heap of more than " +
+                                    std::to_string(ember::kHeapDumpCap >> 20) +
+                                    " MiB in use, or of unknown size, all the same");
   c->add_option("--alloc", o.alloc,
                   "With --heap: a recording of `ember record -e alloc --live` of this JVM (any output format): where "
                   "the classes that retain most were allocated")
@@ -244,10 +245,12 @@ CLI::App* add_jvm(CLI::App& app, ember::JvmOptions& o, std::string& min_age) {
       ->capture_default_str()
       ->needs(jvm_leaks);
   jvm_leaks->excludes(jvm_histo)->excludes(jvm_heap)->excludes(jvm_track)->excludes(jvm_interval)->excludes(jvm_count);
-  // -d goes with one of them: checked after parsing (needs would want both).
-  c->callback([jvm_duration, jvm_track, jvm_leaks] {
+  // -d and --force go with one of two: checked after parsing (needs would want both).
+  c->callback([jvm_duration, jvm_force, jvm_heap, jvm_track, jvm_leaks] {
     if (jvm_duration->count() && !jvm_track->count() && !jvm_leaks->count())
       throw CLI::ValidationError("-d,--duration", "goes with --track or --leaks");
+    if (jvm_force->count() && !jvm_heap->count() && !jvm_leaks->count())
+      throw CLI::ValidationError("--force", "goes with --heap or --leaks");
   });
   return c;
 }
