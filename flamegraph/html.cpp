@@ -407,7 +407,7 @@ std::string data_head(const Profile& profile, const HtmlOptions& options) {
 // Leaks panel: ",\"leaks\":{...}", or nothing for a profile that is not
 // live or has no timeline. Each suspect's site as the report names it, and
 // the function the panel searches for.
-std::string leaks_json(const Profile& profile) {
+std::string leaks_json(const Profile& profile, const HtmlOptions& options) {
   if (!is_live_profile(profile) || profile.timeline.empty()) return "";
   LeakSuspects found = find_leak_suspects(profile);
   std::string out = ",\"leaks\":{\"young_ms\":";
@@ -437,7 +437,16 @@ std::string leaks_json(const Profile& profile) {
       if (c) out += ',';
       append_uint(out, s.curve[c]);
     }
-    out += "]}";
+    out += "]";
+    if (auto held = options.held.find(s.stack); held != options.held.end()) {
+      out += ",\"held\":[";
+      for (size_t k = 0; k < held->second.size(); ++k) {
+        if (k) out += ',';
+        append_json_string(out, held->second[k]);
+      }
+      out += "]";
+    }
+    out += "}";
   }
   out += "]}";
   return out;
@@ -464,7 +473,7 @@ std::string data_json(const Profile& profile, const HtmlOptions& options, const 
   if (!options.base && !profile.timeline.empty()) pack_timeline(tables, profile, written);
   else tables.varint(0);
   std::string out = data_head(profile, options);
-  if (!options.base) out += leaks_json(profile);
+  if (!options.base) out += leaks_json(profile, options);
   append_packed(out, "tables", tables.str());
   return out;
 }

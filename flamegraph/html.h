@@ -41,8 +41,10 @@
 
 #include <expected>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "flamegraph/profile.h"
 
@@ -57,6 +59,9 @@ struct HtmlOptions {
   // JSON of the view the page starts in when its URL holds none (transforms,
   // reverse, sort...: the fields of the page's saved defaults).
   std::string view;
+  // A live profile's sites by stack: how a heap dump found their objects
+  // held (`ember jvm --leaks`), lines the Leaks panel shows under a suspect.
+  std::map<uint32_t, std::vector<std::string>> held;
 };
 
 void write_html(const Profile& profile, const HtmlOptions& options, std::ostream& out);

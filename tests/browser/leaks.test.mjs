@@ -2,18 +2,22 @@
 // open it, read the first suspect and its curve, click it and see the
 // search find the leaking function's share of what is live.
 //
-//   node leaks.test.mjs PAGE.html FUNCTION [--plain CPU.html] [--screenshot FILE.png]
+//   node leaks.test.mjs PAGE.html FUNCTION [--site SITE] [--held TEXT] [--plain CPU.html] [--screenshot FILE.png]
 //
 // PAGE: a recording of tests/workloads/aging_sites with -e malloc --live,
-// whose leak FUNCTION (leak_here) must come first. The share is computed
-// here from the page's own stacks. CPU: a page that is not of live
-// allocations, which has no Leaks button.
+// whose leak FUNCTION (leak_here) must come first (its site starting with
+// SITE, by default FUNCTION); or `ember jvm --leaks`'s page, whose first
+// suspect also says how the heap holds it (a line with TEXT). The share is
+// computed here from the page's own stacks. CPU: a page that is not of
+// live allocations, which has no Leaks button.
 import { assert, check, escapeRegExp, failed, labelledStacks, matchedShare, openPage, readEmbeddedData, settle, waitReady } from './lib.mjs';
 
-const args = { file: process.argv[2], leak: process.argv[3], screenshot: null, plain: null };
+const args = { file: process.argv[2], leak: process.argv[3], site: process.argv[3], held: null, screenshot: null, plain: null };
 for (let i = 4; i < process.argv.length; i++) {
   if (process.argv[i] === '--screenshot') args.screenshot = process.argv[++i];
   else if (process.argv[i] === '--plain') args.plain = process.argv[++i];
+  else if (process.argv[i] === '--site') args.site = process.argv[++i];
+  else if (process.argv[i] === '--held') args.held = process.argv[++i];
 }
 
 const data = readEmbeddedData(args.file);
@@ -29,7 +33,7 @@ await check('the Leaks button opens the panel with the leak first', async () => 
   assert(await page.locator('#leak-panel').isVisible(), 'the panel did not open');
   const sites = await page.locator('#leak-list .leak-site').allTextContents();
   assert(sites.length >= 1, 'no suspect listed: ' + (await page.locator('#leak-how').textContent()));
-  assert(sites[0].startsWith('1. ' + args.leak + ' ← '), 'first suspect: ' + sites[0]);
+  assert(sites[0].startsWith('1. ' + args.site + ' ← '), 'first suspect: ' + sites[0]);
   const figures = await page.locator('#leak-list .leak-figures').first().textContent();
   assert(/^kept [\d.,]+ (B|KiB|MiB|GiB)\/min · live /.test(figures), 'figures: ' + figures);
   return sites.length + ' suspects; ' + figures;
@@ -48,6 +52,14 @@ await check('its curve rises across the recording, the young end shaded', async 
   const x = Number(await shade.getAttribute('x')), w = Number(await shade.getAttribute('width'));
   assert(x > 50 && Math.abs(x + w - 100) < 1, 'the young end: x ' + x + ' width ' + w);
 });
+
+if (args.held) {
+  await check('the first suspect says how the heap holds it', async () => {
+    const held = await page.locator('#leak-list li').first().locator('.leak-held').allTextContents();
+    assert(held.some((t) => t.includes(args.held)), 'held: ' + JSON.stringify(held));
+    return held.join(' / ');
+  });
+}
 
 await check('a click searches for the leaking function', async () => {
   await page.locator('#leak-list li').first().click();

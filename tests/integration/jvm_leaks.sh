@@ -73,6 +73,16 @@ held=$(weight "$TMP/leaks.folded" ';LeakHunt\.remember_\[[ji0]\];byte\[\] [0-9]+
 held_requests=$(weight "$TMP/leaks.folded" ';LeakHunt\.handle_\[[ji0]\];byte\[\] [0-9]+$')
 echo "page: leak $held bytes, requests $held_requests"
 ((held > 0 && held_requests == 0)) || fail "the page holds leak $held bytes, requests $held_requests"
+# Its Leaks panel says how the heap holds the suspect, as a person reads it.
+if [ -x /usr/bin/chromium ] && [ -d "$ROOT/tests/browser/node_modules/playwright-core" ]; then
+	mkdir -p "$ROOT/build/screenshots"
+	node "$ROOT/tests/browser/leaks.test.mjs" "$TMP/leaks.html" LeakHunt.remember --site 'byte[]' \
+		--held 'through: static LeakHunt.SESSIONS → java.util.HashMap.table' \
+		--screenshot "$ROOT/build/screenshots/jvm_leaks.png" || fail "browser checks failed"
+else
+	echo "the page's panel not read in a browser: no chromium or playwright-core (scripts/deps.sh test installs them)"
+	assert_contains "$TMP/leaks.html" '"held":\["100\.0% through: static LeakHunt\.SESSIONS'
+fi
 
 # The JVM runs on; ember's agent holds nothing of its heap any more.
 kill -0 "$jvm" || fail "the JVM died"

@@ -116,25 +116,33 @@ std::string figures(const flamegraph::Profile& profile, const Site& site) {
   return line;
 }
 
+// How the heap holds a site's objects: its most common paths, each with
+// the holder they share, as the report and the page's Leaks panel say it.
+std::vector<std::string> held_lines(const Site& site, const heap::HeapGraph& graph) {
+  std::vector<std::string> lines;
+  std::vector<heap::HeldAlike> paths = heap::group_holdings(site.held);
+  char share[32];
+  for (size_t k = 0; k < paths.size() && k < kPathsShown; ++k) {
+    const heap::HeldAlike& p = paths[k];
+    std::snprintf(share, sizeof share, "%5.1f%% through: ",
+                  100.0 * static_cast<double>(p.objects) / static_cast<double>(site.held.size()));
+    lines.push_back(share + p.path);
+    if (p.holder != heap::kNoObject)
+      lines.push_back("       all through one " + heap::object_name(graph, p.holder) + ", which retains " +
+                      heap::human_bytes(p.holder_retained));
+  }
+  if (paths.size() > kPathsShown) lines.push_back("(" + std::to_string(paths.size() - kPathsShown) + " more paths)");
+  return lines;
+}
+
 // One site of the report, numbered `n`: its figures and how the heap holds it.
 std::string site_report(const flamegraph::Profile& profile, const Site& site, size_t n, const heap::HeapGraph& graph) {
-  std::string out;
   char line[512];
   std::snprintf(line, sizeof line, "\n%zu. %s\n   %s, from %s sampled objects\n", n,
                 flamegraph::site_name(profile, site.stack).c_str(), figures(profile, site).c_str(),
                 heap::grouped(site.held.size()).c_str());
-  out += line;
-  std::vector<heap::HeldAlike> paths = heap::group_holdings(site.held);
-  for (size_t k = 0; k < paths.size() && k < kPathsShown; ++k) {
-    const heap::HeldAlike& p = paths[k];
-    std::snprintf(line, sizeof line, "   %5.1f%% through: ",
-                  100.0 * static_cast<double>(p.objects) / static_cast<double>(site.held.size()));
-    out += line + p.path + "\n";
-    if (p.holder != heap::kNoObject)
-      out += "          all through one " + heap::object_name(graph, p.holder) + ", which retains " +
-             heap::human_bytes(p.holder_retained) + "\n";
-  }
-  if (paths.size() > kPathsShown) out += "   (" + std::to_string(paths.size() - kPathsShown) + " more paths)\n";
+  std::string out = line;
+  for (const std::string& held : held_lines(site, graph)) out += "   " + held + "\n";
   return out;
 }
 
@@ -334,6 +342,8 @@ int run_leaks(const JvmOptions& o) {
   if (!o.output.empty()) {
     flamegraph::HtmlOptions html;
     html.title = "Leaks of " + jvm_name + ": bytes held, allocated at least " + std::string(age) + " before the end";
+    for (const Site& site : sites)
+      if (!site.held.empty()) html.held[site.stack] = held_lines(site, *graph);
     if (auto w = flamegraph::write_profile(held_profile, o.output, html); !w) return fail(w.error());
     std::fprintf(stderr, "ember: wrote %s\n", o.output.c_str());
   }
