@@ -51,7 +51,7 @@ wanted() {
 passed=0 failed=0 skipped=0 failures=()
 # A script or two of each command (record, Java, serve, agent), short
 # ones: the sanitized ember runs each about 1.5 times slower.
-SANITIZED=(record_offcpu record_java_alloc_lock serve_api agent_ingest jvm_heap)
+SANITIZED=(record_offcpu record_java_alloc_lock serve_api agent_ingest jvm_heap jvm_leaks)
 
 run_unit_tests() {
 	echo "== unit tests (ASan + UBSan)"
