@@ -14,9 +14,9 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <thread>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -206,9 +206,11 @@ std::expected<void, std::string> follow(JavaSession& java, pid_t pid, const std:
 }
 
 // Has the agent hold the objects it still follows (its `pin`), then the
-// JVM dump its heap; the agent lets go of them once the dump is written.
+// JVM dump its heap (within --heap's limit unless `force`: the heap may
+// have grown since); the agent lets go of them once the dump is written.
 std::expected<HeapDump, std::string> pin_and_dump(JavaSession& java, const java::JvmProcess& jvm,
-                                                  const std::string& jvm_name, Stream& stream, const std::string& token) {
+                                                  const std::string& jvm_name, Stream& stream, const std::string& token,
+                                                  bool force) {
   auto agent_path = agent_for(jvm, default_agent_path());
   if (!agent_path) return std::unexpected(jvm_name + ": " + agent_path.error());
   if (auto r = java::load_agent(jvm.pid, *agent_path, std::string(agent::protocol::args::kPin) + "=" + token,
@@ -225,7 +227,7 @@ std::expected<HeapDump, std::string> pin_and_dump(JavaSession& java, const java:
   }
   if (!events.pin_unavailable().empty())
     return std::unexpected(jvm_name + "'s agent could not hold its objects for the dump: " + events.pin_unavailable());
-  auto dumped = dump_heap(jvm.pid, true, "--leaks");
+  auto dumped = dump_heap(jvm.pid, force, "--leaks");
   java.detach();
   return dumped;
 }
@@ -269,7 +271,7 @@ int run_leaks(const JvmOptions& o) {
   uint64_t start_ns = 0, end_ns = 0;
   if (auto r = follow(java, o.pid, jvm_name, span_ns, stream, start_ns, end_ns); !r) return fail(r.error());
   const std::string token = random_token();
-  auto dumped = pin_and_dump(java, *jvm, jvm_name, *stream, token);
+  auto dumped = pin_and_dump(java, *jvm, jvm_name, *stream, token, o.force);
   if (!dumped) return fail(dumped.error());
   if (symbolizer::process_start_text(static_cast<uint32_t>(o.pid)) != started)
     return fail("JVM " + std::to_string(o.pid) + " restarted while ember followed it: its objects are not the ones followed");
