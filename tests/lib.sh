@@ -92,10 +92,11 @@ version_at_least() { [ "$(printf '%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]
 # with -a or -p comes after every JVM's attach (up to --attach-timeout),
 # well after its perf events are open. An emulated guest beside a busy
 # host (CI's arm64 lane) took over 30 s to attach two JVMs: there it waits
-# 150 s, beyond the --attach-timeout 120 its Java tests give.
+# 330 s, beyond the --attach-timeout its Java tests give (120 s, 300 s for
+# java_default_jvm's JIT-heavy JVM).
 wait_sampling() {
 	local pid=$1 progress=$2 seconds=30
-	[[ ${EMBER_EMULATED:-} ]] && seconds=150
+	[[ ${EMBER_EMULATED:-} ]] && seconds=330
 	for _ in $(seq $((seconds * 10))); do
 		kill -0 "$pid" 2>/dev/null || fail "ember ($pid) exited before sampling"
 		grep -qs '"progress"' "$progress" && return
