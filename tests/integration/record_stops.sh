@@ -29,10 +29,14 @@ grep -q ';' "$TMP/pipe.folded" || fail "ember record with stderr into a closed p
 
 # A command's stop: SIGTERM sent to ember alone reaches the command, whose
 # exit code ember returns; -d shorter than the command waits for its end.
+# The command says when its trap is set: a SIGTERM before that ends sh
+# with 143 (CI's rehearsal sent it 0.0 s into the recording).
 "$EMBER" record -o "$TMP/cmd-term.folded" --progress-fd 3 3>"$TMP/cmd-term.progress" -- \
-	sh -c 'trap "exit 7" TERM; while :; do sleep 0.05; done' 2>"$TMP/cmd-term.err" &
+	sh -c 'trap "exit 7" TERM; : >"$1"; while :; do sleep 0.05; done' sh "$TMP/trapped" 2>"$TMP/cmd-term.err" &
 pid=$!
 wait_sampling $pid "$TMP/cmd-term.progress"
+for _ in $(seq 300); do [ -e "$TMP/trapped" ] && break; sleep 0.1; done
+[ -e "$TMP/trapped" ] || fail "the command did not set its trap in 30 s: $(cat "$TMP/cmd-term.err")"
 kill -TERM $pid
 wait $pid
 rc=$?
