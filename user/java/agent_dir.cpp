@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <regex>
+#include <string_view>
 
 namespace ember {
 namespace {
@@ -199,6 +200,24 @@ size_t sweep_agent_dirs(const std::string& root) {
   }
   close(tmp_fd);
   return removed;
+}
+
+bool read_agent_stream(int& fd, std::string& file, const StreamFiles& files, symbolizer::JitMap& map,
+                       java::JavaEvents* events) {
+  char buf[1 << 16];
+  while (fd >= 0) {
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+      map.feed(std::string_view(buf, static_cast<size_t>(n)));
+      if (events) events->feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+    const std::string& next = map.continued_in();
+    if (next.empty() || next == file || !files) return true;
+    close(fd);
+    fd = files(file, next);
+    file = next;
+  }
+  return fd >= 0;
 }
 
 }  // namespace ember

@@ -20,12 +20,22 @@
 #include <string>
 #include <vector>
 
+#include "symbolizer/jit_map.h"
+#include "user/java/java_events.h"
+
 namespace ember {
 
 // Where a JVM's stream goes on (agent/protocol.h's R line): opens the
 // file `next` for reading and removes `read`, which is read to its end;
 // -1 if it cannot.
 using StreamFiles = std::function<int(const std::string& read, const std::string& next)>;
+
+// Reads what a JVM's stream gained since the last call into `map` (and
+// `events`, if given), going on into the next file at an R line: `fd`
+// and `file` follow it. False when that file could not be opened: the
+// stream is cut there, and `fd` is -1.
+bool read_agent_stream(int& fd, std::string& file, const StreamFiles& files, symbolizer::JitMap& map,
+                       java::JavaEvents* events);
 
 class AgentDir {
  public:

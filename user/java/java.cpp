@@ -49,12 +49,13 @@ std::string default_agent_path() {
 }
 
 JavaSession::JavaSession(std::string agent_path, std::string events, bool unwinds_jit, int attach_timeout_ms,
-                         std::string timeout_knob)
+                         std::string timeout_knob, std::string without_agent)
     : agent_path_(std::move(agent_path)),
       events_(std::move(events)),
       unwinds_jit_(unwinds_jit),
       attach_timeout_ms_(attach_timeout_ms),
-      timeout_knob_(std::move(timeout_knob)) {
+      timeout_knob_(std::move(timeout_knob)),
+      without_agent_(std::move(without_agent)) {
   // What a killed ember left in this /tmp (a container's: see attach).
   sweep_agent_dirs("");
 }
@@ -69,14 +70,14 @@ std::optional<JavaSession::Agent> JavaSession::load(pid_t pid, bool named, int a
   }
   auto agent = agent_for(*jvm, agent_path_);
   if (!agent) {
-    std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, agent.error().c_str());
+    std::fprintf(stderr, "ember: JVM %d: %s; %s\n", pid, agent.error().c_str(), without_agent_.c_str());
     return std::nullopt;
   }
   // What a killed ember left in the container's /tmp goes first.
   if (jvm->own_mount_ns) sweep_agent_dirs(jvm->root);
   auto dir = AgentDir::create(jvm->own_mount_ns ? jvm->root : "", jvm->uid, jvm->gid);
   if (!dir) {
-    std::fprintf(stderr, "ember: JVM %d: %s; its Java frames will be unnamed\n", pid, dir.error().c_str());
+    std::fprintf(stderr, "ember: JVM %d: %s; %s\n", pid, dir.error().c_str(), without_agent_.c_str());
     return std::nullopt;
   }
   std::string map = dir->path() + "/" + std::to_string(jvm->ns_pid) + ".jitmap";
@@ -96,8 +97,7 @@ std::optional<JavaSession::Agent> JavaSession::load(pid_t pid, bool named, int a
         return std::nullopt;
       }
       std::string tries = attempt > 1 ? " (" + std::to_string(attempt) + " tries)" : "";
-      std::fprintf(stderr, "ember: JVM %d: %s%s; its Java frames will be unnamed%s\n", pid, r.error().c_str(),
-                   tries.c_str(),
+      std::fprintf(stderr, "ember: JVM %d: %s%s; %s%s\n", pid, r.error().c_str(), tries.c_str(), without_agent_.c_str(),
                    timed_out ? (" (if it is only slow, wait longer with " + timeout_knob_ + ")").c_str() : "");
     }
     return std::nullopt;
@@ -112,8 +112,7 @@ std::optional<JavaSession::Agent> JavaSession::load(pid_t pid, bool named, int a
   auto held = std::make_shared<const AgentDir>(std::move(*dir));
   if (fd < 0) {
     std::fprintf(stderr,
-                 "ember: JVM %d: its agent made no code map (its stderr says why); its Java frames will be unnamed\n",
-                 pid);
+                 "ember: JVM %d: its agent made no code map (its stderr says why); %s\n", pid, without_agent_.c_str());
     return std::nullopt;
   }
   bool fp = preserves_frame_pointer(pid);

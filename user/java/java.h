@@ -39,8 +39,10 @@ class JavaSession {
   // sizes the agent publishes (else they need -XX:+PreserveFramePointer).
   // `attach_timeout_ms`: how long a JVM may take to open its attach socket
   // and, separately, to load the agent; `timeout_knob` names the setting.
+  // `without_agent`: what a JVM the agent could not join misses, for the
+  // messages ("its Java frames will be unnamed").
   JavaSession(std::string agent_path, std::string events, bool unwinds_jit, int attach_timeout_ms,
-              std::string timeout_knob);
+              std::string timeout_knob, std::string without_agent);
   ~JavaSession();
   JavaSession(const JavaSession&) = delete;
   JavaSession& operator=(const JavaSession&) = delete;
@@ -86,6 +88,7 @@ class JavaSession {
   bool unwinds_jit_;
   int attach_timeout_ms_;
   std::string timeout_knob_;
+  std::string without_agent_;
   bool started_frame_pointers_ = true;
   struct Attached {
     pid_t pid;

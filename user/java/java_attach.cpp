@@ -525,6 +525,12 @@ std::expected<JvmProcess, std::string> inspect_jvm(pid_t pid) {
   return jvm;
 }
 
+std::string process_comm(pid_t pid) {
+  std::string name = read_file(proc_path(pid, "comm")).value_or("");
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
+}
+
 std::vector<pid_t> find_jvms() {
   return JvmScanner().scan();  // a first scan: every running JVM
 }

@@ -49,6 +49,9 @@ std::optional<bool> jvm_flag(pid_t pid, std::string_view name);
 // such flag or does not answer.
 std::optional<std::string> printflag(pid_t pid, const std::string& name);
 
+// The process's name (/proc/PID/comm, "java"); "" if it is gone.
+std::string process_comm(pid_t pid);
+
 // The pids of the running HotSpot JVMs that ember may inspect.
 std::vector<pid_t> find_jvms();
 

@@ -9,7 +9,6 @@
 // root reaches any more are garbage the next collection frees: counted,
 // never reported as held.
 #include <malloc.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -41,22 +40,10 @@ constexpr size_t kPathsShown = 3;
 // How long the agent may take to pin, and the stream to show it.
 constexpr int kPinTimeoutMs = 15000;
 
+// steady_clock is CLOCK_MONOTONIC, the agent's A lines' clock.
 uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the agent's clock
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// The process's name, as the profile's root frame says it ("java").
-std::string comm_of(pid_t pid) {
-  std::string name;
-  if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/comm").c_str(), "r")) {
-    char buf[64] = {};
-    if (std::fgets(buf, sizeof buf, f)) name = buf;
-    std::fclose(f);
-  }
-  while (!name.empty() && name.back() == '\n') name.pop_back();
-  return name.empty() ? "java" : name;
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
 std::string random_token() {
@@ -76,21 +63,7 @@ struct Stream {
   symbolizer::JitMap map;
   java::JavaEvents events;
 
-  void read() {
-    char buf[1 << 16];
-    while (agent.fd >= 0) {
-      ssize_t n;
-      while ((n = ::read(agent.fd, buf, sizeof buf)) > 0) {
-        map.feed(std::string_view(buf, static_cast<size_t>(n)));
-        events.feed(std::string_view(buf, static_cast<size_t>(n)));
-      }
-      const std::string& next = map.continued_in();
-      if (next.empty() || next == agent.name || !agent.files) return;
-      close(agent.fd);
-      agent.fd = agent.files(agent.name, next);
-      agent.name = next;
-    }
-  }
+  void read() { read_agent_stream(agent.fd, agent.name, agent.files, map, &events); }
   ~Stream() {
     if (agent.fd >= 0) close(agent.fd);
   }
@@ -189,7 +162,7 @@ std::string leak_report(const flamegraph::Profile& held, const flamegraph::LeakS
 std::expected<void, std::string> follow(JavaSession& java, pid_t pid, const std::string& jvm_name, uint64_t span_ns,
                                         std::optional<Stream>& stream, uint64_t& start_ns, uint64_t& end_ns) {
   std::vector<JavaSession::Agent> agents = java.attach({pid}, true, [] { return stop_requested(); });
-  if (agents.empty()) return std::unexpected("could not attach ember's agent to " + jvm_name);
+  if (agents.empty()) return std::unexpected("could not attach ember's agent to " + jvm_name + " (the reason is above)");
   stream.emplace(std::move(agents.front()));
   catch_stop_signals();
   start_ns = monotonic_ns();
@@ -261,8 +234,8 @@ int run_leaks(const JvmOptions& o) {
   JavaSession java(default_agent_path(),
                    std::string(",") + args::kAlloc + "=" + std::to_string(o.alloc_interval) + "," + args::kLive + "," +
                        args::kNoGc,
-                   true, static_cast<int>(o.attach_timeout * 1000),
-                   "--attach-timeout");  // no stacks walked by ember: no frame-pointer advice
+                   true,  // ember walks no stacks here: no frame-pointer advice
+                   static_cast<int>(o.attach_timeout * 1000), "--attach-timeout", "no leak report without it");
   std::fprintf(stderr,
                "ember: following the allocations of %s for %g s (a sample every %" PRIu64
                " bytes; Ctrl-C ends it sooner), then its heap is dumped\n",
@@ -312,7 +285,7 @@ int run_leaks(const JvmOptions& o) {
   std::unordered_map<java::JavaEvents::Site, uint32_t, java::JavaEvents::SiteHash> stack_of;
   options.on_site = [&](const java::JavaEvents::Site& site, uint32_t stack) { stack_of[site] = stack; };
   options.keep_sample = held;
-  JavaProcess process{static_cast<uint32_t>(o.pid), comm_of(o.pid)};
+  JavaProcess process{static_cast<uint32_t>(o.pid), java::process_comm(o.pid)};
   flamegraph::Profile held_profile = java_profile(events, JavaProfileKind::AllocBytes, process, options);
   char age[32];
   std::snprintf(age, sizeof age, "%g s", min_age_ns / 1e9);

@@ -223,21 +223,8 @@ void Collector::watch_jvm(uint32_t pid, int jitmap_fd, std::string name, StreamF
 }
 
 void Collector::read_stream(Jvm& jvm) {
-  char buf[1 << 16];
-  while (jvm.fd >= 0) {
-    ssize_t n;
-    while ((n = read(jvm.fd, buf, sizeof buf)) > 0) {
-      jvm.map.feed(std::string_view(buf, static_cast<size_t>(n)));
-      if (options_.java_events) jvm.events.feed(std::string_view(buf, static_cast<size_t>(n)));
-    }
-    // An R line ended the file: on to the next, the same stream.
-    const std::string& next = jvm.map.continued_in();
-    if (next.empty() || next == jvm.file || !jvm.files) return;
-    close(jvm.fd);
-    jvm.fd = jvm.files(jvm.file, next);
-    jvm.file = next;
-    if (jvm.fd < 0) ++stats_.java_streams_cut;
-  }
+  if (jvm.fd >= 0 && !read_agent_stream(jvm.fd, jvm.file, jvm.files, jvm.map, options_.java_events ? &jvm.events : nullptr))
+    ++stats_.java_streams_cut;
 }
 
 void Collector::update_jvms(bool final) {

@@ -110,7 +110,8 @@ Session::Session(SessionConfig config, events::Plan plan, HostFacts host, std::o
   if (access(agent.c_str(), R_OK) == 0)
     java_.emplace(agent, plan_.agent_options, config_.unwind != "fp",
                   static_cast<int>(config_.java_attach_timeout_s * 1000),
-                  config_.spelling == events::Spelling::Option ? "--attach-timeout" : "java.attach_timeout");
+                  config_.spelling == events::Spelling::Option ? "--attach-timeout" : "java.attach_timeout",
+                  "its Java frames will be unnamed");
   else
     warnings_.push_back("no Java agent at " + agent +
                              ": Java frames will be unnamed; build it with `make` (needs "
