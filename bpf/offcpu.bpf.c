@@ -210,6 +210,10 @@ static __always_inline void end_unseen_block(struct ember_sample *s, struct task
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	/* The switch, as the kernel's CPU time accounting sees it: up to
+	 * here prev's CPU time, from here next's, this program's run time
+	 * included (the stack walks, slow in an emulated guest). */
+	__u64 now = bpf_ktime_get_ns();
 	__u32 pid = prev->tgid, tid = prev->pid, next_tid = next->pid;
 	struct ember_sample *s;
 	int slot;
@@ -236,9 +240,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 				s->waker = offcpu_waker && !runnable ? EMBER_WAKER_UNSEEN : EMBER_WAKER_NONE;
 				barrier();
 				take_stacks(ctx, (struct stack_start){}, s, slot, pid, tid, true, false);
-				/* Off CPU from now, not from before the walk: the walk
-				 * is the thread's CPU time, slow in an emulated guest. */
-				s->time_ns = bpf_ktime_get_ns();
+				s->time_ns = now;
 				s->weight = cpu_time(prev);
 				s->kind = runnable ? EMBER_KIND_PREEMPTED : EMBER_KIND_BLOCKED;
 				s->wait = runnable ? EMBER_WAIT_OTHER : wait_of();
@@ -251,7 +253,7 @@ int BPF_PROG(ember_switch, bool preempt, struct task_struct *prev, struct task_s
 	/* next runs again: its time off CPU is over. */
 	s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 	if (s && s->time_ns)
-		end_block(s, next, bpf_ktime_get_ns() - s->time_ns, true);
+		end_block(s, next, now - s->time_ns, true);
 	return 0;
 }
 
