@@ -43,11 +43,15 @@ await check('its curve rises across the recording, the young end shaded', async 
   const points = await page.locator('#leak-list li').first().locator('polyline').getAttribute('points');
   const ys = points.split(' ').map((p) => Number(p.split(',')[1]));
   // y grows downwards: the curve starts at the bottom and ends at the top,
-  // never falling, and is halfway up near the middle of the recording.
+  // never falling, and is well inside its height at the middle of the
+  // recording: a leak, not a step (start-up's allocations, or a burst at
+  // the end). A steady leak is near 21 there; a leak paced by its
+  // program's turns slows when the machine gets busier (a compile beside
+  // LeakHunt put 79% of its leak, y 9.9, in the first half).
   assert(ys[0] === 40 && Math.abs(ys[ys.length - 1] - 2) < 0.01, 'ends: ' + ys[0] + ', ' + ys[ys.length - 1]);
   assert(ys.every((y, i) => i === 0 || y <= ys[i - 1] + 1e-9), 'the curve falls: ' + points);
   const middle = ys[Math.floor(ys.length / 2)];
-  assert(middle > 10 && middle < 30, 'at the middle of the recording: ' + middle + ' of 40 (a steady leak is near 21)');
+  assert(middle > 5 && middle < 35, 'at the middle of the recording: ' + middle + ' of 40 (a steady leak is near 21)');
   const shade = await page.locator('#leak-list li').first().locator('rect.young');
   const x = Number(await shade.getAttribute('x')), w = Number(await shade.getAttribute('width'));
   assert(x > 50 && Math.abs(x + w - 100) < 1, 'the young end: x ' + x + ' width ' + w);

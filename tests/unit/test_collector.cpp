@@ -295,3 +295,36 @@ TEST_CASE("address names: a table through its growth keeps every address's name,
   names.clear();
   CHECK_FALSE(names.contains(0x400000));
 }
+
+TEST_CASE("collector: live allocations are held across windows until freed, named in each") {
+  symbolizer::Symbolizer symbolizer;
+  CollectorOptions options;
+  options.views = {EventView{.name = "malloc", .unit = "bytes", .kinds = 1u << EMBER_KIND_MALLOC, .live_only = true}};
+  Collector collector(options, symbolizer);
+  auto here = reinterpret_cast<uint64_t>(&getpid);
+  auto kept = sample_of({here}), freed = sample_of({here, here + 16});
+  kept->kind = freed->kind = EMBER_KIND_MALLOC;
+  kept->weight = 100, kept->pad = 1, kept->time_ns = 10;
+  freed->weight = 50, freed->pad = 2, freed->time_ns = 20;
+  collector.add(*kept);
+  collector.add(*freed);
+  collector.count_live_allocations({1, 2}, 30);
+  CHECK(collector.build().total() == 150);
+
+  // Window two: nothing new; the second freed by its end.
+  collector.next_window();
+  collector.count_live_allocations({1}, 40);
+  auto two = collector.build(0, {}, 0);
+  REQUIRE(two.stacks().size() == 1);
+  CHECK(two.total() == 100);
+  CHECK(two.frames()[two.stacks()[0].frames[0]].name == "test");
+  CHECK(two.frames()[two.stacks()[0].frames.back()].name.ends_with("getpid"));
+  // Its timeline keeps the allocation's own time, from the given start.
+  REQUIRE(two.timeline.size() == 1);
+  CHECK(two.timeline[0].time_ns == 10);
+
+  // A freed allocation is gone for good, even if its id were to come back.
+  collector.next_window();
+  collector.count_live_allocations({1, 2}, 50);
+  CHECK(collector.build().total() == 100);
+}

@@ -8,8 +8,8 @@
  * it: a profiler that stops up to 0.8 s after the exit (and takes the ages
  * then) counts the same old blocks as the program. Runs SECONDS, then
  * prints the bytes leak_here allocated at least MIN_AGE_S seconds before
- * its exit ("leak_old_bytes N") and the bytes the cache still held
- * ("cache_bytes N").
+ * its exit ("leak_old_bytes N"), all it kept ("leak_bytes N") and the
+ * bytes the cache still held ("cache_bytes N").
  * Usage: aging_sites [seconds] [min_age_s] [cache_ms] (default 8, 3, 3000) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +78,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nkept; i++)
 		if (end - kept_at[i] >= min_age)
 			old += BLOCK;
-	printf("leak_old_bytes %llu\ncache_bytes %llu\n", old, (unsigned long long)ncache * BLOCK);
+	printf("leak_old_bytes %llu\nleak_bytes %llu\ncache_bytes %llu\n", old, (unsigned long long)nkept * BLOCK,
+	       (unsigned long long)ncache * BLOCK);
 	return 0;
 }

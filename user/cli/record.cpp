@@ -167,9 +167,10 @@ std::vector<std::string> window_files(const std::vector<std::string>& outputs, u
 std::vector<std::expected<void, std::string>> write_window(const Window& window, const std::vector<std::string>& files) {
   bool shared = files.size() > 1 && files[1] == files[0];
   std::vector<std::expected<void, std::string>> written;
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%.1f", window.seconds);
   for (size_t v = 0; v < window.graphs.size(); ++v) {
+    // A live graph spans the recording so far, not the window.
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.1f", window.graphs[v].profile.duration_ns / 1e9);
     flamegraph::HtmlOptions html;
     html.title = "ember — " + window.graphs[v].view.name + ", " + secs + " s, host " + host_name();
     written.push_back(shared ? std::expected<void, std::string>()
@@ -202,7 +203,8 @@ std::expected<void, std::string> cut_window(Session& session, const std::vector<
     if (g.view.unit == "ns")
       std::snprintf(weight, sizeof weight, "%s %.3f s", g.view.name.c_str(), total / 1e9);
     else if (g.view.unit == "bytes")
-      std::snprintf(weight, sizeof weight, "%s %.1f MiB", g.view.name.c_str(), total / 1048576.0);
+      std::snprintf(weight, sizeof weight, "%s %.1f MiB%s", g.view.name.c_str(), total / 1048576.0,
+                    g.view.live_only ? " live" : "");
     else
       std::snprintf(weight, sizeof weight, "%s %.0f samples", g.view.name.c_str(), total);
     weights += (weights.empty() ? "" : ", ") + std::string(weight);
@@ -349,10 +351,6 @@ std::expected<void, std::string> check_targets(const RecordOptions& o) {
   const SessionConfig& c = o.session;
   if (!(o.duration >= 0) || std::isinf(o.duration))
     return std::unexpected("duration must be a number of seconds >= 0");
-  if (o.window > 0 && c.settings.live)
-    return std::unexpected(
-        "--live shows what is still allocated at the end of the recording, which windows do not have: drop "
-        "--live or --window");
   if (o.all && (!c.pids.empty() || !c.tids.empty() || !c.command.empty() || !c.cgroups.empty()))
     return std::unexpected("-a profiles every process: drop it, or drop -p, --tid, --cgroup and the command");
   if (!c.cgroups.empty() && (!c.pids.empty() || !c.tids.empty() || !c.command.empty()))

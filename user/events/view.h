@@ -19,7 +19,7 @@ struct EventView {
   uint32_t kinds = 1u << EMBER_KIND_CPU;  // bit per EMBER_KIND_*
   uint64_t cpu_weight = 1;          // a CPU sample's weight (its period in ns, for wall-clock time)
   uint64_t min_blocked_ns = 0;      // shorter off-CPU blocks are left out
-  bool live_only = false;           // allocations: only those still live (see keep_live_allocations)
+  bool live_only = false;           // allocations: only those still live (see count_live_allocations)
   uint64_t min_age_ns = 0;          // live_only: and allocated at least this long before the end
   uint64_t min_gcs = 0;             // live_only, Java: and through at least this many collections
   // Blocks: the stacks of whoever woke the thread above its own, past a

@@ -46,9 +46,9 @@ struct JavaProfileOptions {
   // profile's timeline counts when each live weight was allocated (0: no timeline).
   uint64_t start_ns = 0;
   // live_only: and of those, only the samples (LiveAllocation::sample) this keeps.
-  std::function<bool(uint64_t sample)> keep_sample;
+  std::function<bool(uint64_t sample)> keep_sample = {};
   // Told each allocation site's stack in the profile (Profile::stacks()).
-  std::function<void(const java::JavaEvents::Site&, uint32_t stack)> on_site;
+  std::function<void(const java::JavaEvents::Site&, uint32_t stack)> on_site = {};
 };
 
 // A NativeNamer through `symbolizer`: the file through /proc/PID/root

@@ -148,16 +148,16 @@ void Collector::add_fixed_frames() {
 }
 
 std::vector<uint32_t> Collector::next_window() {
+  std::vector<CarriedAllocation> carried = take_held_allocations();
   counts_.clear();
   records_.clear();
   records_step_ns_ = 0;
-  held_allocations_.clear();
   ustacks_.clear();
   kstacks_.clear();
   wakeups_.clear();
   unwind_tallies_.clear();
   stats_ = {};
-  jit_frames_.clear();
+  std::vector<std::vector<Frame>> jit_frames = std::exchange(jit_frames_, {});
   runtime_tokens_.clear();
   addresses_.clear();
   for (auto& [pid, jvm] : jvms_) {
@@ -173,6 +173,7 @@ std::vector<uint32_t> Collector::next_window() {
   comm_matches_.clear();
   add_fixed_frames();
   for (auto& [pid, name] : process_name_) name = name_id(names[name]);
+  hold_again(std::move(carried), names, jit_frames);
 
   // A process whose exit went unseen (its mappings lost, or never sampled
   // since the kernel sends them only for sampled ones) is found gone here.
@@ -547,12 +548,42 @@ std::vector<Collector::JavaStream> Collector::java_streams() const {
   return out;
 }
 
-void Collector::keep_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns) {
+void Collector::count_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns) {
   std::unordered_set<uint32_t> live(ids.begin(), ids.end());
+  std::erase_if(held_allocations_, [&](const HeldAllocation& a) { return !live.count(a.id); });
   for (const HeldAllocation& a : held_allocations_)
-    if (live.count(a.id) && a.time_ns + options_.views[a.key.view].min_age_ns <= end_ns)
-      count(a.key, a.bytes, a.time_ns);
+    if (a.time_ns + options_.views[a.key.view].min_age_ns <= end_ns) count(a.key, a.bytes, a.time_ns);
+}
+
+std::vector<Collector::CarriedAllocation> Collector::take_held_allocations() {
+  std::vector<CarriedAllocation> carried;
+  // An exited process's memory went with it.
+  for (const HeldAllocation& a : held_allocations_)
+    if (!exited_.count(a.key.pid)) {
+      std::span<const uint64_t> u = ustacks_.get(a.key.ustack), k = kstacks_.get(a.key.kstack);
+      carried.push_back({a, {u.begin(), u.end()}, {k.begin(), k.end()}});
+    }
   held_allocations_.clear();
+  return carried;
+}
+
+void Collector::hold_again(std::vector<CarriedAllocation> carried, const std::vector<std::string>& names,
+                           const std::vector<std::vector<Frame>>& jit_frames) {
+  std::unordered_map<uint64_t, uint64_t> tokens;  // old JIT token -> new
+  for (CarriedAllocation& c : carried) {
+    for (uint64_t& ip : c.ustack) {
+      if (!is_jit_token(ip)) continue;
+      auto [it, added] = tokens.try_emplace(ip, kJitToken | jit_frames_.size());
+      if (added) jit_frames_.push_back(jit_frames[ip & ~kJitToken]);
+      ip = it->second;
+    }
+    Key& key = c.held.key;
+    key.ustack = ustacks_.intern(c.ustack);
+    key.kstack = kstacks_.intern(c.kstack);
+    key.process_name = name_id(names[key.process_name]);
+    key.thread_name = name_id(names[key.thread_name]);
+    held_allocations_.push_back(c.held);
+  }
 }
 
 void Collector::count(const Key& key, uint64_t weight, uint64_t time_ns, bool spread) {

@@ -122,10 +122,13 @@ class Collector {
   // Lets go of the JVMs' streams: their files closed, their directories
   // removed once no JVM reads from them. Nothing is read from them after.
   void close_streams();
-  // For views with live_only: the ids of the sampled allocations not freed
-  // by the end, at `end_ns` (CLOCK_MONOTONIC, the records' clock); those
-  // younger than their view's min_age_ns then are left out. Before build().
-  void keep_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns);
+  // For views with live_only, before build(): counts the allocations held
+  // so far whose ids are among `ids` (the sampled allocations not freed by
+  // `end_ns`, CLOCK_MONOTONIC, the records' clock) and at least their
+  // view's min_age_ns old then; forgets the others, freed for good. The
+  // live ones are held on into the next window, as long as their process
+  // lives: a window's live graph is the recording's so far.
+  void count_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns);
   // Each stack of a graph as it is added, with the process it came from
   // (its frames are ids in `profile`): a caller splits one build, one
   // naming of the window's addresses, into graphs per service.
@@ -326,7 +329,19 @@ class Collector {
     uint32_t id;
     uint64_t time_ns;
   };
-  std::vector<HeldAllocation> held_allocations_;  // live_only views, until the end
+  std::vector<HeldAllocation> held_allocations_;  // live_only views, until freed
+  // A held allocation on its way to the next window: its stacks out of
+  // the tables next_window clears.
+  struct CarriedAllocation {
+    HeldAllocation held;
+    std::vector<uint64_t> ustack, kstack;
+  };
+  // The held allocations of processes still alive, taken out of the window.
+  std::vector<CarriedAllocation> take_held_allocations();
+  // Holds them again in the new window's tables, their names and JIT
+  // tokens (the old window's `names` and `jit_frames`) interned afresh.
+  void hold_again(std::vector<CarriedAllocation> carried, const std::vector<std::string>& names,
+                  const std::vector<std::vector<flamegraph::Frame>>& jit_frames);
   // Names as sampled: a process that execs changes its name mid-recording.
   uint32_t name_id(std::string_view name);
   uint32_t name_id(const char (&comm)[EMBER_COMM_LEN]) { return name_id({comm, strnlen(comm, EMBER_COMM_LEN)}); }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <unordered_set>
 
 #include "profile.skel.h"
 
@@ -391,6 +392,18 @@ std::vector<uint32_t> Sampler::live_allocations() const {
     if (bpf_map_lookup_elem(fd, &key, &id) == 0) ids.push_back(id);
   }
   return ids;
+}
+
+void Sampler::forget_allocations(std::span<const uint32_t> pids) {
+  if (pids.empty()) return;
+  std::unordered_set<uint32_t> gone(pids.begin(), pids.end());
+  int fd = bpf_map__fd(state_->skel->maps.live_allocs);
+  std::vector<ember_live_key> keys;
+  ember_live_key key{};
+  for (bool first = true; bpf_map_get_next_key(fd, first ? nullptr : &key, &key) == 0; first = false)
+    if (gone.count(key.pid)) keys.push_back(key);
+  // Deleted after the walk: a deletion during it may restart it.
+  for (const ember_live_key& k : keys) bpf_map_delete_elem(fd, &k);
 }
 
 }  // namespace ember

@@ -7,6 +7,7 @@
 #include <expected>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,9 @@ class Sampler {
   SamplerCounters counters() const;
   // --live: ids of the sampled allocations not freed (yet).
   std::vector<uint32_t> live_allocations() const;
+  // --live: forgets the allocations of processes gone (`pids`), whose
+  // memory went with them.
+  void forget_allocations(std::span<const uint32_t> pids);
   int cpus() const { return cpus_; }  // CPUs online
   // How user stacks are walked: as asked, or Fp on a kernel too old for the unwinder.
   UnwindMode unwind_mode() const { return unwind_; }

@@ -247,8 +247,8 @@ std::expected<void, std::string> Session::arm() {
   // unwinder before the first record.
   collector_.update_jvms(false);
   sampler_->arm();
-  window_start_s_ = now_s();
-  window_start_unix_ns_ = unix_ns();
+  window_start_s_ = start_s_ = now_s();
+  window_start_unix_ns_ = start_unix_ns_ = unix_ns();
   window_counters_ = {};
   if (command_) return command_->release();
   return {};
@@ -335,12 +335,13 @@ Window Session::cut(bool final, const StackSink& each_stack) {
   uint64_t cut_unix_ns = unix_ns();
   window.seconds = cut_s - window_start_s_;
   window.start_unix_ns = window_start_unix_ns_;
+  // steady_clock is CLOCK_MONOTONIC, the records' clock (bpf_ktime_get_ns).
+  auto monotonic_ns = [](double s) { return static_cast<uint64_t>(s * 1e9); };
+  // The allocations' ages are taken at the cut.
+  uint64_t cut_ns = monotonic_ns(cut_s);
   if (final && !stopped_) {
-    // The allocations' ages are taken at the stop: detaching the probes
-    // after it took a second of a busy machine.
-    stop_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
+    // At the stop: detaching the probes after it took a second of a busy
+    // machine.
     sampler_->stop();
     sampler_->poll(0);  // what was queued before the stop
     stopped_ = true;
@@ -349,8 +350,8 @@ Window Session::cut(bool final, const StackSink& each_stack) {
   window.counters = counters - window_counters_;
   window_counters_ = counters;
   bool live = config_.settings.live;
+  if (live) collector_.count_live_allocations(sampler_->live_allocations(), cut_ns);
   if (final) {
-    if (live) collector_.keep_live_allocations(sampler_->live_allocations(), stop_ns_);
     sampler_.reset();
     // Detach first: with --live, the agents' last full GC reports the frees.
     if (java_) {
@@ -375,18 +376,24 @@ Window Session::cut(bool final, const StackSink& each_stack) {
                  std::span<const flamegraph::FrameId> frames, uint64_t weight) {
         each_stack(v, pid, name, p, frames, weight);
       };
-    // steady_clock is CLOCK_MONOTONIC, the records' clock (bpf_ktime_get_ns).
-    flamegraph::Profile profile = collector_.build(v, sink, static_cast<uint64_t>(window_start_s_ * 1e9));
-    profile.start_unix_ns = window.start_unix_ns;
-    profile.duration_ns = static_cast<uint64_t>(window.seconds * 1e9);
+    // A live graph is of the allocations since the recording's start
+    // still live at the cut: its timeline is the recording's so far.
+    double start_s = view.live_only ? start_s_ : window_start_s_;
+    flamegraph::Profile profile = collector_.build(v, sink, monotonic_ns(start_s));
+    profile.start_unix_ns = view.live_only ? start_unix_ns_ : window.start_unix_ns;
+    profile.duration_ns = monotonic_ns(cut_s - start_s);
     CollectorStats stats = collector_.stats();
     // Java allocations and monitor contention come from the agents.
     std::string jvms;  // which JVMs they came from: `ember jvm --alloc` checks it is theirs
     if (event->java_profile) {
-      JavaProfileOptions jopts{view.live_only, config_.thread_frames, config_.pid_frames,
-                               java_native_namer(symbolizer_), view.min_age_ns, view.min_gcs,
-                               stopped_ ? stop_ns_ : UINT64_MAX,
-                               static_cast<uint64_t>(window_start_s_ * 1e9)};
+      JavaProfileOptions jopts{.live_only = view.live_only,
+                               .thread_frames = config_.thread_frames,
+                               .pid_frames = config_.pid_frames,
+                               .name_native = java_native_namer(symbolizer_),
+                               .min_age_ns = view.min_age_ns,
+                               .min_gcs = view.min_gcs,
+                               .end_ns = cut_ns,
+                               .start_ns = monotonic_ns(start_s)};
       bool untimed = false;  // a JVM's weights without times: a timeline would miss them
       for (const Collector::JavaStream& j : collector_.java_streams()) {
         if (!jvms.empty()) jvms += ", ";
@@ -439,6 +446,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
   // session (clearing it took 0.1 s of a whole host's 30 s).
   if (final) return window;
   window.forgotten = collector_.next_window();
+  if (live) sampler_->forget_allocations(window.forgotten);
   for (uint32_t pid : window.forgotten) {
     symbolizer_.forget_process(pid);
     if (unwinder_) unwinder_->remove_process(pid);

@@ -192,7 +192,9 @@ class Session {
   std::optional<HeldCommand> command_;
   int cpus_ = 0;
   bool stopped_ = false;
-  uint64_t stop_ns_ = 0;  // when the sampler stopped (CLOCK_MONOTONIC), for the allocations' ages
+  // The recording's start: live graphs (--live) span the recording so far.
+  double start_s_ = 0;
+  uint64_t start_unix_ns_ = 0;
   // The window now open: since when, and the counters at its start.
   double window_start_s_ = 0;
   uint64_t window_start_unix_ns_ = 0;
