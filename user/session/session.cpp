@@ -336,9 +336,9 @@ Window Session::cut(bool final, const StackSink& each_stack) {
   window.seconds = cut_s - window_start_s_;
   window.start_unix_ns = window_start_unix_ns_;
   // steady_clock is CLOCK_MONOTONIC, the records' clock (bpf_ktime_get_ns).
-  auto monotonic_ns = [](double s) { return static_cast<uint64_t>(s * 1e9); };
+  auto to_ns = [](double s) { return static_cast<uint64_t>(s * 1e9); };
   // The allocations' ages are taken at the cut.
-  uint64_t cut_ns = monotonic_ns(cut_s);
+  uint64_t cut_ns = to_ns(cut_s);
   if (final && !stopped_) {
     // At the stop: detaching the probes after it took a second of a busy
     // machine.
@@ -379,9 +379,9 @@ Window Session::cut(bool final, const StackSink& each_stack) {
     // A live graph is of the allocations since the recording's start
     // still live at the cut: its timeline is the recording's so far.
     double start_s = view.live_only ? start_s_ : window_start_s_;
-    flamegraph::Profile profile = collector_.build(v, sink, monotonic_ns(start_s));
+    flamegraph::Profile profile = collector_.build(v, sink, to_ns(start_s));
     profile.start_unix_ns = view.live_only ? start_unix_ns_ : window.start_unix_ns;
-    profile.duration_ns = monotonic_ns(cut_s - start_s);
+    profile.duration_ns = to_ns(cut_s - start_s);
     CollectorStats stats = collector_.stats();
     // Java allocations and monitor contention come from the agents.
     std::string jvms;  // which JVMs they came from: `ember jvm --alloc` checks it is theirs
@@ -393,7 +393,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
                                .min_age_ns = view.min_age_ns,
                                .min_gcs = view.min_gcs,
                                .end_ns = cut_ns,
-                               .start_ns = monotonic_ns(start_s)};
+                               .start_ns = to_ns(start_s)};
       bool untimed = false;  // a JVM's weights without times: a timeline would miss them
       for (const Collector::JavaStream& j : collector_.java_streams()) {
         if (!jvms.empty()) jvms += ", ";
