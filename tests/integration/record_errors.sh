@@ -28,7 +28,6 @@ expect_error 'cannot write .*No such file or directory' record -d 1 -o "$TMP/mis
 expect_error '-a profiles every process' record -a -p 1 -d 1 -o "$TMP/x.folded"
 expect_error 'not a valid regular expression' record --comm '(' -d 1 -o "$TMP/x.folded"
 expect_error "cannot run 'no-such-command-xyz'" record -o "$TMP/x.folded" -- no-such-command-xyz
-expect_error '--live shows what is still allocated.*drop --live or --window' record -e malloc --live --window 1 -o "$TMP/x.folded"
 [ -z "$(ls "$TMP" | grep -v -e '^out$' -e '^err$')" ] || fail "output left behind: $(ls "$TMP")"
 
 # Without privileges.
