@@ -148,7 +148,7 @@ void Collector::add_fixed_frames() {
 }
 
 std::vector<uint32_t> Collector::next_window() {
-  std::vector<CarriedAllocation> carried = take_held_allocations();
+  CarriedAllocations carried = take_held_allocations();
   counts_.clear();
   records_.clear();
   records_step_ns_ = 0;
@@ -555,35 +555,46 @@ void Collector::count_live_allocations(const std::vector<uint32_t>& ids, uint64_
     if (a.time_ns + options_.views[a.key.view].min_age_ns <= end_ns) count(a.key, a.bytes, a.time_ns);
 }
 
-std::vector<Collector::CarriedAllocation> Collector::take_held_allocations() {
-  std::vector<CarriedAllocation> carried;
+Collector::CarriedAllocations Collector::take_held_allocations() {
+  CarriedAllocations carried;
   // An exited process's memory went with it.
   for (const HeldAllocation& a : held_allocations_)
     if (!exited_.count(a.key.pid)) {
-      std::span<const uint64_t> u = ustacks_.get(a.key.ustack), k = kstacks_.get(a.key.kstack);
-      carried.push_back({a, {u.begin(), u.end()}, {k.begin(), k.end()}});
+      carried.held.push_back(a);
+      if (auto [it, added] = carried.ustacks.try_emplace(a.key.ustack); added) {
+        std::span<const uint64_t> u = ustacks_.get(a.key.ustack);
+        it->second.assign(u.begin(), u.end());
+      }
+      if (auto [it, added] = carried.kstacks.try_emplace(a.key.kstack); added) {
+        std::span<const uint64_t> k = kstacks_.get(a.key.kstack);
+        it->second.assign(k.begin(), k.end());
+      }
     }
   held_allocations_.clear();
   return carried;
 }
 
-void Collector::hold_again(std::vector<CarriedAllocation> carried, const std::vector<std::string>& names,
+void Collector::hold_again(CarriedAllocations carried, const std::vector<std::string>& names,
                            const std::vector<std::vector<Frame>>& jit_frames) {
   std::unordered_map<uint64_t, uint64_t> tokens;  // old JIT token -> new
-  for (CarriedAllocation& c : carried) {
-    for (uint64_t& ip : c.ustack) {
+  std::unordered_map<uint32_t, uint32_t> ustack_ids, kstack_ids;  // old id -> new
+  for (auto& [old, ips] : carried.ustacks) {
+    for (uint64_t& ip : ips) {
       if (!is_jit_token(ip)) continue;
       auto [it, added] = tokens.try_emplace(ip, kJitToken | jit_frames_.size());
       if (added) jit_frames_.push_back(jit_frames[ip & ~kJitToken]);
       ip = it->second;
     }
-    Key& key = c.held.key;
-    key.ustack = ustacks_.intern(c.ustack);
-    key.kstack = kstacks_.intern(c.kstack);
-    key.process_name = name_id(names[key.process_name]);
-    key.thread_name = name_id(names[key.thread_name]);
-    held_allocations_.push_back(c.held);
+    ustack_ids[old] = ustacks_.intern(ips);
   }
+  for (const auto& [old, ips] : carried.kstacks) kstack_ids[old] = kstacks_.intern(ips);
+  for (HeldAllocation& a : carried.held) {
+    a.key.ustack = ustack_ids[a.key.ustack];
+    a.key.kstack = kstack_ids[a.key.kstack];
+    a.key.process_name = name_id(names[a.key.process_name]);
+    a.key.thread_name = name_id(names[a.key.thread_name]);
+  }
+  held_allocations_ = std::move(carried.held);
 }
 
 void Collector::count(const Key& key, uint64_t weight, uint64_t time_ns, bool spread) {

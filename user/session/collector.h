@@ -330,17 +330,17 @@ class Collector {
     uint64_t time_ns;
   };
   std::vector<HeldAllocation> held_allocations_;  // live_only views, until freed
-  // A held allocation on its way to the next window: its stacks out of
-  // the tables next_window clears.
-  struct CarriedAllocation {
-    HeldAllocation held;
-    std::vector<uint64_t> ustack, kstack;
+  // The held allocations on their way to the next window, with each
+  // stack they use once, by its old id, out of the tables next_window clears.
+  struct CarriedAllocations {
+    std::vector<HeldAllocation> held;
+    std::unordered_map<uint32_t, std::vector<uint64_t>> ustacks, kstacks;
   };
   // The held allocations of processes still alive, taken out of the window.
-  std::vector<CarriedAllocation> take_held_allocations();
+  CarriedAllocations take_held_allocations();
   // Holds them again in the new window's tables, their names and JIT
   // tokens (the old window's `names` and `jit_frames`) interned afresh.
-  void hold_again(std::vector<CarriedAllocation> carried, const std::vector<std::string>& names,
+  void hold_again(CarriedAllocations carried, const std::vector<std::string>& names,
                   const std::vector<std::vector<flamegraph::Frame>>& jit_frames);
   // Names as sampled: a process that execs changes its name mid-recording.
   uint32_t name_id(std::string_view name);
