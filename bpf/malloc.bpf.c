@@ -59,6 +59,13 @@ struct {
 	__type(value, __u32);
 } live_allocs SEC(".maps");  /* --live: a sampled block, until freed -> its sample id */
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1); /* sized by the collector: --live only */
+	__type(key, __u32);
+	__type(value, __u64);
+} live_exits SEC(".maps");  /* --live: pid -> when it ended, taken by the collector at each cut */
+
 /* Forgets the block at `ptr` of the current process, freed. */
 static __always_inline void forget_block(__u64 ptr)
 {
@@ -237,5 +244,20 @@ int BPF_KPROBE(ember_free, __u64 ptr)
 {
 	if (ptr && armed)
 		forget_block(ptr);
+	return 0;
+}
+
+/* A process's end (its last thread's): what it never freed is as old as it
+ * was then, not at the cut that finds it gone, which comes up to a window
+ * later. Every process's (whether it holds sampled blocks is the
+ * collector's to know); the oldest are evicted first if cuts are far apart. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ember_live_exit, struct task_struct *task)
+{
+	__u32 pid = task->tgid;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (task->signal->live.counter == 0)
+		bpf_map_update_elem(&live_exits, &pid, &now, BPF_ANY);
 	return 0;
 }

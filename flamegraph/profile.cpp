@@ -168,8 +168,12 @@ std::pair<std::string, uint64_t> split_thread_frame(const std::string& name) {
 std::string series_name(const std::string& event) {
   if (event == "cpu-clock" || event == "cycles") return "process_cpu";
   if (event == "offcpu") return "off_cpu";
-  if (event == "malloc" || event == "alloc") return "memory";
+  if (event == "malloc" || event == "alloc" || is_inuse_type(event)) return "memory";
   return event;  // wall, lock
 }
+
+std::string inuse_type(const std::string& event) { return event + "_inuse"; }
+
+bool is_inuse_type(std::string_view type) { return type == "malloc_inuse" || type == "alloc_inuse"; }
 
 }  // namespace ember::flamegraph

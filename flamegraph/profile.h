@@ -167,8 +167,13 @@ std::string thread_frame_name(std::string_view name, uint64_t tid);
 std::pair<std::string, uint64_t> split_thread_frame(const std::string& name);
 
 // The name Pyroscope gives an event's profiles (a series' __name__):
-// process_cpu, off_cpu, memory (malloc, Java alloc), else the event's own
-// (wall, lock).
+// process_cpu, off_cpu, memory (malloc, Java alloc, and their in-use
+// types), else the event's own (wall, lock).
 std::string series_name(const std::string& event);
+// The sample type of an allocation event's profile of what is still live
+// (malloc_inuse, alloc_inuse: Pyroscope tells a profile type by its sample
+// type, as Go's alloc_space from inuse_space), and back.
+std::string inuse_type(const std::string& event);
+bool is_inuse_type(std::string_view type);
 
 }  // namespace ember::flamegraph

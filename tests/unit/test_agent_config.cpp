@@ -101,9 +101,23 @@ TEST_CASE("agent config: flags alone, and the defaults") {
   CHECK(c->server.api == "push");
   CHECK(c->metrics_listen == "127.0.0.1:9464");
   CHECK(c->java.attach_timeout_s == 10);
+  CHECK_FALSE(c->live);
+  CHECK(c->alloc_interval == 512 * 1024);
   REQUIRE(c->relabel.size() == 1);
   CHECK(c->relabel[0].action == RelabelRule::Action::Keep);
   CHECK(c->relabel[0].regex_text == "(api|web)");
+}
+
+TEST_CASE("agent config: live allocations, as ember record's settings") {
+  TempDir dir;
+  std::string file = write_toml(dir, "events = [\"malloc\"]\nlive = true\nmin_age = \"30s\"\nalloc_interval = \"64KiB\"\n");
+  auto c = load_agent_config(file, {{"spool.dir", {(dir.path / "s").string()}}});
+  REQUIRE(c);
+  ember::events::Settings s = event_settings(*c);
+  CHECK(s.live);
+  CHECK(s.min_age == "30s");
+  CHECK(s.alloc_interval == 64 * 1024);
+  CHECK(s.frequency == 19);
 }
 
 TEST_CASE("agent config: each mistake names the key, the line and the fix") {
@@ -124,6 +138,15 @@ TEST_CASE("agent config: each mistake names the key, the line and the fix") {
   CHECK_THAT(in_file("events = [\"wall\", \"wall\"]\n"), Catch::Contains(":1: events: 'wall' is given twice"));
   CHECK_THAT(in_file("events = [\"alloc\"]\n[java]\nattach = false\n"),
              Catch::Contains("'alloc' needs ember's Java agent: set java.attach = true"));
+  CHECK_THAT(in_file("events = [\"cpu\"]\nlive = true\n"),
+             Catch::Contains("live applies to allocations: add 'malloc' or 'alloc' in events"));
+  CHECK_THAT(in_file("events = [\"malloc\"]\nmin_age = \"30s\"\n"),
+             Catch::Contains("min_age keeps the allocations still live at the end that are at least that old: add live"));
+  CHECK_THAT(in_file("events = [\"malloc\"]\nlive = true\nmin_gcs = 2\n"),
+             Catch::Contains("min_gcs applies to Java objects still live (C and C++ blocks are not collected): add "
+                             "'alloc' in events with live"));
+  CHECK_THAT(in_file("min_age = \"soon\"\n"), Catch::Contains(":1: min_age: 'soon' is not a duration"));
+  CHECK_THAT(in_file("alloc_interval = \"0\"\n"), Catch::Contains(":1: alloc_interval: '0' is not a size"));
   CHECK_THAT(in_file("events = \"cpu\"\nframes = [1]\n"), Catch::Contains("unknown key 'frames'"));
   CHECK_THAT(in_file("pid_label = \"yes\"\n"), Catch::Contains("pid_label: 'yes' is not true or false"));
   CHECK_THAT(in_file("[[relabel]]\naction = \"rename\"\nlabel = \"x\"\nregex = \".*\"\n"),

@@ -308,12 +308,12 @@ TEST_CASE("collector: live allocations are held across windows until freed, name
   freed->weight = 50, freed->pad = 2, freed->time_ns = 20;
   collector.add(*kept);
   collector.add(*freed);
-  collector.count_live_allocations({1, 2}, 30);
+  collector.count_live_allocations({1, 2}, 30, {});
   CHECK(collector.build().total() == 150);
 
   // Window two: nothing new; the second freed by its end.
   collector.next_window();
-  collector.count_live_allocations({1}, 40);
+  collector.count_live_allocations({1}, 40, {});
   auto two = collector.build(0, {}, 0);
   REQUIRE(two.stacks().size() == 1);
   CHECK(two.total() == 100);
@@ -325,6 +325,28 @@ TEST_CASE("collector: live allocations are held across windows until freed, name
 
   // A freed allocation is gone for good, even if its id were to come back.
   collector.next_window();
-  collector.count_live_allocations({1, 2}, 50);
+  collector.count_live_allocations({1, 2}, 50, {});
   CHECK(collector.build().total() == 100);
+}
+
+TEST_CASE("collector: what a process never freed is as old as it was at its end, and in that window alone") {
+  symbolizer::Symbolizer symbolizer;
+  CollectorOptions options;
+  options.views = {EventView{
+      .name = "malloc", .unit = "bytes", .kinds = 1u << EMBER_KIND_MALLOC, .live_only = true, .min_age_ns = 10}};
+  Collector collector(options, symbolizer);
+  auto here = reinterpret_cast<uint64_t>(&getpid);
+  auto old = sample_of({here}), young = sample_of({here, here + 16});
+  old->kind = young->kind = EMBER_KIND_MALLOC;
+  old->weight = 100, old->pad = 1, old->time_ns = 10;
+  young->weight = 50, young->pad = 2, young->time_ns = 20;
+  collector.add(*old);
+  collector.add(*young);
+  // Cut at 100, the process ended at 25: the block of 20 was 5 old then.
+  collector.count_live_allocations({1, 2}, 100, {{old->pid, 25}});
+  CHECK(collector.build().total() == 100);
+  // Its memory went with it: nothing of it in the next window.
+  collector.next_window();
+  collector.count_live_allocations({1, 2}, 200, {});
+  CHECK(collector.build().total() == 0);
 }

@@ -65,7 +65,7 @@ TEST_CASE("series: a window's stacks split into a profile per service and event,
   fake_exe(dir.path, 13, "/user.slice/session-1.scope", "/usr/bin/make");
   AgentConfig c = config_with(dir, {{"labels", {"env=prod"}}, {"relabel", {"drop service_name sshd"}}});
   ServiceNamer namer(dir.path.string());
-  PeriodSeries series(c, namer, {"cpu-clock", "offcpu"});
+  PeriodSeries series(c, namer, {{"cpu-clock"}, {"offcpu"}});
 
   // The window's whole graphs, as the session built them.
   flamegraph::Profile cpu, off;
@@ -99,7 +99,7 @@ TEST_CASE("series: a window's stacks split into a profile per service and event,
   series.add(1, 10, "nginx", off, w, 3'000'000);
 
   const flamegraph::Profile* graphs[] = {&cpu, &off};
-  std::vector<Series> out = series.finish(graphs);
+  std::vector<Series> out = series.finish(graphs, cpu.start_unix_ns, cpu.duration_ns);
   CHECK(series.dropped() == 1);
   REQUIRE(out.size() == 3);  // nginx cpu, nginx offcpu, make cpu
   std::map<std::string, const Series*> by;
@@ -119,11 +119,55 @@ TEST_CASE("series: a window's stacks split into a profile per service and event,
   REQUIRE(p);
   CHECK(p->total() == 7);
   CHECK(p->start_unix_ns == cpu.start_unix_ns);
+  CHECK(p->duration_ns == cpu.duration_ns);
   auto o = flamegraph::decode_pprof(by["nginx/off_cpu"]->profile);
   REQUIRE(o);
   CHECK(o->total() == 3'000'000);
   CHECK(o->unit == "ns");
   CHECK(series.stacks() == 4);
+}
+
+TEST_CASE("series: a live set is its own profile type, placed at its period, not at the agent's start") {
+  TempDir dir;
+  fake_exe(dir.path, 10, "/system.slice/app.service", "/usr/bin/app");
+  AgentConfig c = config_with(dir, {});
+  ServiceNamer namer(dir.path.string());
+  PeriodSeries series(c, namer, {{"malloc", true}, {"alloc"}});
+  // The session's live graph spans the agent's run so far; the other the period.
+  flamegraph::Profile live, alloc;
+  live.event = "malloc";
+  live.unit = alloc.unit = "bytes";
+  alloc.event = "alloc";
+  live.start_unix_ns = 1'700'000'000'000'000'000;
+  live.duration_ns = 600'000'000'000;
+  std::vector<flamegraph::FrameId> in_live = {live.intern({"app", flamegraph::FrameKind::Process, {}}),
+                                               live.intern({"leak", flamegraph::FrameKind::Native, "app"})};
+  std::vector<flamegraph::FrameId> in_alloc = {alloc.intern({"app", flamegraph::FrameKind::Process, {}}),
+                                                alloc.intern({"Cache.fill", flamegraph::FrameKind::Jit, {}})};
+  live.add(in_live, 4096);
+  series.add(0, 10, "app", live, in_live, 4096);
+  alloc.add(in_alloc, 512);
+  series.add(1, 10, "app", alloc, in_alloc, 512);
+  const flamegraph::Profile* graphs[] = {&live, &alloc};
+  uint64_t period_start = live.start_unix_ns + 585'000'000'000, period = 15'000'000'000;
+  std::vector<Series> out = series.finish(graphs, period_start, period);
+  REQUIRE(out.size() == 2);
+  std::map<std::string, flamegraph::Profile> by_type;
+  for (const Series& s : out) {
+    CHECK(label(s.labels, "__name__") == "memory");
+    flamegraph::SampleTypes types;
+    auto p = flamegraph::decode_pprof(s.profile, "", &types);
+    REQUIRE(p);
+    REQUIRE(types.names.size() == 1);
+    CHECK(p->start_unix_ns == period_start);
+    CHECK(p->duration_ns == period);
+    by_type[types.names[0]] = std::move(*p);
+  }
+  REQUIRE(by_type.count("malloc_inuse"));
+  REQUIRE(by_type.count("alloc"));
+  CHECK(by_type["malloc_inuse"].total() == 4096);
+  CHECK(by_type["malloc_inuse"].event == "malloc_inuse");
+  CHECK(flamegraph::series_name("malloc_inuse") == "memory");
 }
 
 TEST_CASE("series: with pid_label each process of a service is a series of its own; relabeling sees the pid") {
@@ -133,7 +177,7 @@ TEST_CASE("series: with pid_label each process of a service is a series of its o
   fake_exe(dir.path, 12, "/system.slice/nginx.service", "/usr/sbin/nginx");
   AgentConfig c = config_with(dir, {{"pid_label", {"true"}}, {"relabel", {"drop pid 12"}}});
   ServiceNamer namer(dir.path.string());
-  PeriodSeries series(c, namer, {"cpu-clock"});
+  PeriodSeries series(c, namer, {SeriesEvent{"cpu-clock"}});
   flamegraph::Profile cpu;
   auto main = cpu.intern(flamegraph::Frame{"main", flamegraph::FrameKind::Native, "m"});
   std::vector<flamegraph::FrameId> stack = {cpu.intern(flamegraph::Frame{"nginx", flamegraph::FrameKind::Process, {}}), main};
@@ -142,7 +186,7 @@ TEST_CASE("series: with pid_label each process of a service is a series of its o
     series.add(0, pid, "nginx", cpu, stack, pid);
   }
   const flamegraph::Profile* graphs[] = {&cpu};
-  std::vector<Series> out = series.finish(graphs);
+  std::vector<Series> out = series.finish(graphs, 1, 2);
   CHECK(series.dropped() == 1);
   REQUIRE(out.size() == 2);
   std::map<std::string, uint64_t> totals;
@@ -177,9 +221,9 @@ TEST_CASE("series: a profile over the server's limits is cut to fit them, its to
   auto one_series = [&](KeyValues flags) {
     AgentConfig c = config_with(dir, std::move(flags));
     ServiceNamer namer(dir.path.string());
-    PeriodSeries series(c, namer, {"cpu-clock"});
+    PeriodSeries series(c, namer, {SeriesEvent{"cpu-clock"}});
     for (const auto& s : cpu.stacks()) series.add(0, 10, "app", cpu, s.frames, s.weight);
-    std::vector<Series> out = series.finish(graphs);
+    std::vector<Series> out = series.finish(graphs, 1, 2);
     REQUIRE(out.size() == 1);
     std::string raw = gunzipped(out[0].profile);
     auto p = flamegraph::decode_pprof(out[0].profile);

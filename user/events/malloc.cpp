@@ -42,11 +42,13 @@ class MallocProbes : public KernelPart {
       bpf_program__set_autoload(prog, true);
     bpf_program__set_autoload(skel.progs.ember_alloc_return, live);
     bpf_program__set_autoload(skel.progs.ember_free, live);
+    bpf_program__set_autoload(skel.progs.ember_live_exit, live);
     if (live) {
       // Hash maps take all their memory at creation: 20 MiB for these.
       bpf_map__set_max_entries(skel.maps.malloc_pending, 16384);  // calls in flight, by thread
       bpf_map__set_max_entries(skel.maps.mmap_pending, 16384);
       bpf_map__set_max_entries(skel.maps.live_allocs, 262144);  // sampled blocks not yet freed
+      bpf_map__set_max_entries(skel.maps.live_exits, 16384);    // processes ended since the last cut
     }
     // mmap's probe tells the C library's own calls by a BPF cookie (Linux 5.15+).
     mmaps_ = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) > 0;
@@ -67,6 +69,8 @@ class MallocProbes : public KernelPart {
       bool ret;
       uint64_t cookie = 0;
     };
+    if (live && !keep(bpf_program__attach(skel.progs.ember_live_exit)))
+      return std::unexpected("-e malloc --live: cannot attach to sched_process_exit: " + errno_text(errno));
     for (const std::string& library : libraries) {
       std::vector<Probe> probes = {{skel.progs.ember_malloc, "malloc", false},
                                    {skel.progs.ember_calloc, "calloc", false},

@@ -28,12 +28,20 @@ constexpr Flag kFlags[] = {{kFrequency, "-F", "frequency"},
                            {kMinAge, "--min-age", "min_age"},
                            {kMinGcs, "--min-gcs", "min_gcs"}};
 
-// The events of the registry that take `setting`, as "-e a (or -e b)".
-std::string takers(Setting setting) {
+// The events of the registry that take `setting`: "-e a or -e b" (record),
+// "'a' or 'b' in events" (the agent's keys, serve's fields).
+std::string takers(Setting setting, Spelling spelling) {
   std::string text;
   for (const Event* e : kAll)
-    if (e->settings & setting) text += (text.empty() ? "-e " : " or -e ") + std::string(e->name);
-  return text;
+    if (e->settings & setting) text += (text.empty() ? "" : " or ") + event_named(e->name, spelling);
+  return spelling == Spelling::Option ? text : text + " in events";
+}
+
+// `setting`'s name as `spelling` writes it: "--live" or "live".
+std::string named_setting(Setting setting, Spelling spelling) {
+  for (const Flag& f : kFlags)
+    if (f.setting == setting) return spelling == Spelling::Option ? f.option : f.field;
+  return {};
 }
 
 std::expected<void, std::string> check_setting(const Flag& flag, const char* name, const Settings& s,
@@ -156,20 +164,26 @@ std::expected<Plan, std::string> plan(const std::vector<std::string>& names, con
     if (taken & f.setting)
       if (auto ok = check_setting(f, spelling == Spelling::Option ? f.option : f.field, settings, host); !ok)
         return std::unexpected(ok.error());
+  auto name = [&](Setting setting) { return named_setting(setting, spelling); };
+  auto with_live = [&](Setting setting) { return takers(setting, spelling) + " with " + name(kLive); };
   if (settings.live && !(taken & kLive))
-    return std::unexpected("--live applies to allocations: add " + takers(kLive));
+    return std::unexpected(name(kLive) + " applies to allocations: add " + takers(kLive, spelling));
   if (settings.waker && !(taken & kWaker))
-    return std::unexpected("--waker applies to blocked threads: add " + takers(kWaker));
+    return std::unexpected(name(kWaker) + " applies to blocked threads: add " + takers(kWaker, spelling));
   if (!settings.min_age.empty() && !(taken & kMinAge))
-    return std::unexpected("--min-age applies to allocations still live: add " + takers(kMinAge) + " with --live");
+    return std::unexpected(name(kMinAge) + " applies to allocations still live: add " + with_live(kMinAge));
   if (!settings.min_age.empty() && !settings.live)
-    return std::unexpected("--min-age keeps the allocations still live at the end that are at least that old: add --live");
+    return std::unexpected(name(kMinAge) +
+                           " keeps the allocations still live at the end that are at least that old: add " +
+                           name(kLive));
   if (settings.min_gcs && !(taken & kMinGcs))
-    return std::unexpected("--min-gcs applies to Java objects still live (C and C++ blocks are not collected): add " +
-                           takers(kMinGcs) + " with --live");
+    return std::unexpected(name(kMinGcs) +
+                           " applies to Java objects still live (C and C++ blocks are not collected): add " +
+                           with_live(kMinGcs));
   if (settings.min_gcs && !settings.live)
-    return std::unexpected("--min-gcs keeps the Java objects still live at the end that survived that many collections: "
-                           "add --live");
+    return std::unexpected(name(kMinGcs) +
+                           " keeps the Java objects still live at the end that survived that many collections: add " +
+                           name(kLive));
 
   plan.min_block_ns = taken & kMinBlock ? *parse_duration_ns(settings.min_block) : 0;
   plan.min_age_ns = settings.min_age.empty() ? 0 : *parse_duration_ns(settings.min_age);

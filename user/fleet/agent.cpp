@@ -245,7 +245,7 @@ std::function<bool(pid_t)> java_filter(const AgentConfig::Java& java) {
 SessionConfig session_config(const AgentConfig& c) {
   SessionConfig s;
   s.events = c.events;
-  s.settings.frequency = c.frequency;
+  s.settings = event_settings(c);
   s.thread_frames = c.thread_label;
   s.unwind = c.unwind;
   s.unwind_memory_mib = c.unwind_memory_mib;
@@ -263,7 +263,7 @@ SessionConfig session_config(const AgentConfig& c) {
 std::string sampling_keys(const AgentConfig& c) {
   std::ostringstream o;
   for (const std::string& e : c.events) o << e << ',';
-  o << '|' << c.frequency << '|' << c.thread_label << '|' << c.unwind << '|' << c.unwind_memory_mib << '|'
+  o << '|' << c.frequency << '|' << c.alloc_interval << '|' << c.live << '|' << c.min_age << '|' << c.min_gcs << '|' << c.thread_label << '|' << c.unwind << '|' << c.unwind_memory_mib << '|'
     << c.symbol_memory_mib << '|' << c.java.attach << '|' << c.java.attach_timeout_s;
   for (const auto* list : {&c.java.allow, &c.java.deny, &c.java.allow_users, &c.java.deny_users}) {
     o << '|';
@@ -387,16 +387,21 @@ class Agent {
   }
 
   void cut(Session& session, bool final) {
-    std::vector<std::string> events;
-    for (const events::Event* e : session.plan().events) events.emplace_back(e->name);
+    std::vector<SeriesEvent> events;
+    for (size_t v = 0; v < session.plan().events.size(); ++v)
+      events.push_back({std::string(session.plan().events[v]->name), session.plan().views[v].live_only});
     PeriodSeries series(config_, namer_, events);
     Window w = session.cut(final, [&](size_t graph, uint32_t pid, const std::string& name,
                                       const flamegraph::Profile& profile, std::span<const flamegraph::FrameId> frames,
                                       uint64_t weight) { series.add(graph, pid, name, profile, frames, weight); });
     std::vector<const flamegraph::Profile*> graphs;
     for (const WindowGraph& g : w.graphs) graphs.push_back(&g.profile);
-    std::vector<Series> out = series.finish(graphs);
-    for (size_t i = 0; i < graphs.size(); ++i) metrics_.add_made(events[i], graphs[i]->unit, series.total(i));
+    std::vector<Series> out = series.finish(graphs, w.start_unix_ns, static_cast<uint64_t>(w.seconds * 1e9));
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      const SeriesEvent& e = events[i];
+      metrics_.add_made(e.live ? flamegraph::inuse_type(e.name) : e.name, graphs[i]->unit, series.total(i));
+      if (e.live) metrics_.set_live(e.name, series.total(i));
+    }
     for (uint32_t pid : w.forgotten) namer_.forget(static_cast<pid_t>(pid));
     for (const std::string& warning : w.symbol_warnings) log("warning: %s", warning.c_str());
 

@@ -192,6 +192,28 @@ const std::vector<Key>& keys() {
          c.events = v;
          return std::nullopt;
        }},
+      {{"alloc_interval", "Allocations (malloc, alloc): a sample per this many bytes allocated (512KiB, 1MiB)", false},
+       [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
+         if (auto e = one_value(v)) return e;
+         auto b = parse_bytes(v[0]);
+         if (!b || *b == 0) return "'" + v[0] + "' is not a size of at least 1 byte (give 512KiB, 1MiB)";
+         c.alloc_interval = *b;
+         return std::nullopt;
+       }},
+      {{"live",
+        "Allocations (malloc, alloc): send each period what is still live at its end, allocated since the agent "
+        "started (sample type malloc_inuse, alloc_inuse), not what the period allocated",
+        false},
+       boolean([](C& c) -> bool& { return c.live; })},
+      {{"min_age", "With live: only allocations at least this old at the period's end (30s, 5m)", false},
+       [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
+         if (auto e = one_value(v)) return e;
+         if (!v[0].empty() && !events::parse_duration_ns(v[0])) return "'" + v[0] + "' is not a duration: give e.g. 30s, 5m or 500ms";
+         c.min_age = v[0];
+         return std::nullopt;
+       }},
+      {{"min_gcs", "With live, Java: only objects that survived this many collections", false},
+       whole([](C& c) -> uint32_t& { return c.min_gcs; }, 0, 1000000)},
       {{"unwind", "User stacks: auto, cfi or fp (as ember record --unwind)", false},
        one_of([](C& c) -> std::string& { return c.unwind; }, {"auto", "cfi", "fp"})},
       {{"unwind_memory", "MiB of kernel memory for unwind tables", false},
@@ -361,8 +383,7 @@ std::optional<std::string> check_whole(AgentConfig& c) {
   if (c.root.empty() || c.root[0] != '/') return "root: '" + c.root + "' is not an absolute path";
   // What the events ask of the other keys and of this host (java.attach
   // for alloc, the kernel's highest frequency), as a recording checks it.
-  events::Settings settings;
-  settings.frequency = c.frequency;
+  events::Settings settings = event_settings(c);
   events::Scope scope;
   scope.java = c.java.attach;
   std::vector<std::string> warnings;
@@ -460,6 +481,16 @@ std::optional<std::string> read_table(const std::string& file, const toml::table
 }
 
 }  // namespace
+
+events::Settings event_settings(const AgentConfig& c) {
+  events::Settings s;
+  s.frequency = c.frequency;
+  s.alloc_interval = c.alloc_interval;
+  s.live = c.live;
+  s.min_age = c.min_age;
+  s.min_gcs = c.min_gcs;
+  return s;
+}
 
 const std::vector<KeyInfo>& agent_keys() {
   static const std::vector<KeyInfo> infos = [] {

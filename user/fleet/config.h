@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "user/events/event.h"
 #include "user/fleet/service.h"
 #include "user/java/java_attach.h"
 
@@ -41,6 +42,13 @@ struct AgentConfig {
   double period_s = 15;                  // a profile per service this often
   uint32_t frequency = 19;               // samples per second per CPU
   std::vector<std::string> events = {"cpu"};
+  uint64_t alloc_interval = 512 * 1024;  // malloc, alloc: a sample per this many bytes allocated
+  // Allocations (malloc, alloc): each period sends what is still live at
+  // its end, allocated since the agent started, rather than what the period
+  // allocated; min_age and min_gcs (Java) leave out the young.
+  bool live = false;
+  std::string min_age;  // a duration; empty: any age
+  uint32_t min_gcs = 0;
   std::string unwind = "auto";
   uint32_t unwind_memory_mib = 16;
   uint32_t symbol_memory_mib = 48;  // always on: bounded tighter than record's 512
@@ -83,6 +91,10 @@ struct AgentConfig {
   // The secrets read from their files at load.
   std::string password, token;
 };
+
+// The events' settings the configuration gives (frequency, live...), as
+// ember record's options would.
+events::Settings event_settings(const AgentConfig& c);
 
 // Every key: its name (also the flag's, after "--"), a short help, and
 // whether it takes a list.

@@ -79,6 +79,16 @@ std::map<std::pair<std::string, std::string>, uint64_t> AgentMetrics::made() con
   return made_;
 }
 
+void AgentMetrics::set_live(const std::string& event, uint64_t bytes) {
+  std::lock_guard lock(made_mutex_);
+  live_[event] = bytes;
+}
+
+std::map<std::string, uint64_t> AgentMetrics::live() const {
+  std::lock_guard lock(made_mutex_);
+  return live_;
+}
+
 uint64_t bpf_map_bytes() {
   uint64_t total = 0;
   DIR* d = opendir("/proc/self/fdinfo");
@@ -114,6 +124,12 @@ std::string metrics_text(const AgentMetrics& m, const Spool::Counts& spool) {
   for (const auto& [key, value] : m.made())
     t.sample("ember_agent_profile_values_total{event=\"" + key.first + "\",unit=\"" + key.second + "\"}",
              static_cast<double>(value));
+  if (auto live = m.live(); !live.empty()) {
+    t.header("ember_agent_live_bytes", "gauge",
+             "Bytes allocated since the agent started and still live at the last period's end, by event (live).");
+    for (const auto& [event, bytes] : live)
+      t.sample("ember_agent_live_bytes{event=\"" + event + "\"}", static_cast<double>(bytes));
+  }
   t.metric("ember_agent_profiles_relabel_dropped_total", "counter", "Profiles a relabel rule dropped.",
            n(m.profiles_relabel_dropped));
   t.metric("ember_agent_profiles_cut_total", "counter",

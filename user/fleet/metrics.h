@@ -42,10 +42,15 @@ struct AgentMetrics {
   // ns, bytes): what the server should hold, summed over its profiles.
   void add_made(const std::string& event, const std::string& unit, uint64_t value);
   std::map<std::pair<std::string, std::string>, uint64_t> made() const;
+  // With `live`: the bytes still live at the last period's end, per
+  // allocation event (a gauge: a leak's keeps rising).
+  void set_live(const std::string& event, uint64_t bytes);
+  std::map<std::string, uint64_t> live() const;
 
  private:
   mutable std::mutex made_mutex_;
   std::map<std::pair<std::string, std::string>, uint64_t> made_;
+  std::map<std::string, uint64_t> live_;
 };
 
 // The exposition text: the counters, the spool's counts, and what is read

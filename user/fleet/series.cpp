@@ -54,7 +54,7 @@ std::optional<std::vector<Label>> relabel(std::vector<Label> labels, std::span<c
   return normalized(std::move(labels));
 }
 
-PeriodSeries::PeriodSeries(const AgentConfig& config, ServiceNamer& namer, std::vector<std::string> events)
+PeriodSeries::PeriodSeries(const AgentConfig& config, ServiceNamer& namer, std::vector<SeriesEvent> events)
     : config_(config), namer_(namer), events_(std::move(events)) {}
 
 int PeriodSeries::group_of(uint32_t pid, const std::string& process_name) {
@@ -116,21 +116,24 @@ std::string PeriodSeries::fitted_pprof(const flamegraph::Profile& p) {
   }
 }
 
-std::vector<Series> PeriodSeries::finish(std::span<const flamegraph::Profile* const> graphs) {
+std::vector<Series> PeriodSeries::finish(std::span<const flamegraph::Profile* const> graphs, uint64_t start_unix_ns,
+                                         uint64_t duration_ns) {
   std::vector<Series> out;
   for (Group& g : groups_)
     for (size_t i = 0; i < g.profiles.size() && i < graphs.size(); ++i) {
       flamegraph::Profile& p = g.profiles[i];
       if (p.total() == 0) continue;
       const flamegraph::Profile& whole = *graphs[i];
-      p.event = whole.event;
+      // The sample type: a live set's is not the same profile type as the
+      // period's allocations, which a change of `live` must not mix.
+      p.event = events_[i].live ? flamegraph::inuse_type(whole.event) : whole.event;
       p.unit = whole.unit;
       p.period_ns = whole.period_ns;
-      p.start_unix_ns = whole.start_unix_ns;
-      p.duration_ns = whole.duration_ns;
+      p.start_unix_ns = start_unix_ns;
+      p.duration_ns = duration_ns;
       Series s;
       s.labels = g.labels;
-      s.labels.push_back({"__name__", flamegraph::series_name(events_[i])});
+      s.labels.push_back({"__name__", flamegraph::series_name(events_[i].name)});
       // Each profile covers its period alone: the server must not take
       // differences between them.
       s.labels.push_back({"__delta__", "false"});

@@ -22,18 +22,26 @@ namespace ember::fleet {
 // left with an empty value are removed.
 std::optional<std::vector<Label>> relabel(std::vector<Label> labels, std::span<const RelabelRule> rules);
 
+// One of the session's graphs, as its series are named.
+struct SeriesEvent {
+  std::string name;   // the event (cpu-clock, malloc...)
+  bool live = false;  // allocations still live at the period's end (an in-use sample type)
+};
+
 class PeriodSeries {
  public:
   // `events`: the session's graphs, in order.
-  PeriodSeries(const AgentConfig& config, ServiceNamer& namer, std::vector<std::string> events);
+  PeriodSeries(const AgentConfig& config, ServiceNamer& namer, std::vector<SeriesEvent> events);
 
   // A stack of graph `graph` from process `pid` (the session's stack sink).
   void add(size_t graph, uint32_t pid, const std::string& process_name, const flamegraph::Profile& profile,
            std::span<const flamegraph::FrameId> frames, uint64_t weight);
 
-  // The period's series: one per service and event that has samples.
-  // `graphs`: the window's whole graphs (event, unit, period, times).
-  std::vector<Series> finish(std::span<const flamegraph::Profile* const> graphs);
+  // The period's series: one per service and event that has samples, each
+  // placed at the period (a live set too: it is the period end's).
+  // `graphs`: the window's whole graphs (event, unit, sampling period).
+  std::vector<Series> finish(std::span<const flamegraph::Profile* const> graphs, uint64_t start_unix_ns,
+                             uint64_t duration_ns);
 
   size_t dropped() const { return dropped_processes_; }  // processes a rule dropped
   size_t cut() const { return profiles_cut_; }  // profiles cut to the server's limits
@@ -53,7 +61,7 @@ class PeriodSeries {
 
   const AgentConfig& config_;
   ServiceNamer& namer_;
-  std::vector<std::string> events_;
+  std::vector<SeriesEvent> events_;
   std::map<uint32_t, int> group_by_pid_;
   std::map<std::vector<Label>, int> group_by_labels_;
   std::vector<Group> groups_;

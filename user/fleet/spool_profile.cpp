@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -58,6 +59,15 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
   std::set<std::string> services, types;
   uint64_t first = 0, last = 0;
   size_t read = 0;
+  // A live set (an in-use sample type) is the bytes live at its period's
+  // end: the range's last one stands for it, not their sum.
+  std::map<std::string, std::pair<uint64_t, flamegraph::Profile>> last_live;
+  auto add = [&](const flamegraph::Profile& p, uint64_t at) {
+    for (const flamegraph::Stack& stack : p.stacks()) {
+      uint32_t index = merged.add_from(p, stack.frames, stack.weight);
+      if (index != flamegraph::Profile::kNoStack) merged.timeline.push_back({at - first, stack.weight, index});
+    }
+  };
   for (const Spool::Entry& period : *periods) {
     auto body = Spool::read(dir, period);
     if (!body) return std::unexpected(body.error());
@@ -80,16 +90,16 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
       }
       // The agent pushes no times: a period's weight is placed at its start,
       // and the timeline is as precise as the longest period.
-      for (const flamegraph::Stack& stack : p->stacks()) {
-        uint32_t index = merged.add_from(*p, stack.frames, stack.weight);
-        if (index != flamegraph::Profile::kNoStack)
-          merged.timeline.push_back({period.start_ns - first, stack.weight, index});
-      }
+      if (flamegraph::is_inuse_type(p->event))
+        last_live[p->event] = {period.start_ns, std::move(*p)};
+      else
+        add(*p, period.start_ns);
       merged.time_step_ns = std::max(merged.time_step_ns, end_ns(period) - period.start_ns);
       last = std::max(last, end_ns(period));
       ++read;
     }
   }
+  for (const auto& [event, live] : last_live) add(live.second, live.first);
   if (!services.count(query.service))
     return std::unexpected("no service '" + query.service + "' in that range: the periods there hold " + joined(services));
   if (read == 0)

@@ -548,11 +548,18 @@ std::vector<Collector::JavaStream> Collector::java_streams() const {
   return out;
 }
 
-void Collector::count_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns) {
+void Collector::count_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns,
+                                       const std::unordered_map<uint32_t, uint64_t>& exits) {
   std::unordered_set<uint32_t> live(ids.begin(), ids.end());
   std::erase_if(held_allocations_, [&](const HeldAllocation& a) { return !live.count(a.id); });
-  for (const HeldAllocation& a : held_allocations_)
-    if (a.time_ns + options_.views[a.key.view].min_age_ns <= end_ns) count(a.key, a.bytes, a.time_ns);
+  for (const HeldAllocation& a : held_allocations_) {
+    uint64_t end = end_ns;
+    if (auto exit = exits.find(a.key.pid); exit != exits.end()) {
+      end = std::min(end, exit->second);
+      exited_.insert(a.key.pid);  // its memory is not carried into the next window
+    }
+    if (a.time_ns + options_.views[a.key.view].min_age_ns <= end) count(a.key, a.bytes, a.time_ns);
+  }
 }
 
 Collector::CarriedAllocations Collector::take_held_allocations() {

@@ -125,10 +125,13 @@ class Collector {
   // For views with live_only, before build(): counts the allocations held
   // so far whose ids are among `ids` (the sampled allocations not freed by
   // `end_ns`, CLOCK_MONOTONIC, the records' clock) and at least their
-  // view's min_age_ns old then; forgets the others, freed for good. The
-  // live ones are held on into the next window, as long as their process
-  // lives: a window's live graph is the recording's so far.
-  void count_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns);
+  // view's min_age_ns old then, or at their process's end if it is among
+  // `exits` (pid -> when it ended); forgets the others, freed for good.
+  // The live ones are held on into the next window, as long as their
+  // process lives: a window's live graph is the recording's so far, and
+  // what a process never freed is in the window of its end alone.
+  void count_live_allocations(const std::vector<uint32_t>& ids, uint64_t end_ns,
+                              const std::unordered_map<uint32_t, uint64_t>& exits);
   // Each stack of a graph as it is added, with the process it came from
   // (its frames are ids in `profile`): a caller splits one build, one
   // naming of the window's addresses, into graphs per service.

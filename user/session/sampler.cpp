@@ -406,4 +406,17 @@ void Sampler::forget_allocations(std::span<const uint32_t> pids) {
   for (const ember_live_key& k : keys) bpf_map_delete_elem(fd, &k);
 }
 
+std::unordered_map<uint32_t, uint64_t> Sampler::take_exits() {
+  std::unordered_map<uint32_t, uint64_t> exits;
+  int fd = bpf_map__fd(state_->skel->maps.live_exits);
+  uint32_t pid = 0;
+  for (bool first = true; bpf_map_get_next_key(fd, first ? nullptr : &pid, &pid) == 0; first = false) {
+    uint64_t ns = 0;
+    if (bpf_map_lookup_elem(fd, &pid, &ns) == 0) exits[pid] = ns;
+  }
+  // Deleted after the walk: a deletion during it may restart it.
+  for (const auto& [p, ns] : exits) bpf_map_delete_elem(fd, &p);
+  return exits;
+}
+
 }  // namespace ember

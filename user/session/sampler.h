@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <linux/types.h>  // __u32 and friends for profile.h
@@ -94,6 +95,9 @@ class Sampler {
   // --live: forgets the allocations of processes gone (`pids`), whose
   // memory went with them.
   void forget_allocations(std::span<const uint32_t> pids);
+  // --live: the processes that ended since the last call, and when
+  // (CLOCK_MONOTONIC ns); taken, so the next call has the later ones.
+  std::unordered_map<uint32_t, uint64_t> take_exits();
   int cpus() const { return cpus_; }  // CPUs online
   // How user stacks are walked: as asked, or Fp on a kernel too old for the unwinder.
   UnwindMode unwind_mode() const { return unwind_; }

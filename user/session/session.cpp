@@ -350,7 +350,7 @@ Window Session::cut(bool final, const StackSink& each_stack) {
   window.counters = counters - window_counters_;
   window_counters_ = counters;
   bool live = config_.settings.live;
-  if (live) collector_.count_live_allocations(sampler_->live_allocations(), cut_ns);
+  if (live) collector_.count_live_allocations(sampler_->live_allocations(), cut_ns, sampler_->take_exits());
   if (final) {
     sampler_.reset();
     // Detach first: with --live, the agents' last full GC reports the frees.
