@@ -139,12 +139,12 @@ TEST_CASE("agent config: each mistake names the key, the line and the fix") {
   CHECK_THAT(in_file("events = [\"alloc\"]\n[java]\nattach = false\n"),
              Catch::Contains("'alloc' needs ember's Java agent: set java.attach = true"));
   CHECK_THAT(in_file("events = [\"cpu\"]\nlive = true\n"),
-             Catch::Contains("live applies to allocations: add 'malloc' or 'alloc' in events"));
+             Catch::Contains("live applies to allocations: add 'malloc' or 'alloc'"));
   CHECK_THAT(in_file("events = [\"malloc\"]\nmin_age = \"30s\"\n"),
              Catch::Contains("min_age keeps the allocations still live at the end that are at least that old: add live"));
   CHECK_THAT(in_file("events = [\"malloc\"]\nlive = true\nmin_gcs = 2\n"),
              Catch::Contains("min_gcs applies to Java objects still live (C and C++ blocks are not collected): add "
-                             "'alloc' in events with live"));
+                             "'alloc' with live"));
   CHECK_THAT(in_file("min_age = \"soon\"\n"), Catch::Contains(":1: min_age: 'soon' is not a duration"));
   CHECK_THAT(in_file("alloc_interval = \"0\"\n"), Catch::Contains(":1: alloc_interval: '0' is not a size"));
   CHECK_THAT(in_file("events = \"cpu\"\nframes = [1]\n"), Catch::Contains("unknown key 'frames'"));

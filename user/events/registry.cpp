@@ -29,12 +29,12 @@ constexpr Flag kFlags[] = {{kFrequency, "-F", "frequency"},
                            {kMinGcs, "--min-gcs", "min_gcs"}};
 
 // The events of the registry that take `setting`: "-e a or -e b" (record),
-// "'a' or 'b' in events" (the agent's keys, serve's fields).
+// "'a' or 'b'" (the agent's keys, serve's fields).
 std::string takers(Setting setting, Spelling spelling) {
   std::string text;
   for (const Event* e : kAll)
     if (e->settings & setting) text += (text.empty() ? "" : " or ") + event_named(e->name, spelling);
-  return spelling == Spelling::Option ? text : text + " in events";
+  return text;
 }
 
 // `setting`'s name as `spelling` writes it: "--live" or "live".
