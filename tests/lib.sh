@@ -59,6 +59,12 @@ need_otlp_reader() {
 	[ -e "$ROOT/build/otlp_py/.done" ] || fail "no build/otlp_py: make test-build generates it from tests/otlp"
 }
 
+# The real pprof, as $PPROF (make test-build builds it from Debian's Go sources).
+need_pprof() {
+	PPROF=$ROOT/build/pprof
+	[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+}
+
 # A TCP port of 127.0.0.1 free now.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

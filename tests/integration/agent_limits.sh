@@ -10,8 +10,7 @@
 # Then, its server gone, a SIGTERM ends the agent at once.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 
 PORT=$(free_port)
 METRICS_PORT=$(free_port)

@@ -10,8 +10,7 @@
 # no period after it holds anything of it. The real pprof reads every profile; /metrics has the live bytes.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 
 RECV_PORT=$(free_port)
 METRICS_PORT=$(free_port)

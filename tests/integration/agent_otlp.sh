@@ -11,8 +11,7 @@
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 need_otlp_reader
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 
 RECV_PORT=$(free_port)
 RECV=$TMP/received

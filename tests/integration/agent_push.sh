@@ -9,8 +9,7 @@
 # What is checked does not depend on timing: the kernel matrix runs it.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 
 RECV_PORT=$(free_port)
 METRICS_PORT=$(free_port)

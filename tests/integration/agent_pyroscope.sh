@@ -18,8 +18,7 @@
 #      pushed plus those the cap dropped are all the agent made.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 command -v prometheus >/dev/null || fail "prometheus missing: scripts/deps.sh test installs it"
 java_classes "$TMP/classes"
 

@@ -7,8 +7,7 @@
 # pprof's sample type.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 command -v openssl >/dev/null || fail "no openssl: scripts/deps.sh test installs it"
 "$EMBER" record -F 299 -o "$TMP/r.pb.gz" -- "$WORKLOADS/cpu_split" 2 2>"$TMP/err" || fail "record: $(cat "$TMP/err")"
 "$EMBER" record -F 299 -o "$TMP/r2.folded" -- "$WORKLOADS/cpu_split" 1 2>"$TMP/err" || fail "record: $(cat "$TMP/err")"

@@ -10,8 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 need_otlp_reader
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 
 # One recording (CPU and off-CPU) as pprof, then as OTLP by ember convert.
 "$EMBER" record -e cpu-clock,offcpu -F 999 --no-java -o "$TMP/rec.pb.gz" -- "$WORKLOADS/offcpu_waits" 2 300 \

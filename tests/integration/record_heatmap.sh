@@ -6,8 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 need_bpf
 need_browser
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 "$EMBER" record -F 199 -o "$TMP/phases.html" -- "$WORKLOADS/phases" 3 2>"$TMP/err" || fail "ember exited $?: $(cat "$TMP/err")"
 mkdir -p "$ROOT/build/screenshots"
 node "$ROOT/tests/browser/heatmap.test.mjs" "$TMP/phases.html" --screenshot "$ROOT/build/screenshots/heatmap.png" ||

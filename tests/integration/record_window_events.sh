@@ -5,7 +5,7 @@
 # holds that window; the last window's files too.
 . "$(dirname "$0")/../lib.sh"
 need_bpf
-PPROF=$ROOT/build/pprof
+need_pprof
 # 4 cycles of 0.5 s: 400 ms asleep, 100 ms on CPU.
 "$EMBER" record -e cpu,offcpu --window 0.5 -o "$TMP/m.folded" -- "$WORKLOADS/offcpu_waits" 4 100 2>"$TMP/err" ||
 	fail "record exited $?: $(cat "$TMP/err")"

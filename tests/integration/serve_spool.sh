@@ -10,8 +10,7 @@
 need_bpf
 need_browser
 command -v jq >/dev/null || skip "no jq (scripts/deps.sh test installs it)"
-PPROF=$ROOT/build/pprof
-[ -x "$PPROF" ] || fail "no build/pprof (make test builds it from golang-github-google-pprof-dev)"
+need_pprof
 
 # Two services for 5 one-second periods, kept in the spool only (no server).
 background "$WORKLOADS/spinner" 60

@@ -179,6 +179,7 @@ std::expected<RelabelRule, std::string> parse_rule(const std::string& text) {
   return make_rule(f[0], f[1], f[2], replace ? f[3] : "", f.size() == 5 ? f[4] : "");
 }
 
+// Every key and its check. Long: a table, an entry per key.
 const std::vector<Key>& keys() {
   using C = AgentConfig;
   static const std::vector<Key> all = {
