@@ -172,7 +172,7 @@ std::pair<std::string, uint64_t> split_thread_frame(const std::string& name);
 std::string series_name(const std::string& event);
 // The sample type of an allocation event's profile of what is still live
 // (malloc_inuse, alloc_inuse: Pyroscope tells a profile type by its sample
-// type, as Go's alloc_space from inuse_space), and back.
+// type, as Go's alloc_space from inuse_space), and whether `type` is one.
 std::string inuse_type(const std::string& event);
 bool is_inuse_type(std::string_view type);
 

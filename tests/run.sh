@@ -97,8 +97,9 @@ cpu_ticks() {
 run_script() {
 	local t=$1 label=$2 sanitized=${3:-} start out rc secs reports="" ticks0 ticks1 busy limit=300
 	# An emulated kernel (the matrix's guests) runs ember's start-up, its
-	# verifier above all, tens of times slower (java_jit_windows, its four
-	# JVMs emulated, took 507 s in CI's arm64 lane).
+	# verifier above all, tens of times slower (java_jit_windows and
+	# java_jit_stubs, three JVMs emulated, took past 900 s together in CI's
+	# arm64 lane on a busy host: they are two scripts now).
 	[[ ${EMBER_EMULATED:-} ]] && limit=900
 	start=$(date +%s)
 	ticks0=$(cpu_ticks)

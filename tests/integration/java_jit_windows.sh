@@ -6,9 +6,8 @@
 # push rbp and sub rsp move the return address), the unwinder reads an
 # epilogue forward from the pc (pop rbp, the return poll, ret): stacks
 # reach the thread's entry. Without either, 9% of these stacks stop on
-# JDK 17 and 26% on JDK 25 (its entry barrier lies in the prologue). And
-# stacks through C2's and C1's runtime stubs (LargeArrays.java): C2's were
-# all cut before the agent decoded their prologues.
+# JDK 17 and 26% on JDK 25 (its entry barrier lies in the prologue).
+# Stacks through the JIT's runtime stubs: java_jit_stubs.sh.
 # On JDK 17 and, if installed, the Temurin JDK 25; on arm64 (the kernel
 # matrix's guest) the same windows of its own instructions (stp x29, x30;
 # ldp, the return poll, ret), where the return address is in x30.
@@ -45,44 +44,11 @@ windows() {
 	wait "$jvm" 2>/dev/null || true
 }
 
-# stubs JAVA_HOME LABEL: compiled code calling into the JVM through the
-# runtime stubs for arrays: C2's saves rbp (x29) without pointing it at
-# its frame (HotSpot calls its frame never complete): the agent decodes its
-# prologue as a compiled method's; C1's (a JVM held to C1) builds its frame
-# with enter() and is walked by its frame pointer, which on arm64 must keep
-# sp known for the C1 frame below (EMBER_MAPPING_JIT).
-stubs() {
-	local java=$1/bin/java label=$2 c2 c1 kind stub chain whole all
-	"$java" -XX:+PrintCompilation -cp "$TMP/classes" LargeArrays 900 >"$TMP/$label.c2.jit" 2>&1 &
-	c2=$!
-	"$java" -XX:TieredStopAtLevel=1 -XX:+PrintCompilation -cp "$TMP/classes" LargeArrays 900 >"$TMP/$label.c1.jit" 2>&1 &
-	c1=$!
-	BACKGROUND+=($c2 $c1)
-	wait_compiled "$TMP/$label.c2.jit" LargeArrays::allocate
-	wait_compiled "$TMP/$label.c1.jit" LargeArrays::allocate@
-	record_for_cpu --samples $least $((seconds / 2)) "$c2,$c1" -F 999 --attach-timeout 120 -o "$TMP/$label.stub.folded" 2>"$TMP/$label.stub.err" ||
-		fail "$label: ember exited $?: $(cat "$TMP/$label.stub.err")"
-	for kind in C2 C1; do
-		stub='(_new_array_Java|C2 Runtime new_array);'
-		[ $kind = C1 ] && stub='(new_type_array Runtime1 stub|C1 Runtime new_type_array[a-z_]*);'
-		all=$(weight "$TMP/$label.stub.folded" "$stub")
-		chain="JavaMain.*LargeArrays\.main_\[[0-9a-z]\];LargeArrays\.allocate_\[j\];$stub"
-		whole=$(weight "$TMP/$label.stub.folded" "$chain")
-		echo "$label: $whole of $all stacks through $kind's runtime stub for arrays reach the thread's entry"
-		(( all >= least / 4 )) || fail "$label: only $all samples through $kind's stub: $(sort -t' ' -k2 -nr "$TMP/$label.stub.folded" | head -3 | cut -c1-400)"
-		(( 1000 * whole >= 995 * all )) || fail "$label: $whole of $all stacks through $kind's stub whole, not >= 99.5%: $(grep -E "$stub" "$TMP/$label.stub.folded" | grep -vE "$chain" | sort -t' ' -k2 -nr | head -3 | cut -c1-400)"
-	done
-	kill "$c2" "$c1"
-	wait "$c2" "$c1" 2>/dev/null || true
-}
-
 jdk17="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"
 windows "$jdk17" jdk17
-stubs "$jdk17" jdk17
 jdk25=$(ls -d /usr/lib/jvm/temurin-25* 2>/dev/null | head -1)
 if [ -n "$jdk25" ]; then
 	windows "$jdk25" jdk25
-	stubs "$jdk25" jdk25
 else
 	echo "no /usr/lib/jvm/temurin-25*: JDK 25 not checked"
 fi

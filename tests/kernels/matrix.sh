@@ -67,7 +67,7 @@ RT_TESTS=bpf_programs,record_lock,record_malloc.sh,record_offcpu_waker.sh,record
 # Python's frames are found by, a JVM's and node's code and the registers
 # V8's frames are read from (--lines), the agent. Not what is the same code
 # over the same kernel interfaces as on 6.1 (--cgroup, --window).
-ARM64_TESTS=bpf_programs,unwind_system_binary,unwind_offcpu_libc,record_malloc.sh,record_offcpu_waker.sh,record_lock,java_default_jvm,java_jit_windows,java_frame_geometry,record_python,record_node.sh,record_node_lines,agent_push
+ARM64_TESTS=bpf_programs,unwind_system_binary,unwind_offcpu_libc,record_malloc.sh,record_offcpu_waker.sh,record_lock,java_default_jvm,java_jit_windows,java_jit_stubs,java_frame_geometry,record_python,record_node.sh,record_node_lines,agent_push
 # The arm64 guest's root file system (scripts/arm64_guest.sh), outside the
 # checkout as the cross build's sysroot is.
 ARM64_ROOT=${EMBER_ARM64_GUEST:-/var/cache/ember/arm64-guest}

@@ -263,8 +263,9 @@ SessionConfig session_config(const AgentConfig& c) {
 std::string sampling_keys(const AgentConfig& c) {
   std::ostringstream o;
   for (const std::string& e : c.events) o << e << ',';
-  o << '|' << c.frequency << '|' << c.alloc_interval << '|' << c.live << '|' << c.min_age << '|' << c.min_gcs << '|' << c.thread_label << '|' << c.unwind << '|' << c.unwind_memory_mib << '|'
-    << c.symbol_memory_mib << '|' << c.java.attach << '|' << c.java.attach_timeout_s;
+  o << '|' << c.frequency << '|' << c.alloc_interval << '|' << c.live << '|' << c.min_age << '|' << c.min_gcs << '|'
+    << c.thread_label << '|' << c.unwind << '|' << c.unwind_memory_mib << '|' << c.symbol_memory_mib << '|'
+    << c.java.attach << '|' << c.java.attach_timeout_s;
   for (const auto* list : {&c.java.allow, &c.java.deny, &c.java.allow_users, &c.java.deny_users}) {
     o << '|';
     for (const std::string& s : *list) o << s << ',';

@@ -209,7 +209,8 @@ const std::vector<Key>& keys() {
       {{"min_age", "With live: only allocations at least this old at the period's end (30s, 5m)", false},
        [](C& c, const std::vector<std::string>& v) -> std::optional<std::string> {
          if (auto e = one_value(v)) return e;
-         if (!v[0].empty() && !events::parse_duration_ns(v[0])) return "'" + v[0] + "' is not a duration: give e.g. 30s, 5m or 500ms";
+         if (!v[0].empty() && !events::parse_duration_ns(v[0]))
+           return "'" + v[0] + "' is not a duration: give e.g. 30s, 5m or 500ms";
          c.min_age = v[0];
          return std::nullopt;
        }},
