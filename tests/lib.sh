@@ -50,6 +50,19 @@ java_classes() {
 	mkdir -p "$1" && cp -r "$ROOT/build/java/classes/." "$1"
 }
 
+# each_jdk FUNCTION: runs FUNCTION JAVA_HOME LABEL for Debian's JDK 17
+# (jdk17) and, where installed, the Temurin JDK 25 (jdk25).
+each_jdk() {
+	"$1" "$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")" jdk17
+	local jdk25
+	jdk25=$(ls -d /usr/lib/jvm/temurin-25* 2>/dev/null | head -1)
+	if [ -n "$jdk25" ]; then
+		"$1" "$jdk25" jdk25
+	else
+		echo "no /usr/lib/jvm/temurin-25*: JDK 25 not checked"
+	fi
+}
+
 # The tests' reader of OpenTelemetry profiles (tests/tools/otlp_read.py):
 # Debian's python3 with python3-protobuf, and the classes make test-build
 # generates from tests/otlp's proto files.

@@ -47,11 +47,4 @@ stubs() {
 	wait "$c2" "$c1" 2>/dev/null || true
 }
 
-jdk17="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"
-stubs "$jdk17" jdk17
-jdk25=$(ls -d /usr/lib/jvm/temurin-25* 2>/dev/null | head -1)
-if [ -n "$jdk25" ]; then
-	stubs "$jdk25" jdk25
-else
-	echo "no /usr/lib/jvm/temurin-25*: JDK 25 not checked"
-fi
+each_jdk stubs
