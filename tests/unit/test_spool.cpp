@@ -3,8 +3,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "temp_dir.h"
+#include "flamegraph/leaks.h"
 #include "flamegraph/pprof.h"
 #include "user/fleet/pyroscope.h"
 #include "user/fleet/spool.h"
@@ -222,6 +224,41 @@ TEST_CASE("spool: one service's periods of a time range merge into one profile; 
   CHECK(contents->series[0].periods == 2);
   CHECK(is_spool(dir.path.string()));
   CHECK(!is_spool((dir.path / "none").string()));
+}
+
+TEST_CASE("spool: live sets merge into the last period's, timed where they grew: a leak is a suspect, a cache not") {
+  using namespace ember;
+  TempDir dir;
+  auto spool = Spool::open(dir.path.string(), 1 << 20, 3600);
+  REQUIRE(spool);
+  uint64_t t0 = now_ns() - 120'000'000'000ull, step = 15'000'000'000ull;
+  // Eight periods of an agent with live: a leak growing 100 bytes a period, a cache emptied now and then.
+  const uint64_t leak[] = {100, 200, 300, 400, 500, 600, 700, 800}, cache[] = {50, 0, 60, 0, 80, 0, 70, 90};
+  for (int k = 0; k < 8; ++k) {
+    flamegraph::Profile p;
+    p.event = "malloc_inuse";
+    p.unit = "bytes";
+    auto app = p.intern({"app", flamegraph::FrameKind::Process, {}});
+    p.add(std::vector{app, p.intern({"leak_here", flamegraph::FrameKind::Native, "app"})}, leak[k]);
+    if (cache[k]) p.add(std::vector{app, p.intern({"cache_fill", flamegraph::FrameKind::Native, "app"})}, cache[k]);
+    std::vector<Series> series = {{{{"service_name", "app"}, {"__name__", "memory"}}, flamegraph::encode_pprof(p), "x"}};
+    REQUIRE((*spool)->add(t0 + k * step, 15000, 1, encode_push_request(series)));
+  }
+  auto merged = merge_spool(dir.path.string(), {"app", "memory"});
+  REQUIRE(merged);
+  CHECK(merged->event == "malloc_inuse");
+  CHECK(merged->total() == 890);  // the last period's, not the sum
+  REQUIRE(merged->info_value("live"));
+  std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> timed;  // site -> (time, bytes)
+  for (const flamegraph::Timed& t : merged->timeline)
+    timed[merged->frames()[merged->stacks()[t.stack].frames.back()].name].emplace_back(t.time_ns, t.weight);
+  REQUIRE(timed["leak_here"].size() == 8);
+  for (uint64_t k = 0; k < 8; ++k) CHECK(timed["leak_here"][k] == std::pair(k * step, uint64_t{100}));
+  // What the cache holds at the end came in its last two periods, the latest growth first.
+  CHECK(timed["cache_fill"] == std::vector<std::pair<uint64_t, uint64_t>>{{6 * step, 70}, {7 * step, 20}});
+  flamegraph::LeakSuspects found = flamegraph::find_leak_suspects(*merged);
+  REQUIRE(found.suspects.size() == 1);
+  CHECK(flamegraph::site_function(*merged, found.suspects[0].stack) == "leak_here");
 }
 
 TEST_CASE("spool: times as Unix seconds or UTC") {

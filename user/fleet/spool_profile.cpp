@@ -31,6 +31,33 @@ std::string joined(const std::set<std::string>& names) {
   return out.empty() ? "none" : out;
 }
 
+// Adds to `merged` the last of `periods` (a live set each, in time order):
+// each stack's bytes placed on the timeline at the periods in which they
+// grew, the latest growth first (what a cache holds is its newest, what a
+// leak holds is all it added), so that the leak suspects read a steady
+// grower as one and the spool's page draws its curve.
+void add_live_sets(const std::vector<std::pair<uint64_t, flamegraph::Profile>>& periods, uint64_t first,
+                   flamegraph::Profile& merged) {
+  flamegraph::Profile shapes;               // every period's stacks, interned once
+  std::vector<std::vector<uint64_t>> bytes;  // by stack of `shapes`, by period
+  for (size_t k = 0; k < periods.size(); ++k)
+    for (const flamegraph::Stack& s : periods[k].second.stacks()) {
+      uint32_t i = shapes.add_from(periods[k].second, s.frames, 1);
+      if (i >= bytes.size()) bytes.resize(i + 1, std::vector<uint64_t>(periods.size()));
+      bytes[i][k] += s.weight;
+    }
+  size_t last = periods.size() - 1;
+  for (uint32_t i = 0; i < bytes.size(); ++i)
+    for (size_t k = last + 1, left = bytes[i][last]; k-- > 0 && left;) {
+      uint64_t before = k ? bytes[i][k - 1] : 0;
+      if (bytes[i][k] <= before) continue;
+      uint64_t grown = std::min<uint64_t>(left, bytes[i][k] - before);
+      uint32_t index = merged.add_from(shapes, shapes.stacks()[i].frames, grown);
+      if (index != flamegraph::Profile::kNoStack) merged.timeline.push_back({periods[k].first - first, grown, index});
+      left -= grown;
+    }
+}
+
 }  // namespace
 
 std::optional<uint64_t> parse_time(const std::string& text) {
@@ -61,7 +88,7 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
   size_t read = 0;
   // A live set (an in-use sample type) is the bytes live at its period's
   // end: the range's last one stands for it, not their sum.
-  std::map<std::string, std::pair<uint64_t, flamegraph::Profile>> last_live;
+  std::map<std::string, std::vector<std::pair<uint64_t, flamegraph::Profile>>> live_sets;  // by type
   auto add = [&](const flamegraph::Profile& p, uint64_t at) {
     for (const flamegraph::Stack& stack : p.stacks()) {
       uint32_t index = merged.add_from(p, stack.frames, stack.weight);
@@ -91,7 +118,7 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
       // The agent pushes no times: a period's weight is placed at its start,
       // and the timeline is as precise as the longest period.
       if (flamegraph::is_inuse_type(p->event))
-        last_live[p->event] = {period.start_ns, std::move(*p)};
+        live_sets[p->event].emplace_back(period.start_ns, std::move(*p));
       else
         add(*p, period.start_ns);
       merged.time_step_ns = std::max(merged.time_step_ns, end_ns(period) - period.start_ns);
@@ -99,7 +126,7 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
       ++read;
     }
   }
-  for (const auto& [event, live] : last_live) add(live.second, live.first);
+  for (const auto& [type, sets] : live_sets) add_live_sets(sets, first, merged);
   if (!services.count(query.service))
     return std::unexpected("no service '" + query.service + "' in that range: the periods there hold " + joined(services));
   if (read == 0)
@@ -110,6 +137,7 @@ std::expected<flamegraph::Profile, std::string> merge_spool(const std::string& d
   merged.start_unix_ns = first;
   merged.duration_ns = last - first;
   merged.info = {{"service", query.service}, {"periods", std::to_string(read)}};
+  if (!live_sets.empty()) merged.info.emplace_back("live", "still allocated at the last period's end");
   return merged;
 }
 
