@@ -554,7 +554,8 @@ void Collector::count_live_allocations(const std::vector<uint32_t>& ids, uint64_
   std::erase_if(held_allocations_, [&](const HeldAllocation& a) { return !live.count(a.id); });
   for (const HeldAllocation& a : held_allocations_) {
     uint64_t end = end_ns;
-    if (auto exit = exits.find(a.key.pid); exit != exits.end()) {
+    // An allocation after the end is a new process's of the same pid.
+    if (auto exit = exits.find(a.key.pid); exit != exits.end() && a.time_ns <= exit->second) {
       end = std::min(end, exit->second);
       exited_.insert(a.key.pid);  // its memory is not carried into the next window
     }
